@@ -1,3 +1,73 @@
-"""sb3-hir: hindsight instruction relabeling and DAgger collection for Stable-Baselines3."""
+"""sb3-hir: hindsight instruction relabeling and DAgger collection for Stable-Baselines3, as pluggy plugins.
+
+Public names are imported lazily, so ``import sb3_hir`` stays cheap (it only registers the gymnasium id
+``sb3_hir/MazeRunner-v0``) until a component that needs torch is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from sb3_hir import envs as envs  # registers sb3_hir/MazeRunner-v0 with gymnasium
+from sb3_hir.hookspecs import hookimpl, hookspec
 
 __version__ = "0.1.0"
+
+_LAZY: dict[str, str] = {
+    "Episode": "sb3_hir.episodes",
+    "GoalSpec": "sb3_hir.goals",
+    "ExactGoalSpec": "sb3_hir.goals",
+    "ToleranceGoalSpec": "sb3_hir.goals",
+    "InstructionRelabeler": "sb3_hir.relabel",
+    "HindsightInstructionRelabeler": "sb3_hir.relabel",
+    "HindsightInstructionReplayBuffer": "sb3_hir.buffers",
+    "KeySelectExtractor": "sb3_hir.extractors",
+    "MazeRunnerEnv": "sb3_hir.envs",
+    "ShortestPathExpert": "sb3_hir.envs",
+    "DAggerCollector": "sb3_hir.dagger",
+    "DAggerTrainer": "sb3_hir.dagger",
+    "SimpleDAggerTrainer": "sb3_hir.dagger",
+}
+
+__all__ = [
+    "DAggerCollector",
+    "DAggerTrainer",
+    "Episode",
+    "ExactGoalSpec",
+    "GoalSpec",
+    "HindsightInstructionRelabeler",
+    "HindsightInstructionReplayBuffer",
+    "InstructionRelabeler",
+    "KeySelectExtractor",
+    "MazeRunnerEnv",
+    "ShortestPathExpert",
+    "SimpleDAggerTrainer",
+    "ToleranceGoalSpec",
+    "__version__",
+    "envs",
+    "hookimpl",
+    "hookspec",
+]
+
+if TYPE_CHECKING:
+    from sb3_hir.buffers import HindsightInstructionReplayBuffer
+    from sb3_hir.dagger import DAggerCollector, DAggerTrainer, SimpleDAggerTrainer
+    from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
+    from sb3_hir.episodes import Episode
+    from sb3_hir.extractors import KeySelectExtractor
+    from sb3_hir.goals import ExactGoalSpec, GoalSpec, ToleranceGoalSpec
+    from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sb3_hir' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
