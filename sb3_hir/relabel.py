@@ -1,0 +1,229 @@
+"""Relabelers: rewrite an episode as if it had been given a different instruction.
+
+Hindsight instruction relabeling (HIR, AMAGO arXiv 2310.09971 App. B Alg. 1) generalises HER from one goal
+to an instruction of ``k`` goals reached in order. :meth:`InstructionRelabeler.replay` recomputes, for a new
+goal sequence, everything the env derives from the instruction: masked goal observations, goal rewards,
+terminations and the episode length (the episode ends at the k-th goal). Replaying an episode under its own
+instruction gives the episode back, which is what makes the rewritten transitions faithful to the env.
+
+Everything is vectorised over time: the ``(T, k)`` matrix "observation t reaches goal j" is computed in one
+:meth:`GoalSpec.reached <sb3_hir.goals.GoalSpec.reached>` call, and only the k goals are looped over.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from sb3_hir.episodes import Episode
+from sb3_hir.goals import GoalSpec
+
+__all__ = ["HindsightInstructionRelabeler", "InstructionRelabeler"]
+
+STRATEGIES = ("some", "all", "none")
+
+
+def _resolve_goal_spec(goal_spec: str | GoalSpec) -> GoalSpec:
+    if isinstance(goal_spec, GoalSpec):
+        return goal_spec
+    if not isinstance(goal_spec, str):
+        raise ValueError(
+            "goal_spec must be a registered goal-spec name (e.g. 'exact', 'tolerance') or a GoalSpec "
+            f"instance, got {goal_spec!r}"
+        )
+    from sb3_hir import plugins  # lazily: plugin discovery stays off the import path of this module
+
+    try:
+        resolved = plugins.resolve("goal_spec", goal_spec)
+    except LookupError as error:
+        raise ValueError(f"goal_spec {goal_spec!r} is not a registered goal spec: {error}") from error
+    if not isinstance(resolved, GoalSpec):
+        raise ValueError(f"goal_spec plugin {goal_spec!r} built {resolved!r}, which is not a GoalSpec")
+    return resolved
+
+
+class InstructionRelabeler(ABC):
+    """Base of relabelers: replaying an episode under a goal sequence; subclasses choose the sequence.
+
+    :param num_goals: instruction length ``k``.
+    :param goal_spec: a registered ``"goal_spec"`` plugin name or a :class:`~sb3_hir.goals.GoalSpec`.
+    """
+
+    def __init__(self, num_goals: int, goal_spec: str | GoalSpec = "exact") -> None:
+        if isinstance(num_goals, bool) or not isinstance(num_goals, (int, np.integer)) or num_goals < 1:
+            raise ValueError(f"num_goals must be an int >= 1, got {num_goals!r}")
+        self.num_goals = int(num_goals)
+        self.goal_spec = _resolve_goal_spec(goal_spec)
+
+    # ------------------------------------------------------------------ reaching
+    def reach_steps(self, achieved: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        """Step in ``1..T`` at which each goal is reached when walking observations ``1..T``, -1 if never.
+
+        Goal j is only checked from the step after goal j-1 was reached (one goal per step), as the env does.
+
+        :param achieved: achieved values over the episode, shape ``(T+1, *goal_shape)`` or
+            ``(T+1, 1, *goal_shape)``.
+        :param goals: the goal sequence, shape ``(k, *goal_shape)``.
+        :return: int64 array of shape ``(k,)``, strictly increasing over its non-negative prefix.
+        """
+        goals = np.asarray(goals)
+        achieved = self.goal_spec.achieved_values(achieved, goals.shape[1:])
+        steps = np.full(len(goals), -1, dtype=np.int64)
+        # hit[t - 1, j]: observation t reaches goal j; one broadcast call for the whole episode.
+        hit = self.goal_spec.reached(achieved[1:, None], goals[None])
+        start = 0  # row of the first observation to check: the one after the previous goal's step
+        for j in range(len(goals)):
+            column = hit[start:, j]
+            if column.size == 0:
+                break
+            first = int(column.argmax())
+            if not column[first]:
+                break
+            start += first + 1
+            steps[j] = start
+        return steps
+
+    @staticmethod
+    def reach_counts(reach_steps: np.ndarray, length: int) -> np.ndarray:
+        """Number of goals reached by each step ``t = 0..T`` (``c_0 = 0``), as int64 of shape ``(T+1,)``.
+
+        Everything a replay recomputes derives from these counts: goal j is masked at ``t`` iff ``j < c_t``,
+        the transition into ``t`` earns ``goal_reward * (c_t - c_{t-1})`` and is terminal iff ``c_t == k``.
+        Buffers use this directly to relabel stored rows without building an :class:`Episode`.
+        """
+        reach_steps = np.asarray(reach_steps)
+        reached = reach_steps[reach_steps > 0]  # the reached prefix, strictly increasing
+        return reached.searchsorted(np.arange(length + 1), side="right").astype(np.int64, copy=False)
+
+    # ------------------------------------------------------------------ replay
+    def _episode_goal_arrays(self, episode: Episode) -> tuple[np.ndarray, np.ndarray]:
+        spec = self.goal_spec
+        missing = [key for key in (spec.goals_key, spec.achieved_key) if key not in episode.observations]
+        if missing:
+            raise ValueError(
+                f"episode observations are missing the goal spec's keys {missing}; keys present: "
+                f"{list(episode.observations)}"
+            )
+        goals_obs = episode.observations[spec.goals_key]
+        if goals_obs.ndim < 2 or goals_obs.shape[1] != self.num_goals:
+            raise ValueError(
+                f"episode observations[{spec.goals_key!r}] must have shape (T+1, num_goals={self.num_goals}, "
+                f"*goal_shape), got {goals_obs.shape}"
+            )
+        achieved = spec.achieved_values(episode.observations[spec.achieved_key], goals_obs.shape[2:])
+        return goals_obs, achieved
+
+    def replay(self, episode: Episode, goals: np.ndarray) -> Episode:
+        """The episode as the env would have produced it under the goal sequence ``goals``.
+
+        Goal observations, rewards and terminations are recomputed; the episode ends at the step that reaches
+        the k-th goal (that transition is terminal, not truncated). A termination the goals did not cause (the
+        original last step is terminated while its goal observation still shows unreached goals, e.g. a robot
+        falling) is kept when the replay does not reach all k goals. Other observation keys and actions are
+        copied; infos are cut to the new length but not rewritten (env-specific keys such as ``is_success``
+        describe the original instruction).
+
+        :param goals: shape ``(k, *goal_shape)``.
+        """
+        goals_obs, achieved = self._episode_goal_arrays(episode)
+        goals = np.asarray(goals)
+        if goals.shape != goals_obs.shape[1:]:
+            raise ValueError(
+                f"goals must have shape {goals_obs.shape[1:]} (k, *goal_shape), got {goals.shape}"
+            )
+        spec, k, length = self.goal_spec, self.num_goals, len(episode)
+        steps = self.reach_steps(achieved, goals)
+        success = steps[-1] > 0
+        new_length = int(steps[-1]) if success else length
+        counts = self.reach_counts(steps, new_length)
+
+        slot_masked = np.arange(k) < counts[:, None]  # (L+1, k)
+        slot_masked = slot_masked.reshape(slot_masked.shape + (1,) * (goals.ndim - 1))
+        new_goals_obs = np.where(slot_masked, np.asarray(spec.mask_value, dtype=goals_obs.dtype), goals[None])
+        new_goals_obs = new_goals_obs.astype(goals_obs.dtype, copy=False)
+
+        gained = np.diff(counts)
+        rewards = (gained * spec.goal_reward).astype(np.float32)
+        terminated = counts[1:] == k
+        truncated = np.zeros(new_length, dtype=bool)
+        if new_length == length:
+            truncated[-1] = episode.truncated[-1]
+            if not success and episode.terminated[-1]:
+                # Keep terminations the instruction did not cause (all goals masked = the goals caused it).
+                terminated[-1] = not spec.is_masked(goals_obs[-1]).all()
+
+        observations = {
+            key: (new_goals_obs if key == spec.goals_key else value[: new_length + 1].copy())
+            for key, value in episode.observations.items()
+        }
+        return Episode(
+            observations=observations,
+            actions=episode.actions[:new_length].copy(),
+            rewards=rewards,
+            terminated=terminated,
+            truncated=truncated,
+            infos=None if episode.infos is None else episode.infos[:new_length],
+        )
+
+    # ------------------------------------------------------------------ relabel
+    @abstractmethod
+    def relabel_goals(self, episode: Episode, rng: np.random.Generator) -> np.ndarray | None:
+        """The goal sequence to replay ``episode`` under, shape ``(k, *goal_shape)``; None keeps it as is."""
+
+    def relabel(self, episode: Episode, rng: np.random.Generator) -> Episode:
+        """The episode replayed under :meth:`relabel_goals`, or the episode itself when that returns None."""
+        goals = self.relabel_goals(episode, rng)
+        return episode if goals is None else self.replay(episode, goals)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(num_goals={self.num_goals}, goal_spec={self.goal_spec!r})"
+
+
+class HindsightInstructionRelabeler(InstructionRelabeler):
+    """HIR: pretend the instruction asked for goals the agent really achieved, in the order it achieved them.
+
+    With n of its own k goals reached (in order, at steps ``s_1 < ... < s_n``), h extra goals are added:
+    ``"all"`` h = k - n (every relabeled episode is a full success), ``"some"`` h uniform in ``{0, ..., k-n}``
+    (the mix AMAGO uses, so the agent also sees partial progress), ``"none"`` h = 0. The alternatives are the
+    values achieved at h distinct steps drawn uniformly from ``1..T`` without the ``s_i``; merged with the
+    reached goals in time order they fill the first n+h slots, the remaining slots keep their goals.
+
+    :param num_goals: instruction length ``k``.
+    :param strategy: ``"some"``, ``"all"`` or ``"none"``.
+    :param goal_spec: a registered ``"goal_spec"`` plugin name or a :class:`~sb3_hir.goals.GoalSpec`.
+    """
+
+    def __init__(self, num_goals: int, strategy: str = "some", goal_spec: str | GoalSpec = "exact") -> None:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
+        super().__init__(num_goals=num_goals, goal_spec=goal_spec)
+        self.strategy = strategy
+
+    def relabel_goals(self, episode: Episode, rng: np.random.Generator) -> np.ndarray | None:
+        if self.strategy == "none":
+            return None
+        goals_obs, achieved = self._episode_goal_arrays(episode)
+        own = goals_obs[0]
+        steps = self.reach_steps(achieved, own)
+        reached_steps = steps[steps > 0]
+        n = len(reached_steps)
+        free = self.num_goals - n
+        h = free if self.strategy == "all" else int(rng.integers(0, free + 1))
+        if h == 0:
+            return None
+        candidate = np.ones(len(episode) + 1, dtype=bool)
+        candidate[0] = False  # the reset observation is never checked against a goal
+        candidate[reached_steps] = False
+        candidates = np.flatnonzero(candidate)
+        h = min(h, len(candidates))
+        if h == 0:
+            return None
+        picked = rng.choice(candidates, size=h, replace=False)
+        merged = np.sort(np.concatenate([reached_steps, picked]))
+        goals = own.copy()
+        goals[: n + h] = achieved[merged]
+        return goals
+
+    def __repr__(self) -> str:
+        return super().__repr__()[:-1] + f", strategy={self.strategy!r})"
