@@ -30,7 +30,7 @@ class FinalGoalRelabeler(InstructionRelabeler):
     def relabel_goals(self, episode: Episode, rng: np.random.Generator) -> np.ndarray | None:
         spec = self.goal_spec
         goals = np.array(episode.observations[spec.goals_key][0], copy=True)
-        achieved = episode.observations[spec.achieved_key].reshape(-1, *goals.shape[1:])
+        achieved = spec.achieved_values(episode.observations[spec.achieved_key], goals.shape[1:])
         steps = self.reach_steps(achieved, goals)
         n_reached = int((steps >= 0).sum())
         length = len(episode)

@@ -1,0 +1,140 @@
+"""Steps/s of MazeRunner against a variant that recomputes its wall sensors with Python loops every step.
+
+The loop variant subclasses :class:`~sb3_hir.envs.MazeRunnerEnv` and overrides only the sensor computation (no
+per-maze table; it walks the maze from the agent in four directions each step, as the implementation in common
+use does). Both run in this one process on the same seeds and the same random action stream, hence the same mazes
+and trajectories, alternating in short chunks so that load from other processes hits both alike. Also prints the
+``DummyVecEnv`` rate for 8 envs. Target: ratio >= 2 with resets included.
+
+The main figure includes resets (each builds a maze, which both sides pay; the loop variant skips the sensor
+table); the ``step() only`` column excludes the time spent in ``reset``.
+
+Usage: ``python benchmarks/bench_mazerunner.py [--steps 200000] [--vec-steps 20000] [--maze-dim 11] [--chunks 40]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from sb3_hir.envs import MazeRunnerEnv
+
+
+class LoopSensorMazeRunner(MazeRunnerEnv):
+    """MazeRunner whose four wall distances are recomputed with Python loops at every step."""
+
+    def _build_sensor_table(self) -> None:
+        pass
+
+    def _sensor_obs(self, cell: int) -> np.ndarray:
+        n = self.maze_dim
+        maze = self.maze
+        i, j = divmod(cell, n)
+        west, s = 0, j - 1
+        while s > 0 and not maze[i, s]:
+            west += 1
+            s -= 1
+        east, s = 0, j + 1
+        while s < n and not maze[i, s]:
+            east += 1
+            s += 1
+        north, s = 0, i - 1
+        while s > 0 and not maze[s, j]:
+            north += 1
+            s -= 1
+        south, s = 0, i + 1
+        while s < n and not maze[s, j]:
+            south += 1
+            s += 1
+        return np.array([i / n, j / n, west / n, north / n, east / n, south / n, 0.0], dtype=np.float32)
+
+
+class SingleEnvTimer:
+    """Steps one env under a seeded uniform-random action stream, a chunk at a time, accumulating its time.
+
+    Both variants are advanced in alternating short chunks, so that load from other processes on a shared
+    machine hits both sides alike.
+    """
+
+    def __init__(self, env_cls: type[MazeRunnerEnv], maze_dim: int, seed: int) -> None:
+        self.env = env_cls(maze_dim=maze_dim)
+        self.env.reset(seed=seed)
+        self.rng = np.random.default_rng(seed)
+        self.steps = 0
+        self.total = 0.0
+        self.in_resets = 0.0
+
+    def run(self, steps: int) -> None:
+        actions = self.rng.integers(0, 5, size=steps).tolist()
+        step, reset, clock = self.env.step, self.env.reset, time.perf_counter
+        in_resets = 0.0
+        start = clock()
+        for a in actions:
+            _, _, terminated, truncated, _ = step(a)
+            if terminated or truncated:
+                before = clock()
+                reset()
+                in_resets += clock() - before
+        self.total += clock() - start
+        self.in_resets += in_resets
+        self.steps += steps
+
+    def rates(self) -> tuple[float, float]:
+        """(steps/s with resets included, steps/s of the step calls alone)."""
+        return self.steps / self.total, self.steps / (self.total - self.in_resets)
+
+
+def vec_env_rate(n_envs: int, steps: int, maze_dim: int, seed: int) -> float:
+    """Env steps/s (n_envs per VecEnv step) of a DummyVecEnv of MazeRunner envs."""
+    venv = DummyVecEnv([lambda: MazeRunnerEnv(maze_dim=maze_dim) for _ in range(n_envs)])
+    venv.seed(seed)
+    venv.reset()
+    actions = np.random.default_rng(seed).integers(0, 5, size=(steps, n_envs))
+    start = time.perf_counter()
+    for a in actions:
+        venv.step(a)
+    elapsed = time.perf_counter() - start
+    venv.close()
+    return steps * n_envs / elapsed
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=200_000, help="single-env steps per variant")
+    parser.add_argument("--vec-steps", type=int, default=20_000, help="DummyVecEnv steps (x n_envs env steps)")
+    parser.add_argument("--n-envs", type=int, default=8)
+    parser.add_argument("--maze-dim", type=int, default=11)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--chunks", type=int, default=40, help="alternating chunks the steps are split into")
+    args = parser.parse_args(argv)
+
+    fast = SingleEnvTimer(MazeRunnerEnv, args.maze_dim, args.seed)
+    loop = SingleEnvTimer(LoopSensorMazeRunner, args.maze_dim, args.seed)
+    fast.run(2_000)  # warm-up, not counted
+    loop.run(2_000)
+    fast.steps = loop.steps = 0
+    fast.total = loop.total = fast.in_resets = loop.in_resets = 0.0
+    chunk = max(1, args.steps // args.chunks)
+    for _ in range(args.chunks):
+        fast.run(chunk)
+        loop.run(chunk)
+    vec = vec_env_rate(args.n_envs, args.vec_steps, args.maze_dim, args.seed)
+
+    (fast_all, fast_step), (loop_all, loop_step) = fast.rates(), loop.rates()
+    print(
+        f"MazeRunner maze_dim={args.maze_dim}: {fast.steps} uniform-random steps per variant, "
+        f"interleaved in {args.chunks} chunks"
+    )
+    print(f"{'':40} {'with resets':>14} {'step() only':>14}")
+    print(f"{'MazeRunnerEnv (precomputed sensors)':40} {fast_all:>14,.0f} {fast_step:>14,.0f}  steps/s")
+    print(f"{'loop-sensor variant (Python loops)':40} {loop_all:>14,.0f} {loop_step:>14,.0f}  steps/s")
+    print(f"{'ratio (target >= 2.0 with resets)':40} {fast_all / loop_all:>13.2f}x {fast_step / loop_step:>13.2f}x")
+    print(f"DummyVecEnv x{args.n_envs} MazeRunnerEnv: {vec:,.0f} env steps/s")
+    print(f"target (>= 2x, resets included): {'met' if fast_all / loop_all >= 2.0 else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    main()
