@@ -16,12 +16,13 @@ Environment variables, read when the manager loads:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata as importlib_metadata
 import os
 import re
 import traceback
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,13 +125,13 @@ def _first_doc_line(obj: Any) -> str:
     return lines[0] if lines else ""
 
 
-def _normalize(name: str) -> str:
+def normalize_name(name: str) -> str:
     """PEP 503 normalization, so ``sb3_hir_example`` matches ``sb3-hir-example``."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _split_list(value: str) -> set[str]:
-    return {_normalize(part) for part in value.split(",") if part.strip()}
+    return {normalize_name(part.strip()) for part in value.split(",") if part.strip()}
 
 
 def check_kind(kind: str) -> str:
@@ -166,9 +167,9 @@ class PluginManager:
         return self._environ.get(STRICT_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
 
     def _allowed(self, entry_point: importlib_metadata.EntryPoint, distribution: str | None) -> bool:
-        names = {_normalize(entry_point.name)}
+        names = {normalize_name(entry_point.name)}
         if distribution:
-            names.add(_normalize(distribution))
+            names.add(normalize_name(distribution))
         allow = self._environ.get(LOAD_ENV)
         if allow is not None and not names & _split_list(allow):
             return False
@@ -358,6 +359,18 @@ def reset() -> None:
     """Forget the process-wide manager, so the next look-up rediscovers plugins and re-reads the env vars."""
     global _manager
     _manager = None
+
+
+@contextlib.contextmanager
+def use(manager: PluginManager) -> Iterator[PluginManager]:
+    """Make ``manager`` the process-wide manager inside the ``with`` block (tests, isolated sessions)."""
+    global _manager
+    previous = _manager
+    _manager = manager
+    try:
+        yield manager
+    finally:
+        _manager = previous
 
 
 def register(plugin: Any, name: str | None = None) -> str:

@@ -1,17 +1,107 @@
-"""pytest plugin for regression-testing sb3-hir components: registered through the ``pytest11`` entry point."""
+"""pytest plugin for regression-testing sb3-hir components: registered through the ``pytest11`` entry point.
+
+It gives every pytest run (sb3-hir's own and users'):
+
+- the option ``--sb3-hir-plugins a,b`` restricting plugin-parametrized tests to the named plugins;
+- the fixture ``sb3_hir_plugins``: a fresh :class:`~sb3_hir.plugins.PluginManager` per test, installed as the
+  process-wide manager for the test's duration, so plugins registered in one test never leak into another;
+- parametrization by fixture name: a test taking ``sb3_hir_env_name`` (or ``sb3_hir_relabeler_name``,
+  ``sb3_hir_goal_spec_name``, ``sb3_hir_expert_name``, ``sb3_hir_beta_schedule_name``) runs once per registered
+  component of that kind; ``sb3_hir_env`` is the env built from ``sb3_hir_env_name`` with its defaults.
+
+Importing it stays cheap (no torch): component look-ups happen only for tests that ask for them.
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
+
+from sb3_hir import plugins
+
+OPTION = "--sb3-hir-plugins"
+
+#: ``--sb3-hir-plugins`` of the pytest runs in progress (innermost last; pytester nests runs in one process).
+_allow_lists: list[str | None] = []
+
+_NAMES_KEY = pytest.StashKey[dict[str, list[str]]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("sb3-hir")
     group.addoption(
-        "--sb3-hir-plugins",
+        OPTION,
         action="store",
         default=None,
         metavar="NAMES",
         help="sb3-hir: restrict plugin-parametrized tests to these comma-separated plugin names "
         "(entry-point or distribution names; the built-in plugin is always loaded).",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _allow_lists.append(config.getoption("sb3_hir_plugins", None))
+    config.stash[_NAMES_KEY] = {}
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _allow_lists:
+        _allow_lists.pop()
+
+
+def current_allow_list() -> str | None:
+    """``--sb3-hir-plugins`` of the running pytest (None when unset or outside pytest)."""
+    return _allow_lists[-1] if _allow_lists else None
+
+
+def _argname(kind: str) -> str:
+    return f"sb3_hir_{kind}_name"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    already = {name for mark in metafunc.definition.iter_markers("parametrize")
+               for name in _mark_argnames(mark)}
+    for kind in plugins.KINDS:
+        argname = _argname(kind)
+        if argname not in metafunc.fixturenames or argname in already:
+            continue
+        cache = metafunc.config.stash[_NAMES_KEY]
+        if kind not in cache:
+            from sb3_hir.testing import component_names
+
+            cache[kind] = component_names(kind, metafunc.config.getoption("sb3_hir_plugins"))
+        names = cache[kind]
+        metafunc.parametrize(argname, names, ids=names)
+
+
+def _mark_argnames(mark: pytest.Mark) -> list[str]:
+    argnames = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
+    if isinstance(argnames, str):
+        return [name.strip() for name in argnames.split(",") if name.strip()]
+    return list(argnames)
+
+
+@pytest.fixture
+def sb3_hir_plugins(request: pytest.FixtureRequest) -> Iterator[plugins.PluginManager]:
+    """A fresh plugin manager for this test, also serving ``sb3_hir.plugins.create``/``get``/``available``.
+
+    It honours ``--sb3-hir-plugins`` as an allow-list (the built-in plugin is always loaded) and the usual
+    ``SB3_HIR_*`` variables otherwise; the previous process-wide manager is restored after the test.
+    """
+    environ = dict(os.environ)
+    allowed = request.config.getoption("sb3_hir_plugins")
+    if allowed is not None:
+        environ[plugins.LOAD_ENV] = allowed
+    with plugins.use(plugins.PluginManager(environ=environ)) as manager:
+        yield manager
+
+
+@pytest.fixture
+def sb3_hir_env(sb3_hir_plugins: plugins.PluginManager, sb3_hir_env_name: str) -> Iterator[Any]:
+    """The registered env ``sb3_hir_env_name``, created with its defaults and closed after the test."""
+    env = sb3_hir_plugins.create("env", sb3_hir_env_name)
+    yield env
+    env.close()

@@ -50,6 +50,10 @@ class InstructionRelabeler(ABC):
     :param goal_spec: a registered ``"goal_spec"`` plugin name or a :class:`~sb3_hir.goals.GoalSpec`.
     """
 
+    #: Whether :meth:`relabel` never lowers an episode's return; ``sb3_hir.testing.check_relabeler`` holds
+    #: relabelers that promise it to it.
+    never_lowers_return: bool = False
+
     def __init__(self, num_goals: int, goal_spec: str | GoalSpec = "exact") -> None:
         if isinstance(num_goals, bool) or not isinstance(num_goals, (int, np.integer)) or num_goals < 1:
             raise ValueError(f"num_goals must be an int >= 1, got {num_goals!r}")
@@ -193,6 +197,9 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
     :param strategy: ``"some"``, ``"all"`` or ``"none"``.
     :param goal_spec: a registered ``"goal_spec"`` plugin name or a :class:`~sb3_hir.goals.GoalSpec`.
     """
+
+    #: Reached goals stay and alternatives only add goals after them, so no strategy lowers the return.
+    never_lowers_return = True
 
     def __init__(self, num_goals: int, strategy: str = "some", goal_spec: str | GoalSpec = "exact") -> None:
         if strategy not in STRATEGIES:

@@ -98,9 +98,11 @@ def test_allow_list_matches_distribution_or_entry_point_name(allowed):
 
 
 def test_block_list_skips_a_plugin_but_never_the_builtin():
-    manager = PluginManager(environ={"SB3_HIR_BLOCK_PLUGINS": "sb3-hir-example,sb3-hir"})
+    manager = PluginManager(environ={"SB3_HIR_BLOCK_PLUGINS": "sb3-hir-example, sb3-hir"})
     names = [info.name for info in manager.plugins()]
-    assert names == ["builtin"]
+    assert "builtin" in names
+    assert "example" not in names
+    assert "cosine" not in manager.available("beta_schedule")
 
 
 # -- errors ----------------------------------------------------------------------------------------------------------
@@ -165,6 +167,16 @@ def test_bad_registrations_break_only_their_plugin(name, factory, error):
     with pytest.warns(PluginWarning, match=error):
         assert manager.available("env") == {}
     assert "always-half" in manager.available("beta_schedule")
+
+
+def test_use_swaps_the_process_wide_manager_and_restores_it():
+    outer = plugins.get_plugin_manager()
+    inner = _empty_manager()
+    inner.register(_Schedules(), name="only")
+    with plugins.use(inner):
+        assert list(plugins.available("beta_schedule")) == ["always-half"]
+    assert plugins.get_plugin_manager() is outer
+    assert "linear" in plugins.available("beta_schedule")
 
 
 def test_resolve_creates_by_name_and_passes_instances_through():

@@ -27,6 +27,9 @@ class FinalGoalRelabeler(InstructionRelabeler):
     :param goal_spec: goal spec name or instance.
     """
 
+    #: Reached goals stay in place, so the return never drops.
+    never_lowers_return = True
+
     def relabel_goals(self, episode: Episode, rng: np.random.Generator) -> np.ndarray | None:
         spec = self.goal_spec
         goals = np.array(episode.observations[spec.goals_key][0], copy=True)
