@@ -23,4 +23,4 @@ train: install
 	$(VENV)/bin/sb3-hir train
 
 lint: install
-	$(VENV)/bin/ruff check sb3_hir plugins tests examples benchmarks
+	$(VENV)/bin/ruff check .
