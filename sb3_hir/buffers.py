@@ -70,6 +70,10 @@ from sb3_hir.relabel import InstructionRelabeler
 __all__ = ["HindsightInstructionReplayBuffer"]
 
 
+#: What the buffer calls on a relabeler (the ``"relabeler"`` hook's contract).
+_RELABELER_API = ("num_goals", "goal_spec", "relabel_goals", "reach_steps", "reach_counts")
+
+
 def _count_dtype(num_goals: int) -> type[np.signedinteger]:
     """Smallest signed integer type holding -1..k, so the per-transition counts cost 2 bytes for small k."""
     if num_goals <= np.iinfo(np.int8).max:
@@ -95,8 +99,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     :param relabeler: relabeler plugin name (e.g. ``"hindsight-instruction"``) or an
         :class:`~sb3_hir.relabel.InstructionRelabeler` instance (then ``strategy``, ``goal_spec`` and
         ``relabeler_kwargs`` are not used and the instance's goal spec applies).
-    :param strategy: how many hindsight goals to draw (``"some"``, ``"all"`` or ``"none"``), for a
-        named relabeler.
+    :param strategy: how many hindsight goals to draw (``"some"``, ``"all"`` or ``"none"``), passed to a named
+        relabeler that takes one; None (the default) keeps the relabeler's own default, ``"some"`` for
+        ``"hindsight-instruction"``, so relabelers without strategies (e.g. ``"final-goal"``) work by name.
     :param goal_spec: goal spec plugin name (``"exact"``, ``"tolerance"``) or a
         :class:`~sb3_hir.goals.GoalSpec`.
     :param relabel_ratio: probability that a sampled transition of a relabeled episode is served
@@ -119,7 +124,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         optimize_memory_usage: bool = False,
         handle_timeout_termination: bool = True,
         relabeler: str | InstructionRelabeler = "hindsight-instruction",
-        strategy: str = "some",
+        strategy: str | None = None,
         goal_spec: str | GoalSpec = "exact",
         relabel_ratio: float = 0.8,
         relabeler_kwargs: dict[str, Any] | None = None,
@@ -186,17 +191,18 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     def _resolve_relabeler(
         relabeler: str | InstructionRelabeler,
         observation_space: spaces.Space,
-        strategy: str,
+        strategy: str | None,
         goal_spec: str | GoalSpec,
         relabeler_kwargs: dict[str, Any],
     ) -> InstructionRelabeler:
-        if isinstance(relabeler, InstructionRelabeler):
-            return relabeler
         if not isinstance(relabeler, str):
-            raise ValueError(
-                "relabeler must be a relabeler plugin name (str) or an InstructionRelabeler instance; "
-                f"got {type(relabeler).__name__}"
-            )
+            missing = [name for name in _RELABELER_API if not hasattr(relabeler, name)]
+            if missing:
+                raise ValueError(
+                    "relabeler must be a relabeler plugin name (str) or a relabeler such as an "
+                    f"InstructionRelabeler; {type(relabeler).__name__} lacks {', '.join(missing)}"
+                )
+            return relabeler
         if isinstance(goal_spec, str):
             try:
                 spec = plugins.create("goal_spec", goal_spec)
@@ -210,21 +216,19 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
                 f"got {type(goal_spec).__name__}"
             )
         num_goals, _ = spec.validate_space(observation_space)
+        if strategy is not None:
+            relabeler_kwargs = {"strategy": strategy, **relabeler_kwargs}
         try:
             created = plugins.resolve(
-                "relabeler",
-                relabeler,
-                num_goals=num_goals,
-                strategy=strategy,
-                goal_spec=spec,
-                **relabeler_kwargs,
+                "relabeler", relabeler, num_goals=num_goals, goal_spec=spec, **relabeler_kwargs
             )
         except plugins.UnknownComponentError as exc:
             raise ValueError(f"relabeler: {exc}") from exc
-        if not isinstance(created, InstructionRelabeler):
+        missing = [name for name in _RELABELER_API if not hasattr(created, name)]
+        if missing:
             raise ValueError(
-                f"relabeler plugin {relabeler!r} built a {type(created).__name__}, "
-                "not an InstructionRelabeler"
+                f"relabeler plugin {relabeler!r} built a {type(created).__name__}, which lacks "
+                f"{', '.join(missing)} (subclass sb3_hir.relabel.InstructionRelabeler)"
             )
         return created
 

@@ -202,6 +202,27 @@ def test_accepts_instances_and_small_count_dtype() -> None:
     assert buffer.relabel_goals.shape == (10, 1, 2, 2) and buffer.relabel_goals.dtype == np.int32
 
 
+def test_plugin_relabeler_without_strategy_by_name() -> None:
+    # "final-goal" (plugins/sb3-hir-example) takes no strategy: the buffer must not force one on it.
+    buffer = make_buffer(2, relabeler="final-goal")
+    assert type(buffer.relabeler).__name__ == "FinalGoalRelabeler"
+    path = np.array([[0, 0], [0, 1], [1, 1], [1, 2]])
+    rec = simulate(path, np.array([[3, 3], [3, 0]]))
+    add_episode(buffer, rec)
+    assert assert_served_as_replay(buffer, rec, np.arange(3))
+    # The final cell became goal 1: the last transition earns it, the episode does not end (k = 2).
+    sample = samples_np(buffer, np.arange(3))
+    assert sample["rewards"].tolist() == [0.0, 0.0, 1.0]
+    assert sample["dones"].sum() == 0.0
+    with pytest.raises(TypeError, match="strategy"):
+        make_buffer(2, relabeler="final-goal", strategy="all")
+
+
+def test_relabeler_instances_must_offer_the_buffer_api() -> None:
+    with pytest.raises(ValueError, match=r"relabeler.*lacks.*relabel_goals"):
+        make_buffer(2, relabeler=object())
+
+
 # -- semantics on hand-made episodes ---------------------------------------------------------------------
 
 
