@@ -28,6 +28,11 @@ _LAZY: dict[str, str] = {
     "DAggerCollector": "sb3_hir.dagger",
     "DAggerTrainer": "sb3_hir.dagger",
     "SimpleDAggerTrainer": "sb3_hir.dagger",
+    "reconstruct_trainer": "sb3_hir.dagger",
+    "InstructionWrapper": "sb3_hir.instruction",
+    "VecHideKeys": "sb3_hir.vec_env",
+    "InstructionEvalCallback": "sb3_hir.callbacks",
+    "evaluate_instruction_policy": "sb3_hir.callbacks",
 }
 
 __all__ = [
@@ -38,26 +43,34 @@ __all__ = [
     "GoalSpec",
     "HindsightInstructionRelabeler",
     "HindsightInstructionReplayBuffer",
+    "InstructionEvalCallback",
     "InstructionRelabeler",
+    "InstructionWrapper",
     "KeySelectExtractor",
     "MazeRunnerEnv",
     "ShortestPathExpert",
     "SimpleDAggerTrainer",
     "ToleranceGoalSpec",
+    "VecHideKeys",
     "__version__",
     "envs",
+    "evaluate_instruction_policy",
     "hookimpl",
     "hookspec",
+    "reconstruct_trainer",
 ]
 
 if TYPE_CHECKING:
     from sb3_hir.buffers import HindsightInstructionReplayBuffer
-    from sb3_hir.dagger import DAggerCollector, DAggerTrainer, SimpleDAggerTrainer
+    from sb3_hir.callbacks import InstructionEvalCallback, evaluate_instruction_policy
+    from sb3_hir.dagger import DAggerCollector, DAggerTrainer, SimpleDAggerTrainer, reconstruct_trainer
     from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
     from sb3_hir.episodes import Episode
     from sb3_hir.extractors import KeySelectExtractor
     from sb3_hir.goals import ExactGoalSpec, GoalSpec, ToleranceGoalSpec
+    from sb3_hir.instruction import InstructionWrapper
     from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler
+    from sb3_hir.vec_env import VecHideKeys
 
 
 def __getattr__(name: str) -> Any:

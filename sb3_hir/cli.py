@@ -1,19 +1,38 @@
-"""The ``sb3-hir`` command. The library never imports this module."""
+"""The ``sb3-hir`` command. The library never imports this module.
+
+``sb3-hir train`` compares relabeling strategies on one env and algorithm (default: MazeRunner + DQN, HIR "some"
+against no relabeling); ``sb3-hir dagger`` runs DAgger against the shortest-path expert; ``sb3-hir render MODEL``
+draws an episode of a saved model; ``sb3-hir plugins`` lists what is installed. Bad input (unknown names,
+incompatible combinations) ends with one ``error:`` line on stderr and exit code 2.
+"""
 
 from __future__ import annotations
 
 import argparse
+import ast
+import importlib
+import importlib.util
 import json
 import sys
+import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
 
 from sb3_hir import plugins as plugin_registry
 
-Command = Callable[[argparse.Namespace], int]
-_COMMANDS: dict[str, Command] = {}
+#: Exit code of bad command-line input, as argparse uses.
+USAGE_EXIT = 2
 
 
+class UsageError(Exception):
+    """Bad command-line input: reported as one line, exit code 2, no traceback."""
+
+
+# ---------------------------------------------------------------------------------------------------- plugins
 def _plugins(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         # The listing reports broken plugins itself, with their errors.
@@ -37,6 +56,509 @@ def _plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------------------------------- shared
+@dataclass(frozen=True)
+class Algo:
+    """How the CLI builds one algorithm: where it lives, what actions it takes, its MazeRunner defaults."""
+
+    module: str
+    cls: str
+    policy: str
+    action: str  # "discrete", "continuous" or "any"
+    off_policy: bool
+    defaults: dict[str, Any]
+
+
+#: Hyperparameters chosen for MazeRunner on a small CPU budget; `--timesteps` and `--n-envs` adapt the rest.
+ALGOS: dict[str, Algo] = {
+    "dqn": Algo("stable_baselines3", "DQN", "MultiInputPolicy", "discrete", True, dict(
+        learning_rate=5e-4, batch_size=128, gamma=0.97, exploration_fraction=0.3, exploration_final_eps=0.05,
+        target_update_interval=2_000, policy_kwargs=dict(net_arch=[256, 256]))),
+    "qrdqn": Algo("sb3_contrib", "QRDQN", "MultiInputPolicy", "discrete", True, dict(
+        learning_rate=5e-4, batch_size=128, gamma=0.97, exploration_fraction=0.3, exploration_final_eps=0.05,
+        target_update_interval=2_000, policy_kwargs=dict(net_arch=[256, 256], n_quantiles=25))),
+    "sac": Algo("stable_baselines3", "SAC", "MultiInputPolicy", "continuous", True, dict(
+        learning_rate=5e-4, batch_size=128, gamma=0.97, policy_kwargs=dict(net_arch=[256, 256]))),
+    "tqc": Algo("sb3_contrib", "TQC", "MultiInputPolicy", "continuous", True, dict(
+        learning_rate=5e-4, batch_size=128, gamma=0.97, policy_kwargs=dict(net_arch=[256, 256], n_critics=2))),
+    "recurrent-ppo": Algo("sb3_contrib", "RecurrentPPO", "MultiInputLstmPolicy", "any", False, dict(
+        learning_rate=3e-4, n_steps=128, batch_size=256, gamma=0.97, ent_coef=0.01,
+        policy_kwargs=dict(net_arch=[128], lstm_hidden_size=128))),
+}
+
+#: `--relabel` shorthands: the built-in hindsight-instruction relabeler with this strategy.
+STRATEGIES = ("some", "all", "none")
+
+#: MazeRunner's options: CLI dest -> (MazeRunnerEnv keyword, `train` default).
+MAZE_OPTIONS: dict[str, tuple[str, Any]] = {
+    "maze_size": ("maze_dim", 9),
+    "goals": ("num_goals", 3),
+    "time_limit": ("time_limit", 100),
+    "randomized_actions": ("randomized_actions", False),
+    "continuous": ("continuous", False),
+}
+
+
+def _one_of(what: str, name: str, valid: Sequence[str]) -> str:
+    if name not in valid:
+        raise UsageError(f"unknown {what} {name!r}; choose from: {', '.join(valid)}")
+    return name
+
+
+def _check_positive(option: str, value: int | None) -> None:
+    if value is not None and value < 1:
+        raise UsageError(f"{option} must be >= 1; got {value}")
+
+
+def _parse_env_kwargs(pairs: Sequence[str], option: str = "--env-kwarg") -> dict[str, Any]:
+    """``KEY=VALUE`` pairs; values are Python literals when they parse as one, else strings."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.isidentifier():
+            raise UsageError(f"{option} takes KEY=VALUE with KEY a Python identifier; got {pair!r}")
+        try:
+            out[key] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            out[key] = raw
+    return out
+
+
+def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword arguments of the env factory: MazeRunner options with their defaults, plus ``--env-kwarg``."""
+    _one_of("env", args.env, list(plugin_registry.available("env")))
+    kwargs: dict[str, Any] = {}
+    given = {dest: getattr(args, dest) for dest in MAZE_OPTIONS if getattr(args, dest) not in (None, False)}
+    if args.env == "mazerunner":
+        for dest, (keyword, default) in MAZE_OPTIONS.items():
+            value = getattr(args, dest)
+            kwargs[keyword] = default if value is None else value
+    elif given:
+        flags = ", ".join("--" + dest.replace("_", "-") for dest in given)
+        raise UsageError(f"{flags} configure --env mazerunner only; pass options of env {args.env!r} as "
+                         "--env-kwarg KEY=VALUE")
+    kwargs.update(_parse_env_kwargs(args.env_kwarg))
+    return kwargs
+
+
+def _make_env(name: str, kwargs: dict[str, Any], **extra: Any) -> Any:
+    try:
+        return plugin_registry.create("env", name, **kwargs, **extra)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"env {name!r} rejected its options {kwargs}: {exc}") from exc
+
+
+def _check_instruction_env(env: Any, env_name: str) -> int:
+    """The env follows the instruction contract the extractor and the relabelers rely on; returns k."""
+    from gymnasium import spaces
+
+    space = env.observation_space
+    if not isinstance(space, spaces.Dict) or not {"obs", "goals", "achieved"} <= set(space.spaces):
+        raise UsageError(f"env {env_name!r} must have a Dict observation with 'obs', 'goals' and 'achieved' keys; "
+                         f"it has {space}")
+    return int(space["goals"].shape[0])
+
+
+def _check_algo_env(algo_name: str, env: Any, env_name: str) -> None:
+    """Fail early, in one line, when the algorithm cannot act in the env's action space."""
+    from gymnasium import spaces
+
+    algo = ALGOS[algo_name]
+    space = env.action_space
+    if algo.action == "continuous" and not isinstance(space, spaces.Box):
+        hint = " (add --continuous for Box(-1, 1, (2,)) actions)" if env_name == "mazerunner" else ""
+        raise UsageError(f"--algo {algo_name} needs continuous (Box) actions but env {env_name!r} has "
+                         f"{type(space).__name__} actions{hint}; discrete algorithms: dqn, qrdqn, recurrent-ppo")
+    if algo.action == "discrete" and not isinstance(space, spaces.Discrete):
+        hint = " (drop --continuous)" if env_name == "mazerunner" else ""
+        raise UsageError(f"--algo {algo_name} needs Discrete actions but env {env_name!r} has "
+                         f"{type(space).__name__} actions{hint}; continuous algorithms: sac, tqc, recurrent-ppo")
+
+
+def _algo_class(name: str) -> Any:
+    algo = ALGOS[name]
+    return getattr(importlib.import_module(algo.module), algo.cls)
+
+
+def _policy_kwargs(algo: Algo) -> dict[str, Any]:
+    from sb3_hir.extractors import KeySelectExtractor
+
+    # The policy sees the observation and the instruction; "achieved" is only there for relabeling.
+    return dict(features_extractor_class=KeySelectExtractor, features_extractor_kwargs=dict(keys=["obs", "goals"]),
+                **algo.defaults["policy_kwargs"])
+
+
+def _resolve_relabels(algo_name: str, relabels: Sequence[str] | None) -> list[str]:
+    if relabels is None:
+        return ["some", "none"] if ALGOS[algo_name].off_policy else ["none"]
+    valid = [*STRATEGIES, *plugin_registry.available("relabeler")]
+    for name in relabels:
+        _one_of("relabeler", name, valid)
+    if len(set(relabels)) != len(relabels):
+        raise UsageError(f"--relabel repeats a name: {' '.join(relabels)}")
+    if not ALGOS[algo_name].off_policy and set(relabels) != {"none"}:
+        raise UsageError(f"--algo {algo_name} is on-policy and has no replay buffer to relabel; use --relabel none "
+                         "or an off-policy algorithm (dqn, qrdqn, sac, tqc)")
+    return list(relabels)
+
+
+def _write_text(path: Path, text: str) -> None:
+    from sb3_hir.plots import atomic_path
+
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def _write_csv(path: Path, records: Sequence[dict[str, Any]]) -> None:
+    import csv
+
+    from sb3_hir.plots import atomic_path
+
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(records[0]))
+        writer.writeheader()
+        writer.writerows(records)
+
+
+def _format_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A Markdown table, aligned so it also reads well in a terminal."""
+    cells = [[str(h) for h in header], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+
+    def line(row: Sequence[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |"
+
+    return "\n".join([line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+                      *[line(row) for row in cells[1:]]])
+
+
+def _log_formats() -> list[str]:
+    """SB3 logger formats of a run directory: CSV, plus TensorBoard when it is installed."""
+    if importlib.util.find_spec("tensorboard") is not None:
+        return ["csv", "tensorboard"]
+    print("note: tensorboard is not installed; writing CSV logs only", file=sys.stderr)
+    return ["csv"]
+
+
+def _default_out(command: str) -> Path:
+    return Path("runs") / f"{command}-{datetime.now():%Y%m%d-%H%M%S}"
+
+
+def _save_episode_pictures(model: Any, env_name: str, env_kwargs: dict[str, Any], folder: Path, seed: int,
+                           stem: str = "episode", gif: bool = True, png: bool = True,
+                           best_of: int = 1) -> tuple[Any, int] | None:
+    """Record deterministic episodes (seeds ``seed``, ``seed + 1``, ...) and draw the one that got furthest.
+
+    Up to ``best_of`` episodes are played, stopping at the first success; the picture's title says which one it
+    shows, so a good episode is never passed off as a typical one. Returns (the episode drawn, episodes played),
+    or None when the env cannot render.
+    """
+    from sb3_hir.plots import record_episode, save_episode_gif, save_episode_png
+
+    try:
+        env = _make_env(env_name, env_kwargs, render_mode="rgb_array")
+    except UsageError:
+        print(f"note: env {env_name!r} has no rgb_array render mode; no episode picture", file=sys.stderr)
+        return None
+    best, played = None, 0
+    for episode_seed in range(seed, seed + best_of):
+        episode = record_episode(model, env, seed=episode_seed)
+        played += 1
+        if best is None or (episode.goals_reached or 0, -episode.length) > (best.goals_reached or 0, -best.length):
+            best = episode
+        if episode.is_success:
+            break
+    env.close()
+    assert best is not None
+    goals = "" if best.goals_reached is None else f", {best.goals_reached} goals reached"
+    title = f"{'success' if best.is_success else 'no success'} in {best.length} steps{goals} (seed {best.seed}"
+    title += f", best of {played} episodes)" if played > 1 else ")"
+    if gif:
+        save_episode_gif(best.frames, folder / f"{stem}.gif")
+    if png:
+        save_episode_png(best.frames, folder / f"{stem}.png", title=title)
+    return best, played
+
+
+def _set_threads() -> None:
+    import torch
+
+    # imitation internals that say nothing actionable to a CLI user.
+    warnings.filterwarnings("ignore", message="trying to unwrap object of type", category=UserWarning)
+    warnings.filterwarnings("ignore", message="Converting a tensor with requires_grad", category=UserWarning)
+    # Small MLPs on a shared CPU: one thread avoids oversubscription and is as fast.
+    torch.set_num_threads(1)
+
+
+# ---------------------------------------------------------------------------------------------------- train
+def _train(args: argparse.Namespace) -> int:
+    algo_name = _one_of("algorithm", args.algo, list(ALGOS))
+    for option in ("timesteps", "n_envs", "eval_freq", "eval_episodes"):
+        _check_positive("--" + option.replace("_", "-"), getattr(args, option))
+    if not 0.0 <= args.relabel_ratio <= 1.0:
+        raise UsageError(f"--relabel-ratio must be in [0, 1]; got {args.relabel_ratio}")
+    env_kwargs = _env_kwargs(args)
+    probe = _make_env(args.env, env_kwargs)
+    num_goals = _check_instruction_env(probe, args.env)
+    _check_algo_env(algo_name, probe, args.env)
+    probe.close()
+    relabels = _resolve_relabels(algo_name, args.relabel)
+
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import configure as configure_logger
+
+    from sb3_hir.buffers import HindsightInstructionReplayBuffer
+    from sb3_hir.callbacks import InstructionEvalCallback
+    from sb3_hir.plots import atomic_path, plot_learning_curves
+
+    _set_threads()
+    out = Path(args.out) if args.out else _default_out("train")
+    out.mkdir(parents=True, exist_ok=True)
+    algo = ALGOS[algo_name]
+    algo_cls = _algo_class(algo_name)
+    eval_freq = args.eval_freq or max(args.timesteps // 12, 1)
+    eval_seed = args.seed + 10_000
+    print(f"sb3-hir train: {algo_name} on {args.env} {env_kwargs}, {args.timesteps} timesteps x {len(relabels)} runs "
+          f"({', '.join(relabels)}), seed {args.seed} -> {out}")
+
+    def env_fn() -> Any:
+        return plugin_registry.create("env", args.env, **env_kwargs)
+
+    curves: dict[str, Any] = {}
+    results: list[dict[str, Any]] = []
+    for relabel in relabels:
+        label = f"{algo_name}-{relabel}"
+        run_dir = out / label
+        run_dir.mkdir(parents=True, exist_ok=True)
+        venv = make_vec_env(env_fn, n_envs=args.n_envs, seed=args.seed)
+        eval_env = make_vec_env(env_fn, n_envs=min(args.eval_episodes, 10), seed=eval_seed)
+        kwargs = {k: v for k, v in algo.defaults.items() if k != "policy_kwargs"}
+        if algo.off_policy:
+            kwargs.update(buffer_size=min(max(args.timesteps, 1_000), 1_000_000),
+                          learning_starts=min(1_000, args.timesteps // 10), train_freq=1,
+                          gradient_steps=max(1, args.n_envs // 2))
+            if relabel != "none":
+                buffer_kwargs: dict[str, Any] = (
+                    dict(relabeler="hindsight-instruction", strategy=relabel) if relabel in STRATEGIES
+                    else dict(relabeler=relabel))
+                kwargs.update(replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(
+                    relabel_ratio=args.relabel_ratio, seed=args.seed, **buffer_kwargs))
+        try:
+            model = algo_cls(algo.policy, venv, seed=args.seed, policy_kwargs=_policy_kwargs(algo), verbose=0,
+                             **kwargs)
+        except ValueError as exc:
+            raise UsageError(f"cannot build {label}: {exc}") from exc
+        model.set_logger(configure_logger(str(run_dir), _log_formats()))
+        callback = InstructionEvalCallback(eval_env, eval_freq=eval_freq, n_eval_episodes=args.eval_episodes,
+                                           seed=eval_seed, verbose=1)
+        print(f"== {label}: relabel {relabel!r}, logs in {run_dir}")
+        start = time.perf_counter()
+        model.learn(args.timesteps, callback=callback, progress_bar=not args.no_progress)
+        minutes = (time.perf_counter() - start) / 60
+        with atomic_path(run_dir / "model.zip") as tmp:
+            model.save(tmp)
+        _write_text(run_dir / "run.json", json.dumps(dict(
+            algo=algo_name, env=args.env, env_kwargs=env_kwargs, relabel=relabel, seed=args.seed,
+            timesteps=args.timesteps, n_envs=args.n_envs), indent=2) + "\n")
+        history = callback.history
+        curves[f"relabel {relabel}"] = history
+        plot_learning_curves({f"relabel {relabel}": history}, run_dir / "learning_curve.png", num_goals=num_goals,
+                             title=f"{algo_name} on {args.env}, relabel {relabel}")
+        _save_episode_pictures(model, args.env, env_kwargs, run_dir, seed=eval_seed, best_of=10)
+        venv.close()
+        eval_env.close()
+        results.append(dict(run=label, relabel=relabel, success_rate=history.success_rate[-1],
+                            goals_reached=history.goals_reached[-1], best_success_rate=max(history.success_rate),
+                            timesteps=history.timesteps[-1], minutes=round(minutes, 2)))
+
+    plot_learning_curves(curves, out / "learning_curve.png", num_goals=num_goals,
+                         title=f"{algo_name} on {args.env}: success and goals reached during training")
+    rows = [[r["run"], f"{r['success_rate']:.2f}", f"{r['goals_reached']:.2f} / {num_goals}",
+             f"{r['best_success_rate']:.2f}", r["timesteps"], f"{r['minutes']:.1f}"] for r in results]
+    table = _format_table(["run", "success rate", "goals reached", "best success rate", "timesteps", "minutes"],
+                          rows)
+    _write_text(out / "results.md", table + "\n")
+    _write_text(out / "results.json", json.dumps(results, indent=2) + "\n")
+    print(f"\nFinal evaluation ({args.eval_episodes} episodes, seed {eval_seed}); run directory {out}\n{table}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------- dagger
+def _dagger(args: argparse.Namespace) -> int:
+    for option in ("rounds", "steps_per_round", "n_envs", "eval_episodes", "bc_epochs", "batch_size"):
+        _check_positive("--" + option.replace("_", "-"), getattr(args, option))
+    _one_of("beta schedule", args.beta_schedule, list(plugin_registry.available("beta_schedule")))
+    _one_of("expert", args.expert, list(plugin_registry.available("expert")))
+    relabel = _one_of("relabeler", args.relabel, [*STRATEGIES, *plugin_registry.available("relabeler")])
+    beta_kwargs = _parse_env_kwargs(args.beta_kwarg, option="--beta-kwarg")
+    try:
+        schedule = plugin_registry.create("beta_schedule", args.beta_schedule, **beta_kwargs)
+        float(schedule(0))
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"beta schedule {args.beta_schedule!r} rejected {beta_kwargs}: {exc}") from exc
+    env_kwargs = _env_kwargs(args)
+    probe = _make_env(args.env, env_kwargs)
+    num_goals = _check_instruction_env(probe, args.env)
+    probe.close()
+
+    import numpy as np
+    import torch
+    from imitation.algorithms import bc
+    from imitation.util import logger as imit_logger
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.policies import ActorCriticPolicy
+    from tqdm import tqdm
+
+    from sb3_hir.callbacks import EvalHistory, evaluate_instruction_policy
+    from sb3_hir.dagger import PolicyRunner, SimpleDAggerTrainer
+    from sb3_hir.extractors import KeySelectExtractor
+    from sb3_hir.plots import plot_learning_curves
+
+    _set_threads()
+    torch.manual_seed(args.seed)
+    out = Path(args.out) if args.out else _default_out("dagger")
+    out.mkdir(parents=True, exist_ok=True)
+    eval_seed = args.seed + 10_000
+
+    def env_fn() -> Any:
+        return plugin_registry.create("env", args.env, **env_kwargs)
+
+    venv = make_vec_env(env_fn, n_envs=args.n_envs, seed=args.seed)
+    eval_env = make_vec_env(env_fn, n_envs=min(args.eval_episodes, 10), seed=eval_seed)
+    rng = np.random.default_rng(args.seed)
+    policy = ActorCriticPolicy(
+        venv.observation_space, venv.action_space, lr_schedule=lambda _: 0.0, net_arch=[256, 256],
+        features_extractor_class=KeySelectExtractor, features_extractor_kwargs=dict(keys=["obs", "goals"]))
+    log = imit_logger.configure(out / "logs", _log_formats())
+    bc_trainer = bc.BC(observation_space=venv.observation_space, action_space=venv.action_space, rng=rng,
+                       policy=policy, batch_size=args.batch_size, device="cpu", custom_logger=log)
+    relabel_kwargs: dict[str, Any] = {}
+    if relabel != "none":
+        relabel_kwargs = dict(relabeler="hindsight-instruction" if relabel in STRATEGIES else relabel,
+                              relabeler_kwargs=dict(strategy=relabel) if relabel in STRATEGIES else None)
+    trainer = SimpleDAggerTrainer(venv=venv, scratch_dir=out, expert_policy=args.expert, rng=rng,
+                                  beta_schedule=args.beta_schedule, beta_schedule_kwargs=beta_kwargs or None,
+                                  bc_trainer=bc_trainer, custom_logger=log, **relabel_kwargs)
+    expert_score = evaluate_instruction_policy(plugin_registry.create("expert", args.expert, venv=eval_env),
+                                               eval_env, args.eval_episodes, seed=eval_seed)
+    print(f"sb3-hir dagger: {args.rounds} rounds of >= {args.steps_per_round} steps on {args.env} {env_kwargs}, "
+          f"beta schedule {args.beta_schedule} {beta_kwargs or ''}, expert {args.expert} (success "
+          f"{expert_score.success_rate:.2f}), seed {args.seed} -> {out}")
+
+    history = EvalHistory()
+    records: list[dict[str, Any]] = []
+    demo_steps = 0
+    for round_num in range(args.rounds):
+        beta = trainer.beta_for_round()
+        collector = trainer.create_trajectory_collector()
+        expert = PolicyRunner(trainer.expert_policy, collector.num_envs, deterministic=True)
+        with tqdm(total=args.steps_per_round, desc=f"round {round_num} collect (beta {beta:.2f})", unit="step",
+                  disable=args.no_progress, leave=False) as bar:
+            obs = collector.reset()
+            while collector.round_timesteps < args.steps_per_round:
+                obs, _, dones, _ = collector.step(expert(obs))
+                expert.observe_dones(dones)
+                bar.update(min(collector.num_envs, bar.total - bar.n))
+            trajs = collector.finish_round(policy=trainer.unfinished, expert=expert)
+        steps = sum(len(t) for t in trajs)
+        learner_steps = sum(int(np.sum(t.learner_mask)) for t in trajs if getattr(t, "learner_mask", None) is not None)
+        demo_steps += steps
+        n_batches = args.bc_epochs * max(1, demo_steps // args.batch_size)
+        with tqdm(total=n_batches, desc=f"round {round_num} BC", unit="batch", disable=args.no_progress,
+                  leave=False) as bar:
+            trainer.extend_and_update(dict(n_epochs=args.bc_epochs, progress_bar=False, log_rollouts_venv=None,
+                                           on_batch_end=lambda bar=bar: bar.update(1)))
+        trainer.save_trainer()
+        score = evaluate_instruction_policy(trainer.policy, eval_env, args.eval_episodes, seed=eval_seed)
+        history.append(round_num, score.success_rate, score.goals_reached, score.mean_reward)
+        record = dict(round=round_num, beta=beta, episodes=len(trajs), timesteps=steps,
+                      learner_share=learner_steps / max(steps, 1), demo_timesteps=demo_steps,
+                      success_rate=score.success_rate, goals_reached=score.goals_reached)
+        records.append(record)
+        for key, value in record.items():
+            log.record(f"dagger/{key}", value)
+        log.dump(round_num)
+        print(f"round {round_num}: beta {beta:.2f}, {len(trajs)} episodes / {steps} steps "
+              f"({record['learner_share']:.0%} learner), success {score.success_rate:.2f}, "
+              f"goals reached {score.goals_reached:.2f}")
+
+    expert_history = EvalHistory()
+    for r in (0, args.rounds - 1):
+        expert_history.append(r, expert_score.success_rate, expert_score.goals_reached, expert_score.mean_reward)
+    plot_learning_curves({"DAgger learner (BC)": history, f"expert ({args.expert})": expert_history},
+                         out / "learning_curve.png", num_goals=num_goals, xlabel="round",
+                         title=f"DAgger on {args.env}, beta schedule {args.beta_schedule}")
+    _save_episode_pictures(trainer.policy, args.env, env_kwargs, out, seed=eval_seed, best_of=10)
+    rows = [[r["round"], f"{r['beta']:.2f}", r["episodes"], r["timesteps"], f"{r['learner_share']:.0%}",
+             r["demo_timesteps"], f"{r['success_rate']:.2f}", f"{r['goals_reached']:.2f} / {num_goals}"]
+            for r in records]
+    table = _format_table(["round", "beta", "episodes", "timesteps", "learner steps", "demos (steps)", "success rate",
+                           "goals reached"], rows)
+    expert_line = (f"expert ({args.expert}): success rate {expert_score.success_rate:.2f}, goals reached "
+                   f"{expert_score.goals_reached:.2f} / {num_goals}")
+    _write_text(out / "rounds.md", f"{table}\n\n{expert_line}\n")
+    _write_csv(out / "rounds.csv", records)
+    venv.close()
+    eval_env.close()
+    print(f"\nDAgger learner after each round ({args.eval_episodes} evaluation episodes, seed {eval_seed}); demos "
+          f"and checkpoints in {out}\n{table}\n{expert_line}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------- render
+def _render(args: argparse.Namespace) -> int:
+    model_path = Path(args.model)
+    _check_positive("--best-of", args.best_of)
+    if not model_path.is_file():
+        raise UsageError(f"MODEL {str(model_path)!r} is not a file (expected a model .zip saved by sb3-hir train)")
+    run_file = model_path.parent / "run.json"
+    run = json.loads(run_file.read_text()) if run_file.is_file() else {}
+    algo_name = args.algo or run.get("algo")
+    if algo_name is None:
+        raise UsageError(f"no run.json next to {model_path}: pass --algo ({', '.join(ALGOS)})")
+    _one_of("algorithm", algo_name, list(ALGOS))
+    env_name = args.env or run.get("env", "mazerunner")
+    _one_of("env", env_name, list(plugin_registry.available("env")))
+    env_kwargs = dict(run.get("env_kwargs", {})) if env_name == run.get("env", "mazerunner") else {}
+    env_kwargs.update(_parse_env_kwargs(args.env_kwarg))
+    out = Path(args.out) if args.out else model_path.with_name(f"{model_path.stem}-episode.gif")
+    if out.suffix not in (".gif", ".png"):
+        raise UsageError(f"--out must end in .gif or .png; got {str(out)!r}")
+    _set_threads()
+    try:
+        model = _algo_class(algo_name).load(model_path, device="cpu")
+    except Exception as exc:  # a zip of another algorithm or not a model at all
+        raise UsageError(f"cannot load {model_path} as {algo_name}: {type(exc).__name__}: {exc}") from exc
+    drawn = _save_episode_pictures(model, env_name, env_kwargs, out.parent, seed=args.seed, stem=out.stem,
+                                   gif=out.suffix == ".gif" or args.out is None,
+                                   png=out.suffix == ".png" or args.out is None, best_of=args.best_of)
+    if drawn is None:
+        raise UsageError(f"env {env_name!r} does not render rgb_array frames")
+    episode, played = drawn
+    written = [out] if args.out else [out, out.with_suffix(".png")]
+    goals = "" if episode.goals_reached is None else f", goals reached {episode.goals_reached}"
+    which = f", best of {played} episodes" if played > 1 else ""
+    print(f"episode (seed {episode.seed}{which}): success {episode.is_success}, {episode.length} steps{goals}; "
+          f"wrote {', '.join(map(str, written))}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------- parser
+def _add_env_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("environment")
+    g.add_argument("--env", default="mazerunner", metavar="NAME", help="env plugin name (default: mazerunner)")
+    g.add_argument("--maze-size", type=int, metavar="N",
+                   help=f"MazeRunner side length (default {MAZE_OPTIONS['maze_size'][1]})")
+    g.add_argument("--goals", type=int, metavar="N",
+                   help=f"goals per instruction k (default {MAZE_OPTIONS['goals'][1]})")
+    g.add_argument("--time-limit", type=int, metavar="N",
+                   help=f"steps per episode (default {MAZE_OPTIONS['time_limit'][1]})")
+    g.add_argument("--randomized-actions", action="store_true", help="permute MazeRunner's moves every episode")
+    g.add_argument("--continuous", action="store_true", help="Box(-1, 1, (2,)) actions, for sac / tqc")
+    g.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra env factory keyword (repeatable), e.g. for other env plugins")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sb3-hir",
@@ -46,12 +568,82 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plugins", help="list installed plugins, their components and broken plugins")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_plugins)
+
+    p = sub.add_parser(
+        "train", help="train with and without hindsight instruction relabeling and compare",
+        description="Train one algorithm once per --relabel value (same seed and budget) with periodic evaluation; "
+                    "writes TensorBoard/CSV logs, models, learning curves and episode pictures to --out.")
+    p.add_argument("--algo", default="dqn", metavar="ALGO", help=f"one of {', '.join(ALGOS)} (default dqn)")
+    p.add_argument("--relabel", nargs="+", metavar="NAME",
+                   help="runs to compare: some, all, none or relabeler plugin names (default: some none; "
+                        "none for recurrent-ppo)")
+    p.add_argument("--relabel-ratio", type=float, metavar="X", default=0.8,
+                   help="share of relabeled samples (default 0.8)")
+    p.add_argument("--timesteps", type=int, metavar="N", default=60_000, help="env steps per run (default 60000)")
+    p.add_argument("--n-envs", type=int, metavar="N", default=8, help="parallel training envs (default 8)")
+    p.add_argument("--seed", type=int, metavar="N", default=0, help="seed of envs, networks and relabeling (default 0)")
+    p.add_argument("--eval-freq", type=int, metavar="N", help="evaluate every N timesteps (default timesteps/12)")
+    p.add_argument("--eval-episodes", type=int, metavar="N", default=50, help="episodes per evaluation (default 50)")
+    p.add_argument("--out", metavar="DIR", help="run directory (default runs/train-<time>)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_env_options(p)
+    p.set_defaults(func=_train)
+
+    p = sub.add_parser(
+        "dagger", help="DAgger against an expert (default: MazeRunner's shortest-path expert), BC after each round",
+        description="Each round collects steps executing the expert's action with probability beta and the "
+                    "learner's otherwise (every step labelled by the expert), then trains the learner by behaviour "
+                    "cloning on all rounds so far and evaluates it. Writes demos, checkpoints, logs, the per-round "
+                    "table (rounds.md, rounds.csv) and a learning curve to --out.")
+    p.add_argument("--rounds", type=int, metavar="N", default=6, help="DAgger rounds (default 6)")
+    p.add_argument("--beta-schedule", default="exponential", metavar="NAME",
+                   help="beta_schedule plugin name (default exponential: beta = 0.5 ** round)")
+    p.add_argument("--beta-kwarg", action="append", default=[], metavar="KEY=VALUE",
+                   help="beta schedule argument (repeatable), e.g. rampdown_rounds=4 for linear")
+    p.add_argument("--expert", default="shortest-path", metavar="NAME",
+                   help="expert plugin name (default shortest-path)")
+    p.add_argument("--relabel", default="none", metavar="NAME",
+                   help="relabel demos for goal-conditioned BC: none (default), some, all or a relabeler plugin")
+    p.add_argument("--steps-per-round", type=int, metavar="N", default=4_000,
+                   help="labelled steps per round (default 4000)")
+    p.add_argument("--bc-epochs", type=int, metavar="N", default=4,
+                   help="BC epochs over all demos after each round (default 4)")
+    p.add_argument("--batch-size", type=int, metavar="N", default=256, help="BC batch size (default 256)")
+    p.add_argument("--n-envs", type=int, metavar="N", default=8, help="parallel envs (default 8)")
+    p.add_argument("--seed", type=int, metavar="N", default=0, help="seed (default 0)")
+    p.add_argument("--eval-episodes", type=int, metavar="N", default=50,
+                   help="evaluation episodes after each round (default 50)")
+    p.add_argument("--out", metavar="DIR", help="run directory (default runs/dagger-<time>)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _add_env_options(p)
+    p.set_defaults(func=_dagger)
+
+    p = sub.add_parser("render", help="write a GIF/PNG of one episode of a saved model",
+                       description="Play one deterministic episode of MODEL (a model.zip from sb3-hir train; its "
+                                   "run.json supplies algorithm and env options) and draw it.")
+    p.add_argument("model", metavar="MODEL", help="path of the saved model .zip")
+    p.add_argument("--algo", metavar="ALGO", help="algorithm of MODEL when there is no run.json next to it")
+    p.add_argument("--env", metavar="NAME", help="env plugin name (default: the run's env)")
+    p.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE", help="override an env option")
+    p.add_argument("--seed", type=int, metavar="N", default=0, help="episode seed (default 0)")
+    p.add_argument("--best-of", type=int, default=1, metavar="N",
+                   help="play seeds SEED..SEED+N-1 and draw the episode that reached most goals (default 1)")
+    p.add_argument("--out", metavar="FILE",
+                   help="output .gif or .png (default: MODEL-episode.gif and .png beside MODEL)")
+    p.set_defaults(func=_render)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except UsageError as exc:
+        print(f"sb3-hir {args.command}: error: {exc}", file=sys.stderr)
+        return USAGE_EXIT
+    except KeyboardInterrupt:
+        print(f"sb3-hir {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,0 +1,245 @@
+"""The ``sb3-hir`` train / dagger / render commands on tiny budgets, and their one-line errors on bad input.
+
+The main-path commands run as real subprocesses (``python -m sb3_hir.cli``), as a user runs them; the other
+algorithms and the error messages run in-process through :func:`sb3_hir.cli.main`, which is the same code
+without paying for a fresh interpreter each time.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from sb3_hir import cli
+
+TINY_ENV = ["--maze-size", "7", "--goals", "2", "--time-limit", "20"]
+TINY_TRAIN = ["--timesteps", "240", "--n-envs", "2", "--eval-episodes", "2", "--eval-freq", "100", *TINY_ENV]
+
+#: Small networks on shared cores: one torch thread each, as the CLI uses.
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sb3_hir.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          env=ENV, timeout=300)
+
+
+def eval_rows(progress_csv: Path) -> list[dict[str, str]]:
+    with open(progress_csv, newline="") as f:
+        return [row for row in csv.DictReader(f) if row.get("eval/success_rate")]
+
+
+def assert_png(path: Path) -> None:
+    with Image.open(path) as image:
+        assert image.format == "PNG"
+        assert image.width > 50 and image.height > 50
+
+
+@pytest.fixture(scope="module")
+def train_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The default comparison (DQN, relabel some vs none) on a tiny budget, progress bar on."""
+    out = tmp_path_factory.mktemp("train") / "run"
+    proc = run_cli("train", *TINY_TRAIN, "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out, proc
+
+
+def test_train_compares_some_and_none_and_prints_the_table(train_run):
+    out, proc = train_run
+    table = [line for line in proc.stdout.splitlines() if line.startswith("| dqn-")]
+    assert [line.split("|")[1].strip() for line in table] == ["dqn-some", "dqn-none"]
+    assert (out / "results.md").read_text().count("| dqn-") == 2
+    results = json.loads((out / "results.json").read_text())
+    assert [r["relabel"] for r in results] == ["some", "none"]
+    for r in results:
+        assert 0.0 <= r["success_rate"] <= r["best_success_rate"] <= 1.0
+        assert 0.0 <= r["goals_reached"] <= 2.0
+        assert r["timesteps"] == 240
+    assert_png(out / "learning_curve.png")
+
+
+@pytest.mark.parametrize("relabel", ["some", "none"])
+def test_train_run_directory_holds_logs_model_and_pictures(train_run, relabel):
+    from stable_baselines3 import DQN
+    from stable_baselines3.common.buffers import DictReplayBuffer
+
+    from sb3_hir.buffers import HindsightInstructionReplayBuffer
+    from sb3_hir.envs import MazeRunnerEnv
+
+    run_dir = train_run[0] / f"dqn-{relabel}"
+    rows = eval_rows(run_dir / "progress.csv")
+    # Evaluated before training, every 100 steps, and at the end.
+    steps = [int(float(row["time/total_timesteps"])) for row in rows]
+    assert steps[0] == 0 and steps[-1] == 240 and len(steps) >= 3
+    for row in rows:
+        assert 0.0 <= float(row["eval/success_rate"]) <= 1.0
+        assert 0.0 <= float(row["eval/goals_reached"]) <= 2.0
+    assert list(run_dir.glob("events.out.tfevents.*")), "no TensorBoard event file"
+    assert_png(run_dir / "learning_curve.png")
+    assert_png(run_dir / "episode.png")
+    with Image.open(run_dir / "episode.gif") as gif:
+        assert gif.format == "GIF"
+        # Pillow merges repeated frames and adds up their durations: 125 ms a step, the last frame held 2 s.
+        total_ms = 0
+        for index in range(gif.n_frames):
+            gif.seek(index)
+            total_ms += gif.info["duration"]
+        assert 125 * 1 + 2000 <= total_ms <= 125 * 20 + 2000
+
+    model = DQN.load(run_dir / "model.zip", device="cpu")
+    expected = HindsightInstructionReplayBuffer if relabel == "some" else DictReplayBuffer
+    assert model.replay_buffer_class is expected
+    env = MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=20)
+    obs, _ = env.reset(seed=0)
+    action, _ = model.predict(obs, deterministic=True)
+    assert env.action_space.contains(int(action))
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["algo"] == "dqn" and run["relabel"] == relabel
+    assert run["env_kwargs"] == dict(maze_dim=7, num_goals=2, time_limit=20, randomized_actions=False,
+                                     continuous=False)
+
+
+def test_render_draws_an_episode_of_a_saved_model(train_run, tmp_path, capsys):
+    model = train_run[0] / "dqn-some" / "model.zip"
+    out = tmp_path / "ep.png"
+    assert cli.main(["render", str(model), "--seed", "3", "--out", str(out)]) == 0
+    assert_png(out)
+    assert not out.with_suffix(".gif").exists()
+    # The episode ran in the run's env (time limit 20, from run.json), so it lasted at most 20 steps.
+    stdout = capsys.readouterr().out
+    steps = int(stdout.split(" steps")[0].rsplit(" ", 1)[-1])
+    assert 1 <= steps <= 20
+
+
+def test_dagger_writes_rounds_demos_and_table(tmp_path):
+    from sb3_hir.dagger import load_round_dir
+
+    out = tmp_path / "dagger"
+    proc = run_cli("dagger", "--rounds", "2", "--steps-per-round", "120", "--n-envs", "2", "--eval-episodes", "2",
+                   "--batch-size", "32", "--bc-epochs", "1", *TINY_ENV, "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    with open(out / "rounds.csv", newline="") as f:
+        rounds = list(csv.DictReader(f))
+    assert [int(r["round"]) for r in rounds] == [0, 1]
+    # The default schedule is "exponential": beta = 0.5 ** round.
+    assert [float(r["beta"]) for r in rounds] == [1.0, 0.5]
+    for r in rounds:
+        assert 0.0 <= float(r["success_rate"]) <= 1.0
+        demos = load_round_dir(out / "demos" / f"round-{int(r['round']):03d}")
+        assert sum(len(t) for t in demos) == int(r["timesteps"]) >= 120
+    assert float(rounds[0]["learner_share"]) == 0.0  # beta 1: the expert drove every step
+    assert (out / "checkpoint-latest.json").is_file()
+    assert_png(out / "learning_curve.png")
+    assert_png(out / "episode.png")
+    assert "expert (shortest-path): success rate 1.00" in (out / "rounds.md").read_text()
+    assert sum(line.startswith("| ") for line in proc.stdout.splitlines()) == 3  # header + 2 rounds
+
+
+@pytest.mark.parametrize(
+    ("algo", "extra", "expected"),
+    [
+        ("qrdqn", ["--relabel", "some"], "some"),
+        ("sac", ["--continuous", "--relabel", "all"], "all"),
+        ("tqc", ["--continuous", "--relabel", "none"], "none"),
+        ("recurrent-ppo", [], "none"),  # on-policy: no buffer, so the default compares nothing else
+    ],
+)
+def test_train_other_algorithms(tmp_path, algo, extra, expected):
+    out = tmp_path / algo
+    assert cli.main(["train", "--algo", algo, *TINY_TRAIN, *extra, "--no-progress", "--out", str(out)]) == 0
+    assert [r["relabel"] for r in json.loads((out / "results.json").read_text())] == [expected]
+    run_dir = out / f"{algo}-{expected}"
+    assert (run_dir / "model.zip").is_file()
+    assert eval_rows(run_dir / "progress.csv")
+
+
+def test_train_with_a_relabeler_plugin_by_name(tmp_path):
+    from sb3_hir import hookimpl, plugins
+    from sb3_hir.relabel import InstructionRelabeler
+
+    class LastCellRelabeler(InstructionRelabeler):
+        def relabel_goals(self, episode, rng):
+            goals = episode.observations["goals"][0].copy()
+            goals[0] = episode.observations["achieved"][-1].reshape(goals.shape[1:])
+            return goals
+
+    class Plugin:
+        @hookimpl
+        def register_relabelers(self, register):
+            register("last-cell", LastCellRelabeler)
+
+    plugins.register(Plugin(), name="test-cli-plugin")
+    out = tmp_path / "plugin"
+    assert cli.main(["train", *TINY_TRAIN, "--relabel", "last-cell", "--no-progress", "--out", str(out)]) == 0
+    from stable_baselines3 import DQN
+
+    model = DQN.load(out / "dqn-last-cell" / "model.zip", device="cpu")
+    assert isinstance(model.replay_buffer_kwargs["relabeler"], LastCellRelabeler)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["train", "--algo", "sac"], ["--algo sac needs continuous", "--continuous"]),
+        (["train", "--algo", "tqc"], ["--continuous"]),
+        (["train", "--algo", "dqn", "--continuous"], ["needs Discrete actions", "drop --continuous"]),
+        (["train", "--algo", "qrdqn", "--continuous"], ["needs Discrete actions"]),
+        (["train", "--algo", "ppo2"], ["unknown algorithm 'ppo2'", "dqn, qrdqn, sac, tqc, recurrent-ppo"]),
+        (["train", "--relabel", "sometimes"], ["unknown relabeler 'sometimes'", "some, all, none",
+                                                "hindsight-instruction"]),
+        (["train", "--env", "nowhere"], ["unknown env 'nowhere'", "mazerunner"]),
+        (["train", "--algo", "recurrent-ppo", "--relabel", "some"], ["on-policy", "--relabel none"]),
+        (["train", "--goals", "500"], ["num_goals must be <="]),
+        (["train", "--timesteps", "0"], ["--timesteps must be >= 1"]),
+        (["train", "--env-kwarg", "oops"], ["KEY=VALUE"]),
+        (["dagger", "--beta-schedule", "sometimes"], ["unknown beta schedule 'sometimes'", "exponential, linear"]),
+        (["dagger", "--expert", "oracle"], ["unknown expert 'oracle'", "shortest-path"]),
+        (["dagger", "--beta-schedule", "linear", "--beta-kwarg", "rampdown_rounds=0"], ["rampdown_rounds"]),
+        (["render", "missing.zip"], ["is not a file"]),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, expected):
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith(f"sb3-hir {argv[0]}: error: ")
+    for text in expected:
+        assert text in lines[0]
+    assert captured.out == ""
+
+
+def test_bad_input_from_the_real_command_has_no_traceback():
+    proc = run_cli("train", "--algo", "sac")
+    assert proc.returncode == 2
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert errors == [errors[-1]] and errors[0].startswith("sb3-hir train: error: --algo sac needs continuous")
+    assert "Traceback" not in proc.stderr
+
+
+def test_render_rejects_a_model_of_another_algorithm(train_run, capsys):
+    model = train_run[0] / "dqn-some" / "model.zip"
+    assert cli.main(["render", str(model), "--algo", "sac"]) == 2
+    assert "cannot load" in capsys.readouterr().err
+
+
+def test_plugins_command_is_unchanged(capsys):
+    assert cli.main(["plugins", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    builtin = next(p for p in payload["plugins"] if p["name"] == "builtin")
+    assert "mazerunner" in builtin["components"]["env"]
+
+
+def test_format_table_aligns_columns():
+    table = cli._format_table(["a", "long header"], [[1, 2.5], ["wide cell", np.float64(0.25)]])
+    lines = table.splitlines()
+    assert len({len(line) for line in lines}) == 1
+    assert lines[1].startswith("|---")
