@@ -182,7 +182,12 @@ def test_train_with_a_relabeler_plugin_by_name(tmp_path):
     from stable_baselines3 import DQN
 
     model = DQN.load(out / "dqn-last-cell" / "model.zip", device="cpu")
-    assert isinstance(model.replay_buffer_kwargs["relabeler"], LastCellRelabeler)
+    assert model.replay_buffer_kwargs["relabeler"] == "last-cell"
+    from sb3_hir import HindsightInstructionReplayBuffer
+
+    buffer = HindsightInstructionReplayBuffer(100, model.observation_space, model.action_space,
+                                              **model.replay_buffer_kwargs)
+    assert isinstance(buffer.relabeler, LastCellRelabeler)
 
 
 @pytest.mark.parametrize(
