@@ -203,7 +203,7 @@ def _resolve_relabels(algo_name: str, relabels: Sequence[str] | None) -> list[st
 
 
 def _write_text(path: Path, text: str) -> None:
-    from sb3_hir.plots import atomic_path
+    from sb3_hir.atomic import atomic_path
 
     with atomic_path(path) as tmp:
         tmp.write_text(text)
@@ -212,7 +212,7 @@ def _write_text(path: Path, text: str) -> None:
 def _write_csv(path: Path, records: Sequence[dict[str, Any]]) -> None:
     import csv
 
-    from sb3_hir.plots import atomic_path
+    from sb3_hir.atomic import atomic_path
 
     with atomic_path(path) as tmp, open(tmp, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(records[0]))
@@ -307,9 +307,10 @@ def _train(args: argparse.Namespace) -> int:
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.logger import configure as configure_logger
 
+    from sb3_hir.atomic import atomic_path
     from sb3_hir.buffers import HindsightInstructionReplayBuffer
     from sb3_hir.callbacks import InstructionEvalCallback
-    from sb3_hir.plots import atomic_path, plot_learning_curves
+    from sb3_hir.plots import plot_learning_curves
 
     _set_threads()
     out = Path(args.out) if args.out else _default_out("train")

@@ -18,7 +18,6 @@ import dataclasses
 import hashlib
 import importlib
 import inspect
-import io
 import json
 import logging
 import math
@@ -47,6 +46,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from sb3_hir import plugins
+from sb3_hir.atomic import atomic_write
 
 __all__ = [
     "CorruptRoundFileError",
@@ -165,35 +165,6 @@ def _json_bytes(value: Any) -> np.ndarray:
     return np.frombuffer(json.dumps(value, default=_json_default).encode(), dtype=np.uint8)
 
 
-def _fsync_dir(path: pathlib.Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - e.g. platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: pathlib.Path, write: Callable[[io.BufferedWriter], None]) -> None:
-    """Write through a temporary file in the same directory, then ``os.replace``: readers never see a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
 def save_trajectories(
     path: str | os.PathLike[str],
     trajectories: Sequence[types.Trajectory],
@@ -243,7 +214,7 @@ def save_trajectories(
         arrays["infos"] = _json_bytes(infos)
     header = {"format": ROUND_FILE_FORMAT, "n_episodes": len(trajs), "obs_keys": keys, "meta": dict(meta or {})}
     arrays["header"] = _json_bytes(header)
-    _atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
+    atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
     return path
 
 
@@ -977,14 +948,14 @@ def _save_policy(policy: BasePolicy, path: pathlib.Path, extra: Mapping[str, Any
     try:
         spec: dict[str, Any] = _policy_spec(policy)
         payload = {"policy": policy.state_dict(), **(extra or {})}
-        _atomic_write(path, lambda f: th.save(payload, f))
+        atomic_write(path, lambda f: th.save(payload, f))
     except _NotEncodable as exc:
         # An architecture we cannot describe in JSON: SB3's own format (its loader passes weights_only=False).
         logger.warning("policy %s saved with SB3's policy.save(): %s", type(policy).__name__, exc)
-        _atomic_write(path, lambda f: policy.save(f))  # type: ignore[arg-type]
+        atomic_write(path, lambda f: policy.save(f))  # type: ignore[arg-type]
         spec = {"class": _import_path(type(policy)), "sb3_save": True}
         if extra:
-            _atomic_write(path.with_suffix(".extra.pt"), lambda f: th.save(dict(extra), f))
+            atomic_write(path.with_suffix(".extra.pt"), lambda f: th.save(dict(extra), f))
     return {"file": path.name, **spec}
 
 
@@ -1280,7 +1251,7 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
         text = json.dumps(state, indent=1)
         checkpoint_path = self.scratch_dir / f"checkpoint-{self.round_num:03d}.json"
         for path in (checkpoint_path, self.scratch_dir / "checkpoint-latest.json"):
-            _atomic_write(path, lambda f: f.write(text.encode()))
+            atomic_write(path, lambda f: f.write(text.encode()))
         return checkpoint_path, policy_path
 
     def _extend_state(self, state: dict[str, Any]) -> None:

@@ -15,40 +15,23 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sb3_hir.atomic import atomic_path
 from sb3_hir.callbacks import EvalHistory
 
 __all__ = [
     "RecordedEpisode",
-    "atomic_path",
     "plot_learning_curves",
     "record_episode",
     "save_episode_gif",
     "save_episode_png",
 ]
-
-
-@contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; it replaces ``path`` only if the block finishes."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _save_figure(fig: Any, path: str | os.PathLike[str]) -> Path:

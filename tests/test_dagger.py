@@ -360,7 +360,7 @@ def test_trainer_rounds_checkpoint_reload_with_weights_only_and_resume(tmp_path)
     assert rounds >= 2
     for r in range(rounds):  # one file per round, no temporary file anywhere
         assert len(round_files(tmp_path / "demos" / f"round-{r:03d}")) == 1
-    assert not [name for name in files_in(tmp_path) if name.endswith(".tmp")]
+    assert not [name for name in files_in(tmp_path) if name.startswith(".") or ".tmp" in name]
     # checkpoints hold tensors only: torch's default weights_only loader reads them
     state = json.loads((tmp_path / "checkpoint-latest.json").read_text())
     payload = th.load(tmp_path / state["policy"]["file"], weights_only=True)

@@ -1,0 +1,58 @@
+"""Crash-safe file writing: collected data and run artefacts are never seen half-written.
+
+Everything sb3-hir persists (DAgger round files and checkpoints, models, plots, tables) goes through a temporary
+file in the target's directory that is flushed to disk and then renamed over the target with ``os.replace``,
+which is atomic on POSIX and Windows. A crash leaves either the old file or the new one, never a torn one.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+__all__ = ["atomic_path", "atomic_write"]
+
+
+def _fsync(path: Path, flags: int) -> None:
+    try:
+        fd = os.open(path, flags)
+    except OSError:  # pragma: no cover - e.g. platforms without directory file descriptors
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; it replaces ``path`` only when the block finishes.
+
+    The temporary name keeps ``path``'s suffix, because some writers (SB3's ``save``) add a suffix otherwise.
+    It starts with a dot, so directory listings that skip hidden files never pick it up.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        _fsync(tmp, os.O_RDONLY)
+        os.replace(tmp, target)
+        _fsync(target.parent, os.O_RDONLY)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> Path:
+    """Call ``write`` on a binary file object whose content replaces ``path`` atomically."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        write(f)
+    return Path(path)

@@ -1,0 +1,36 @@
+"""Crash-safe writes: a failed write leaves the old file and no temporary behind."""
+
+from __future__ import annotations
+
+import pytest
+
+from sb3_hir.atomic import atomic_path, atomic_write
+
+
+def test_atomic_write_replaces_the_target(tmp_path):
+    target = tmp_path / "sub" / "round-000.npz"
+    atomic_write(target, lambda f: f.write(b"first"))
+    atomic_write(target, lambda f: f.write(b"second"))
+    assert target.read_bytes() == b"second"
+    assert [p.name for p in target.parent.iterdir()] == ["round-000.npz"]
+
+
+def test_failed_write_keeps_the_old_file_and_cleans_up(tmp_path):
+    target = tmp_path / "model.zip"
+    target.write_bytes(b"old")
+
+    def crash(f):
+        f.write(b"half")
+        raise RuntimeError("killed mid-write")
+
+    with pytest.raises(RuntimeError, match="killed mid-write"):
+        atomic_write(target, crash)
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["model.zip"]
+
+
+def test_atomic_path_keeps_the_suffix_for_writers_that_add_one(tmp_path):
+    with atomic_path(tmp_path / "model.zip") as tmp:
+        assert tmp.suffix == ".zip" and tmp.name.startswith(".")
+        tmp.write_bytes(b"x")
+    assert (tmp_path / "model.zip").read_bytes() == b"x"
