@@ -1,0 +1,147 @@
+"""SAC + hindsight instruction relabeling against SAC without relabeling, on k-goal PointMaze instructions.
+
+The env is sb3-hir-robotics' ``pointmaze-instruction`` (gymnasium-robotics PointMaze, an instruction of k distinct
+goal cells, the maze's own success test). Both agents are SB3's SAC with :class:`HindsightInstructionReplayBuffer`
+and the ``distance-threshold`` goal spec; they differ only in the relabeling strategy: ``"some"`` (HIR) against
+``"none"`` (the buffer then serves every episode as recorded, i.e. a plain ``DictReplayBuffer``). The policy sees
+``"obs"`` and ``"goals"`` (:class:`KeySelectExtractor`). Same seeds, same steps, same networks.
+
+The default map is a 3x3 open room (``--maze open3``; ``umaze`` = ``PointMaze_UMaze-v3``) so that the default
+budget fits in about ten minutes on two shared cores; a sparse k-goal task in the U-maze needs far more steps.
+
+Evaluation: ``--eval-episodes`` fresh instructions per seed, deterministic policy. Prints mean +- std over seeds of
+the success rate (all k goals reached in order) and of the goals reached per episode. Target: HIR above "none".
+
+Usage: ``python benchmarks/bench_pointmaze_hir.py [--timesteps 32000] [--seeds 0 1] [--maze open3] [--num-goals 2]
+[--max-episode-steps 100] [--n-envs 4] [--gradient-steps 2] [--eval-episodes 30]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import numpy as np
+import torch as th
+from stable_baselines3 import SAC
+from stable_baselines3.common.env_util import make_vec_env
+
+from sb3_hir import plugins
+from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.extractors import KeySelectExtractor
+
+#: A 3x3 open room with walls around it.
+OPEN3 = [
+    [1, 1, 1, 1, 1],
+    [1, 0, 0, 0, 1],
+    [1, 0, 0, 0, 1],
+    [1, 0, 0, 0, 1],
+    [1, 1, 1, 1, 1],
+]
+
+
+def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    kwargs: dict[str, Any] = dict(num_goals=args.num_goals, max_episode_steps=args.max_episode_steps)
+    if args.maze == "open3":
+        kwargs.update(maze_id="PointMaze_UMaze-v3", maze_map=OPEN3)
+    else:
+        kwargs.update(maze_id="PointMaze_UMaze-v3")
+    return kwargs
+
+
+def make_env(args: argparse.Namespace) -> Any:
+    return plugins.create("env", "pointmaze-instruction", **env_kwargs(args))
+
+
+def train(strategy: str, args: argparse.Namespace, seed: int) -> tuple[SAC, float]:
+    venv = make_vec_env(lambda: make_env(args), n_envs=args.n_envs, seed=seed)
+    spec = plugins.create("goal_spec", "distance-threshold", env=venv.envs[0])
+    model = SAC(
+        "MultiInputPolicy",
+        venv,
+        learning_rate=args.learning_rate,
+        buffer_size=max(args.timesteps, 1000),
+        learning_starts=args.learning_starts,
+        batch_size=args.batch_size,
+        tau=0.05,
+        gamma=0.95,
+        train_freq=1,
+        gradient_steps=args.gradient_steps,
+        replay_buffer_class=HindsightInstructionReplayBuffer,
+        replay_buffer_kwargs=dict(goal_spec=spec, strategy=strategy, relabel_ratio=0.8, seed=seed),
+        policy_kwargs=dict(
+            net_arch=[args.hidden, args.hidden],
+            features_extractor_class=KeySelectExtractor,
+            features_extractor_kwargs=dict(keys=["obs", "goals"]),
+        ),
+        seed=seed,
+        device="cpu",
+    )
+    start = time.perf_counter()
+    model.learn(total_timesteps=args.timesteps)
+    return model, time.perf_counter() - start
+
+
+def evaluate(model: SAC, args: argparse.Namespace, seed: int) -> tuple[float, float]:
+    env = make_env(args)
+    success, reached = [], []
+    for episode in range(args.eval_episodes):
+        obs, _ = env.reset(seed=100_000 + 1000 * seed + episode)
+        done = False
+        while not done:
+            action, _ = model.predict(obs, deterministic=True)
+            obs, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+        success.append(info["is_success"])
+        reached.append(info["goals_reached"])
+    env.close()
+    return float(np.mean(success)), float(np.mean(reached))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--timesteps", type=int, default=32_000, help="env steps per agent and seed")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--maze", choices=["open3", "umaze"], default="open3")
+    parser.add_argument("--num-goals", type=int, default=2)
+    parser.add_argument("--max-episode-steps", type=int, default=100)
+    parser.add_argument("--n-envs", type=int, default=4)
+    parser.add_argument("--gradient-steps", type=int, default=2, help="gradient steps per vector step")
+    parser.add_argument("--learning-starts", type=int, default=1000)
+    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--eval-episodes", type=int, default=30)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1 avoids oversubscribing shared cores)")
+    args = parser.parse_args()
+    th.set_num_threads(args.threads)
+
+    agents = {"SAC + HIR (some)": "some", "SAC, no relabel": "none"}
+    results: dict[str, dict[str, list[float]]] = {a: {"success": [], "goals": [], "time": []} for a in agents}
+    for seed in args.seeds:
+        for name, strategy in agents.items():
+            model, elapsed = train(strategy, args, seed)
+            success, goals = evaluate(model, args, seed)
+            results[name]["success"].append(success)
+            results[name]["goals"].append(goals)
+            results[name]["time"].append(elapsed)
+            print(f"seed {seed} {name:<18} success {success:.3f} goals {goals:.2f} train {elapsed:.0f}s", flush=True)
+
+    print()
+    print(f"PointMaze {args.maze} k={args.num_goals} max_episode_steps={args.max_episode_steps}; "
+          f"{args.timesteps} steps "
+          f"({args.n_envs} envs, {args.gradient_steps} gradient steps per vector step) x {len(args.seeds)} seeds; "
+          f"{args.eval_episodes} deterministic eval episodes per seed")
+    print(f"{'agent':<20}{'success rate':>18}{'goals reached':>18}{'train s':>14}")
+    for name in agents:
+        r = {key: np.asarray(value) for key, value in results[name].items()}
+        print(f"{name:<20}{r['success'].mean():>10.3f} +- {r['success'].std():.3f}"
+              f"{r['goals'].mean():>11.2f} +- {r['goals'].std():.2f}{r['time'].mean():>9.0f} +- {r['time'].std():.0f}")
+    names = list(agents)
+    diff = np.mean(results[names[0]]["goals"]) - np.mean(results[names[1]]["goals"])
+    print(f"goals reached, HIR - no relabel: {diff:+.2f} per episode (target > 0)")
+
+
+if __name__ == "__main__":
+    main()

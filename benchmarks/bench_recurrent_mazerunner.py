@@ -1,0 +1,123 @@
+"""RecurrentPPO against PPO (no memory) on MazeRunner at the same budget, both through sb3-hir's VecEnv wrappers.
+
+MazeRunner draws a new maze every episode and shows the agent only its cell, four wall distances and the time;
+the walls it has bumped into and the corridors it has tried are only known to an agent that remembers them.
+Both agents are the unchanged SB3 / sb3-contrib classes on the same envs: ``VecHideKeys`` removes ``"achieved"``
+(a copy of the cell) from the policy's observation, ``VecMonitor`` logs episodes. Same seeds, same timesteps,
+same MLP sizes; the recurrent agent adds an LSTM. Evaluation: ``--eval-episodes`` fresh episodes per seed with
+the stochastic policy (a deterministic memoryless policy loops forever in a maze it cannot see), the recurrent
+state carried per sub-env and reset at episode start.
+
+Prints mean +- std over seeds of the success rate (all k goals reached), the goals reached per episode and the
+training time, and the ratio of goals reached (above 1 when memory pays off at this budget).
+
+Usage: ``python benchmarks/bench_recurrent_mazerunner.py [--timesteps 150000] [--seeds 0 1] [--maze-dim 9]
+[--num-goals 2] [--time-limit 80] [--n-envs 8] [--eval-episodes 64]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import numpy as np
+import torch as th
+from sb3_contrib import RecurrentPPO
+from stable_baselines3 import PPO
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor
+
+from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.vec_env import VecHideKeys
+
+
+def make_venv(args: argparse.Namespace, n_envs: int, seed: int) -> VecEnv:
+    def make() -> MazeRunnerEnv:
+        return MazeRunnerEnv(maze_dim=args.maze_dim, num_goals=args.num_goals, time_limit=args.time_limit,
+                             randomized_actions=args.randomized_actions)
+
+    venv = DummyVecEnv([make for _ in range(n_envs)])
+    venv.seed(seed)
+    return VecMonitor(VecHideKeys(venv, keys=("achieved",)))
+
+
+def build(name: str, venv: VecEnv, args: argparse.Namespace, seed: int) -> BaseAlgorithm:
+    common: dict[str, Any] = dict(
+        n_steps=args.n_steps, batch_size=args.batch_size, n_epochs=4, gamma=0.99, gae_lambda=0.95,
+        ent_coef=0.01, learning_rate=3e-4, seed=seed, device="cpu",
+    )
+    if name == "PPO":
+        return PPO("MultiInputPolicy", venv, policy_kwargs=dict(net_arch=[64, 64]), **common)
+    return RecurrentPPO(
+        "MultiInputLstmPolicy", venv, policy_kwargs=dict(net_arch=[64], lstm_hidden_size=64), **common
+    )
+
+
+def evaluate(model: BaseAlgorithm, venv: VecEnv, episodes: int) -> tuple[float, float]:
+    """Success rate and mean goals reached over the first ``episodes`` episodes that finish."""
+    obs = venv.reset()
+    state = None
+    starts = np.ones(venv.num_envs, dtype=bool)
+    success: list[bool] = []
+    reached: list[int] = []
+    while len(success) < episodes:
+        actions, state = model.predict(obs, state=state, episode_start=starts, deterministic=False)
+        obs, _, dones, infos = venv.step(actions)
+        starts = dones
+        for done, info in zip(dones, infos, strict=True):
+            if done:
+                success.append(bool(info["is_success"]))
+                reached.append(int(info["goals_reached"]))
+    return float(np.mean(success[:episodes])), float(np.mean(reached[:episodes]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--timesteps", type=int, default=150_000, help="training steps per agent and seed")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--maze-dim", type=int, default=9)
+    parser.add_argument("--num-goals", type=int, default=2)
+    parser.add_argument("--time-limit", type=int, default=80)
+    parser.add_argument("--randomized-actions", action="store_true", help="permute the moves every episode")
+    parser.add_argument("--n-envs", type=int, default=8)
+    parser.add_argument("--n-steps", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=1024,
+                        help="minibatch size; sb3-contrib's LSTM loops over time steps per minibatch, so large is fast")
+    parser.add_argument("--eval-episodes", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1 avoids oversubscribing shared cores)")
+    args = parser.parse_args()
+    th.set_num_threads(args.threads)
+
+    agents = ("PPO", "RecurrentPPO")
+    results: dict[str, dict[str, list[float]]] = {a: {"success": [], "goals": [], "time": []} for a in agents}
+    for seed in args.seeds:
+        for name in agents:
+            venv = make_venv(args, args.n_envs, seed)
+            model = build(name, venv, args, seed)
+            start = time.perf_counter()
+            model.learn(total_timesteps=args.timesteps)
+            elapsed = time.perf_counter() - start
+            eval_venv = make_venv(args, args.n_envs, 10_000 + seed)
+            success, goals = evaluate(model, eval_venv, args.eval_episodes)
+            results[name]["success"].append(success)
+            results[name]["goals"].append(goals)
+            results[name]["time"].append(elapsed)
+            print(f"seed {seed} {name:<12} success {success:.3f} goals {goals:.2f} train {elapsed:.0f}s", flush=True)
+
+    print()
+    print(f"MazeRunner maze_dim={args.maze_dim} k={args.num_goals} time_limit={args.time_limit} "
+          f"randomized_actions={args.randomized_actions}; {args.timesteps} steps x {len(args.seeds)} seeds, "
+          f"{args.n_envs} envs, {args.eval_episodes} stochastic eval episodes per seed; 'achieved' hidden by "
+          "VecHideKeys")
+    print(f"{'agent':<14}{'success rate':>18}{'goals reached':>18}{'train s':>14}")
+    for name in agents:
+        r = {key: np.asarray(value) for key, value in results[name].items()}
+        print(f"{name:<14}{r['success'].mean():>10.3f} +- {r['success'].std():.3f}"
+              f"{r['goals'].mean():>11.2f} +- {r['goals'].std():.2f}{r['time'].mean():>9.0f} +- {r['time'].std():.0f}")
+    ratio = np.mean(results["RecurrentPPO"]["goals"]) / max(np.mean(results["PPO"]["goals"]), 1e-9)
+    print(f"goals reached, RecurrentPPO / PPO: {ratio:.2f}x (> 1: memory pays off at this budget)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""Any single-goal GoalEnv as a one-goal instruction (k = 1): env plugin ``"goalenv"``.
+
+The instruction is the env's own ``desired_goal`` drawn at reset and success is its own test, so a GoalEnv
+(Fetch, Hand, PointMaze, ...) trains with :class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer` where one
+would use SB3's ``HerReplayBuffer``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import gymnasium_robotics  # noqa: F401  (registers the gymnasium-robotics ids)
+import numpy as np
+
+from sb3_hir.instruction import DesiredGoalSampler, InstructionWrapper
+from sb3_hir_robotics.maze import outside_mask_value
+
+__all__ = ["default_mask_value", "make_goal_env"]
+
+
+def default_mask_value(env: gym.Env) -> float:
+    """-1, unless that could be a real goal: outside the maze for maze envs, below finite goal bounds otherwise."""
+    maze = getattr(env.unwrapped, "maze", None)
+    if maze is not None:
+        return outside_mask_value(maze)
+    space = env.observation_space
+    if isinstance(space, gym.spaces.Dict) and isinstance(space.spaces.get("desired_goal"), gym.spaces.Box):
+        low = space["desired_goal"].low
+        if np.all(np.isfinite(low)) and np.min(low) <= -1.0:
+            return float(np.floor(np.min(low)) - 1.0)
+    return -1.0
+
+
+def make_goal_env(
+    env_id: str = "PointMaze_UMaze-v3",
+    num_goals: int = 1,
+    mask_value: float | None = None,
+    goal_reward: float = 1.0,
+    success_reward: float | None = None,
+    **make_kwargs: Any,
+) -> InstructionWrapper:
+    """``gymnasium.make(env_id, **make_kwargs)`` as a one-goal instruction env.
+
+    :param env_id: gymnasium id of any GoalEnv.
+    :param num_goals: must be 1 (the env has one goal); accepted so that callers passing k get a clear error.
+    :param mask_value: mask of the reached goal; None uses :func:`default_mask_value` (-1, or a value outside the
+        goal range when -1 could be a real goal, e.g. a maze cell centre).
+    :param goal_reward: reward for reaching the goal.
+    :param success_reward: ``compute_reward`` value of success, only for envs whose info reports no
+        ``is_success`` / ``success``.
+    """
+    if isinstance(num_goals, bool) or not isinstance(num_goals, int) or num_goals != 1:
+        raise ValueError(
+            f"num_goals must be 1 for the single-goal 'goalenv' adapter; got {num_goals!r} (use "
+            "'pointmaze-instruction' or an env plugin with a k-goal sampler)"
+        )
+    if not isinstance(env_id, str) or not env_id:
+        raise ValueError(f"env_id must be a gymnasium id of a GoalEnv; got {env_id!r}")
+    env = gym.make(env_id, **make_kwargs)
+    try:
+        if mask_value is None:
+            mask_value = default_mask_value(env)
+        sampler = DesiredGoalSampler(success_reward=success_reward, mask_value=mask_value)
+        return InstructionWrapper(env, sampler, num_goals=1, goal_reward=goal_reward)
+    except Exception:
+        env.close()
+        raise

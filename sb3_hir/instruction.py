@@ -1,0 +1,350 @@
+"""Turn a single-goal GoalEnv into a k-goal instruction env with MazeRunner's contract.
+
+gymnasium-robotics' GoalEnvs (PointMaze, AntMaze, Fetch, ...) expose ``observation``, ``achieved_goal`` and
+``desired_goal`` and judge success themselves. :class:`InstructionWrapper` keeps that success test and the env's
+dynamics, and only changes which goal is installed: it samples an instruction of ``k`` goals at reset, installs
+the first one in the env, and installs the next one whenever the env's own test says the active goal is reached.
+The result is a drop-in for MazeRunner: the replay buffer, the relabelers, DAgger and the CLI work on it
+unchanged.
+
+How goals are sampled, installed and tested differs per env family, so it is supplied by a :class:`GoalSampler`
+(env plugins provide one, e.g. ``sb3-hir-robotics``'s PointMaze sampler); nothing here knows about a particular
+env. :class:`DesiredGoalSampler` is the generic k = 1 sampler: the instruction is the env's own goal.
+
+Mask value: reached goals are overwritten with ``mask_value`` in every component, as in MazeRunner. Float goals
+live in a continuous range, so the mask must lie outside the goal range or a real goal would read as "reached":
+the wrapper takes ``mask_value`` from the argument, else from ``sampler.mask_value``, else -1; it rejects a mask
+inside finite ``desired_goal`` bounds and raises as soon as a sampled goal equals the mask. Goal specs used for
+relabeling must share the same mask value and ``goal_reward`` (``sb3-hir-robotics``'s ``"distance-threshold"``
+goal spec reads both from the wrapper).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from numbers import Integral, Real
+from typing import Any, Protocol, runtime_checkable
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+__all__ = [
+    "GOAL_ENV_KEYS",
+    "DesiredGoalSampler",
+    "GoalSampler",
+    "InstructionWrapper",
+    "check_goal_env",
+    "env_success",
+]
+
+#: The observation keys of gymnasium-robotics' GoalEnv API.
+GOAL_ENV_KEYS: tuple[str, str, str] = ("observation", "achieved_goal", "desired_goal")
+
+# Second entropy word of the wrapper's generator, so that reset(seed=s) gives goal draws independent of the
+# env's own stream seeded with the same s.
+_STREAM = 0x48_49_52_31
+
+
+@runtime_checkable
+class GoalSampler(Protocol):
+    """How one env family samples, installs and tests goals (supplied by env plugins).
+
+    Every method receives the :class:`InstructionWrapper` as ``env``: ``env.unwrapped`` is the GoalEnv and
+    ``env.env_observation`` its latest Dict observation. An optional attribute ``mask_value`` (float) proposes a
+    mask value outside the family's goal range.
+    """
+
+    def sample(self, env: InstructionWrapper, rng: np.random.Generator, k: int) -> np.ndarray:
+        """``k`` distinct goals, shape ``(k, goal_dim)``, drawn only from ``rng`` (called after the env's reset)."""
+        ...
+
+    def install(self, env: InstructionWrapper, goal: np.ndarray) -> None:
+        """Make ``goal`` the env's desired goal, so that its own success test applies to it."""
+        ...
+
+    def reached(self, env: InstructionWrapper, achieved: np.ndarray, goal: np.ndarray, info: dict[str, Any]) -> bool:
+        """The env's own success test for the installed ``goal`` after a step (``info`` is the env's info)."""
+        ...
+
+
+def env_success(env: gym.Env, achieved: np.ndarray, goal: np.ndarray, info: Mapping[str, Any],
+                success_reward: float | None = None) -> bool:
+    """The GoalEnv's own success test: ``info["is_success"]`` (Fetch, Hand), else ``info["success"]`` (mazes).
+
+    Envs that report neither are tested with ``compute_reward(achieved, goal, info) == success_reward`` (0 for
+    gymnasium-robotics' sparse ``-1 / 0`` rewards), which must then be given.
+    """
+    for key in ("is_success", "success"):
+        if key in info:
+            return bool(np.asarray(info[key]).item())
+    if success_reward is None:
+        raise ValueError(
+            "the env's info has neither 'is_success' nor 'success'; pass success_reward (the compute_reward value "
+            "of a reached goal, e.g. 0.0 for sparse -1/0 rewards) to test success with compute_reward"
+        )
+    reward = env.unwrapped.compute_reward(achieved, goal, dict(info))  # type: ignore[attr-defined]
+    return bool(np.asarray(reward).item() == success_reward)
+
+
+def check_goal_env(env: gym.Env) -> tuple[spaces.Box, spaces.Box]:
+    """Check the GoalEnv API structurally (no gymnasium-robotics import) and return the goal spaces.
+
+    :return: ``(achieved_goal space, desired_goal space)``, both 1-D Boxes of the same shape.
+    """
+    space = env.observation_space
+    if not isinstance(space, spaces.Dict):
+        raise ValueError(
+            f"env must be a GoalEnv with a Dict observation space holding keys {list(GOAL_ENV_KEYS)}; "
+            f"got observation_space {space!r}"
+        )
+    missing = [key for key in GOAL_ENV_KEYS if key not in space.spaces]
+    if missing:
+        raise ValueError(
+            f"env is not a GoalEnv: its observation space is missing the key(s) {missing}; "
+            f"keys present: {list(space.spaces)}; a GoalEnv has {list(GOAL_ENV_KEYS)}"
+        )
+    if not callable(getattr(env.unwrapped, "compute_reward", None)):
+        raise ValueError(
+            f"env is not a GoalEnv: {type(env.unwrapped).__name__} has no compute_reward(achieved_goal, "
+            "desired_goal, info) method"
+        )
+    achieved, desired = space["achieved_goal"], space["desired_goal"]
+    for key, sub in (("achieved_goal", achieved), ("desired_goal", desired)):
+        if not isinstance(sub, spaces.Box) or len(sub.shape) != 1:
+            raise ValueError(f"observation_space[{key!r}] must be a 1-D Box (goal_dim,); got {sub!r}")
+    if achieved.shape != desired.shape:
+        raise ValueError(
+            f"observation_space['achieved_goal'] and ['desired_goal'] must have the same shape; got "
+            f"{achieved.shape} and {desired.shape}"
+        )
+    return achieved, desired
+
+
+class DesiredGoalSampler:
+    """The env's own goal as a one-goal instruction: the generic k = 1 adapter for any GoalEnv.
+
+    ``install`` is a no-op (the goal is already the env's) and ``reached`` is :func:`env_success`.
+
+    :param success_reward: see :func:`env_success`; only needed for envs whose info reports no success.
+    :param mask_value: proposed mask value (see the module docstring).
+    """
+
+    def __init__(self, success_reward: float | None = None, mask_value: float = -1.0) -> None:
+        self.success_reward = success_reward
+        self.mask_value = mask_value
+
+    def sample(self, env: InstructionWrapper, rng: np.random.Generator, k: int) -> np.ndarray:
+        if k != 1:
+            raise ValueError(
+                f"DesiredGoalSampler provides the env's single desired goal, so num_goals must be 1; got {k}. "
+                "Use an env plugin's sampler for k-goal instructions"
+            )
+        return np.asarray(env.env_observation["desired_goal"])[None].copy()
+
+    def install(self, env: InstructionWrapper, goal: np.ndarray) -> None:
+        return None
+
+    def reached(self, env: InstructionWrapper, achieved: np.ndarray, goal: np.ndarray, info: dict[str, Any]) -> bool:
+        return env_success(env, achieved, goal, info, self.success_reward)
+
+
+class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """A k-goal instruction over a single-goal GoalEnv, with MazeRunner's observation, reward and termination.
+
+    Observation: Dict ``"obs"`` = the env's ``observation``; ``"goals"`` (k, goal_dim) with reached goals
+    overwritten by ``mask_value``; ``"achieved"`` (1, goal_dim) = the env's ``achieved_goal``. Dtypes are the env's
+    (float64 for gymnasium-robotics), so the env's success test and a goal spec's distance see the same numbers.
+
+    Reward ``goal_reward`` on the step the active goal is reached by the env's own test (``sampler.reached``),
+    else 0; then the next goal is installed in the env and checked from the next step on. Terminated when all k
+    are reached; the env's own termination passes through except on a step that reaches a non-final goal
+    (episodic GoalEnvs terminate on success, the instruction goes on); truncation (``TimeLimit``) passes
+    through. ``info`` keeps the env's keys, with ``"is_success"`` (all k reached) and ``"goals_reached"``
+    overwritten, the env's own reward in ``"env_reward"`` and its own ``"is_success"`` in ``"env_is_success"``.
+
+    Goals are drawn from :attr:`np_random`, the wrapper's own generator, seeded by ``reset(seed=...)``
+    independently of the env's stream.
+
+    :param env: a GoalEnv (Dict observation with ``observation``, ``achieved_goal``, ``desired_goal`` and a
+        ``compute_reward`` method), usually already wrapped in ``TimeLimit`` by ``gymnasium.make``.
+    :param sampler: the env family's :class:`GoalSampler`.
+    :param num_goals: k >= 1.
+    :param mask_value: value of a reached goal; None takes ``sampler.mask_value``, else -1.
+    :param goal_reward: reward for reaching the active goal (MazeRunner: 1.0).
+    :param require_distinct: reject instructions with repeated goals (a repeated goal would be reached twice
+        without moving).
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        sampler: GoalSampler,
+        num_goals: int = 3,
+        mask_value: float | None = None,
+        goal_reward: float = 1.0,
+        require_distinct: bool = True,
+    ) -> None:
+        if isinstance(num_goals, bool) or not isinstance(num_goals, Integral) or num_goals < 1:
+            raise ValueError(f"num_goals must be an int >= 1; got {num_goals!r}")
+        missing = [name for name in ("sample", "install", "reached") if not callable(getattr(sampler, name, None))]
+        if missing:
+            raise ValueError(
+                f"sampler must implement the GoalSampler protocol (sample, install, reached); "
+                f"{type(sampler).__name__} lacks {missing}"
+            )
+        achieved_space, desired_space = check_goal_env(env)
+        gym.utils.RecordConstructorArgs.__init__(
+            self, sampler=sampler, num_goals=num_goals, mask_value=mask_value, goal_reward=goal_reward,
+            require_distinct=require_distinct,
+        )
+        gym.Wrapper.__init__(self, env)
+        if mask_value is None:
+            mask_value = getattr(sampler, "mask_value", -1.0)
+        if isinstance(mask_value, bool) or not isinstance(mask_value, Real) or not math.isfinite(mask_value):
+            raise ValueError(f"mask_value must be a finite number; got {mask_value!r}")
+        if isinstance(goal_reward, bool) or not isinstance(goal_reward, Real) or not math.isfinite(goal_reward):
+            raise ValueError(f"goal_reward must be a finite number; got {goal_reward!r}")
+        low, high = desired_space.low, desired_space.high
+        if np.all(np.isfinite(low) & np.isfinite(high)) and np.all((low <= mask_value) & (mask_value <= high)):
+            raise ValueError(
+                f"mask_value={mask_value} lies inside the desired_goal bounds [{low}, {high}], so a real goal could "
+                "equal the mask; choose a mask_value outside them"
+            )
+        self.sampler = sampler
+        self.num_goals = int(num_goals)
+        self.mask_value = float(mask_value)
+        self.goal_reward = float(goal_reward)
+        self.require_distinct = bool(require_distinct)
+        self.goal_dim = int(desired_space.shape[0])
+        self.goal_dtype = np.dtype(desired_space.dtype)
+
+        k, d = self.num_goals, self.goal_dim
+        goal_low = np.minimum(np.broadcast_to(low, (k, d)), self.mask_value).astype(self.goal_dtype)
+        goal_high = np.maximum(np.broadcast_to(high, (k, d)), self.mask_value).astype(self.goal_dtype)
+        self.observation_space = spaces.Dict(
+            {
+                "achieved": spaces.Box(
+                    achieved_space.low.reshape(1, d), achieved_space.high.reshape(1, d), dtype=achieved_space.dtype
+                ),
+                "goals": spaces.Box(goal_low, goal_high, dtype=self.goal_dtype),
+                "obs": env.observation_space["observation"],
+            }
+        )
+        self._goal_rng: np.random.Generator | None = None
+        self._goals = np.full((k, d), self.mask_value, dtype=self.goal_dtype)
+        self._goals_obs = self._goals.copy()
+        self._num_reached = 0
+        self._env_obs: dict[str, Any] | None = None
+
+    # -- randomness ------------------------------------------------------------------------------------------
+    @property
+    def np_random(self) -> np.random.Generator:
+        """The wrapper's own generator, from which every instruction is drawn (not the env's)."""
+        if self._goal_rng is None:
+            self._goal_rng = np.random.default_rng()
+        return self._goal_rng
+
+    @np_random.setter
+    def np_random(self, value: np.random.Generator) -> None:
+        self._goal_rng = value
+
+    # -- state -----------------------------------------------------------------------------------------------
+    @property
+    def env_observation(self) -> dict[str, Any]:
+        """The env's latest Dict observation (``observation``, ``achieved_goal``, ``desired_goal``)."""
+        if self._env_obs is None:
+            raise RuntimeError("call reset() before reading env_observation")
+        return self._env_obs
+
+    @property
+    def goals(self) -> np.ndarray:
+        """This episode's instruction, unmasked, shape ``(k, goal_dim)`` (a copy)."""
+        return self._goals.copy()
+
+    @property
+    def goals_reached(self) -> int:
+        """Goals reached so far; the active goal is ``goals[goals_reached]``."""
+        return self._num_reached
+
+    def _check_env_obs(self, obs: Any) -> dict[str, Any]:
+        if not isinstance(obs, Mapping) or any(key not in obs for key in GOAL_ENV_KEYS):
+            present = list(obs) if isinstance(obs, Mapping) else type(obs).__name__
+            raise ValueError(f"the env returned an observation without the GoalEnv keys {list(GOAL_ENV_KEYS)}: "
+                             f"{present}")
+        return dict(obs)
+
+    def _sample_instruction(self) -> np.ndarray:
+        k, d = self.num_goals, self.goal_dim
+        goals = np.asarray(self.sampler.sample(self, self.np_random, k))
+        if goals.shape != (k, d):
+            raise ValueError(f"{type(self.sampler).__name__}.sample returned goals of shape {goals.shape}; "
+                             f"expected (num_goals, goal_dim) = {(k, d)}")
+        goals = goals.astype(self.goal_dtype, copy=True)
+        if not np.all(np.isfinite(goals)):
+            raise ValueError(f"{type(self.sampler).__name__}.sample returned non-finite goals: {goals}")
+        if np.any(np.all(goals == self.mask_value, axis=-1)):
+            raise ValueError(
+                f"{type(self.sampler).__name__}.sample returned a goal equal to mask_value={self.mask_value}, which "
+                "would read as already reached; choose a mask_value outside the goal range"
+            )
+        if self.require_distinct and len(np.unique(goals, axis=0)) < k:
+            raise ValueError(
+                f"{type(self.sampler).__name__}.sample returned repeated goals {goals.tolist()}; it must produce "
+                f"num_goals={k} distinct goals"
+            )
+        return goals
+
+    def _observation(self) -> dict[str, np.ndarray]:
+        env_obs = self.env_observation
+        return {
+            "achieved": np.asarray(env_obs["achieved_goal"]).reshape(1, self.goal_dim).copy(),
+            "goals": self._goals_obs.copy(),
+            "obs": np.asarray(env_obs["observation"]).copy(),
+        }
+
+    # -- gymnasium API ---------------------------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Reset the env, then draw an instruction from :attr:`np_random` and install its first goal."""
+        if seed is not None:
+            self._goal_rng = np.random.default_rng([int(seed), _STREAM])
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._env_obs = self._check_env_obs(obs)
+        self._goals = self._sample_instruction()
+        self._goals_obs = self._goals.copy()
+        self._num_reached = 0
+        self.sampler.install(self, self._goals[0].copy())
+        info = dict(info)
+        if "is_success" in info:
+            info["env_is_success"] = info["is_success"]
+        info["is_success"] = False
+        info["goals_reached"] = 0
+        return self._observation(), info
+
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        k = self.num_goals
+        if self._env_obs is None or self._num_reached >= k:
+            raise RuntimeError("call reset() before step() (also after the instruction was completed)")
+        obs, env_reward, env_terminated, truncated, info = self.env.step(action)
+        self._env_obs = self._check_env_obs(obs)
+        active = self._goals[self._num_reached]
+        reached = bool(self.sampler.reached(self, np.asarray(obs["achieved_goal"]), active.copy(), info))
+        reward = 0.0
+        if reached:
+            self._goals_obs[self._num_reached] = self.mask_value
+            self._num_reached += 1
+            reward = self.goal_reward
+            if self._num_reached < k:
+                self.sampler.install(self, self._goals[self._num_reached].copy())
+        success = self._num_reached == k
+        terminated = success or (bool(env_terminated) and not reached)
+        info = dict(info)
+        if "is_success" in info:
+            info["env_is_success"] = info["is_success"]
+        info["env_reward"] = float(np.asarray(env_reward).item())
+        info["is_success"] = success
+        info["goals_reached"] = self._num_reached
+        return self._observation(), reward, terminated, bool(truncated), info
