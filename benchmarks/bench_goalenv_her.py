@@ -19,6 +19,10 @@ episodes per seed with the deterministic policy, success = the env's own test he
 
 Prints mean +- std over seeds of the success rate. Target: HIR not below HER by more than the spread.
 
+Budget matters: the HIR buffer relabels once per finished episode, so a relabeled one-goal episode holds one
+rewarded transition, where HER draws a goal per sampled transition. HIR therefore starts later (at 4000 steps HER
+leads) and then overtakes (at the default 8000 steps); run ``--timesteps 4000`` to see the early phase.
+
 Usage: ``python benchmarks/bench_goalenv_her.py [--timesteps 8000] [--seeds 0 1 2] [--env-id PlanarReach-v0]
 [--max-episode-steps 50] [--eval-episodes 50]``
 """
