@@ -28,6 +28,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor
 
+from sb3_hir.callbacks import evaluate_instruction_policy
 from sb3_hir.envs import MazeRunnerEnv
 from sb3_hir.vec_env import VecHideKeys
 
@@ -55,21 +56,13 @@ def build(name: str, venv: VecEnv, args: argparse.Namespace, seed: int) -> BaseA
 
 
 def evaluate(model: BaseAlgorithm, venv: VecEnv, episodes: int) -> tuple[float, float]:
-    """Success rate and mean goals reached over the first ``episodes`` episodes that finish."""
-    obs = venv.reset()
-    state = None
-    starts = np.ones(venv.num_envs, dtype=bool)
-    success: list[bool] = []
-    reached: list[int] = []
-    while len(success) < episodes:
-        actions, state = model.predict(obs, state=state, episode_start=starts, deterministic=False)
-        obs, _, dones, infos = venv.step(actions)
-        starts = dones
-        for done, info in zip(dones, infos, strict=True):
-            if done:
-                success.append(bool(info["is_success"]))
-                reached.append(int(info["goals_reached"]))
-    return float(np.mean(success[:episodes])), float(np.mean(reached[:episodes]))
+    """Success rate and mean goals reached of the stochastic policy.
+
+    sb3-hir's evaluator (SB3's ``evaluate_policy`` underneath) carries the LSTM state per sub-env and takes the
+    same number of episodes from every sub-env, so short (successful) episodes are not over-counted.
+    """
+    result = evaluate_instruction_policy(model, venv, n_eval_episodes=episodes, deterministic=False)
+    return result.success_rate, result.goals_reached
 
 
 def main() -> None:
