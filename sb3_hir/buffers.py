@@ -5,31 +5,43 @@ arXiv 2310.09971, App. B). :class:`HindsightInstructionReplayBuffer` is a SB3
 :class:`~stable_baselines3.common.buffers.DictReplayBuffer`, so DQN, QR-DQN, SAC, TQC, TD3 and DDPG use
 it unchanged through ``replay_buffer_class``.
 
-Design: relabel once per finished episode, at its end, and store the result with every transition.
+Design: a fresh hindsight instruction for every sampled transition, as HER draws a fresh goal per sample.
 
-* ``add()`` stores the transition exactly as ``DictReplayBuffer`` does (SB3 already passes the terminal
-  observation as ``next_obs`` and marks time-limit truncations in ``timeouts``). When sub-env ``i``
-  finishes an episode, its transitions are gathered from the circular storage into an
-  :class:`~sb3_hir.episodes.Episode` and the relabeler draws one new instruction for it
-  (``relabel_goals``; ``None`` keeps the episode as recorded).
-* The draw is stored compactly per transition: ``relabel_goals`` (the episode's relabeled instruction)
-  and ``relabel_counts[..., 0]`` / ``[..., 1]`` = ``c_t`` / ``c_{t+1}``, the number of relabeled goals
-  reached before and after the transition (int8; ``-1`` = not relabeled, e.g. an unfinished episode).
-* ``sample()`` costs O(batch): each sampled transition that carries relabel data is served, with
-  probability ``relabel_ratio``, under the relabeled instruction, a pure function of its own row: goals
-  ``where(arange(k) < c, mask_value, relabel_goals)`` (``c_{t+1}`` for the next observation), reward
-  ``goal_reward * (c_{t+1} - c_t)`` and done ``c_{t+1} == k`` (or a recorded termination the goals did
-  not cause, kept as :meth:`~sb3_hir.relabel.InstructionRelabeler.replay` keeps it); relabeled
-  transitions are never time-outs. Transitions with ``c_t == k`` lie past the relabeled episode's end
-  and, like all others, are served exactly as ``DictReplayBuffer`` serves them.
+* ``add()`` stores the transition exactly as ``DictReplayBuffer`` does, plus a few integers per row: the
+  episode's id, the transition's index ``t`` in it, and (written once, when the episode ends) its length.
+  When an episode ends, per-episode bookkeeping is built once, in O(T), and stored in the episode's own
+  rows: the reach steps of its own goals and, for exact goal specs on integer goals, an index of the
+  achieved values (steps sorted by value, each step's previous occurrence of its value).
+* ``sample()`` draws ``Binomial(batch_size, relabel_ratio)`` transitions to serve relabeled, the rest as
+  ``DictReplayBuffer`` serves them. Each relabeled transition gets its own instruction from the relabeler
+  (:meth:`~sb3_hir.relabel.HindsightInstructionRelabeler.draw_goal_steps`), and the row is served as
+  :meth:`~sb3_hir.relabel.InstructionRelabeler.replay` of its episode under that instruction gives it:
+  goals masked by the goals reached before each observation, reward ``goal_reward`` per goal reached,
+  terminal when the k-th goal is reached (or on a recorded termination the goals did not cause), never a
+  time-out otherwise. Everything derives from the drawn goals' reach steps ``r_1 < ... < r_k``.
+* A relabeled transition must lie inside its relabeled episode (the k-th goal not reached before it). Draws
+  that fail this, and rows of episodes still running or partly overwritten, are redrawn (row and
+  instruction) up to ``max_redraws`` times, so relabeled transitions are uniform over the admissible
+  (transition, instruction) pairs and ``relabel_ratio`` is the share actually served relabeled. What still
+  fails (only when the buffer holds almost no finished episode) is served as recorded.
+* Reach steps cost O(k) per sample with the exact-value index: a drawn goal taken from step ``u`` is
+  first reached at ``u`` unless its value occurred since the previous goal's reach, which one lookup of the
+  previous occurrence tells; only then a binary search over that value's occurrences runs. Other goal
+  specs (tolerance, distance-threshold) compare the episode window: O(k T) per sample, bounded by the
+  episode length, independent of the buffer size. Relabelers without a batched ``draw_goal_steps`` (plugins
+  that only implement ``relabel_goals``) are called ``draws_per_episode`` times when the episode ends; a
+  sample picks one of those draws at random.
+* ``n_steps > 1`` serves n-step returns (SB3's ``NStepReplayBuffer`` semantics, which SB3 refuses for Dict
+  observations): the discounted reward sum over up to ``n_steps`` transitions, cut at the (relabeled)
+  episode's end, the last observation of the window and ``discounts = gamma ** m`` in the samples' field that
+  DQN, QR-DQN, SAC, TQC and TD3 read.
 
-Because relabel data lives on the transition, an episode partly overwritten by the circular wrap-around
-stays correct, and an episode still running is never sampled half-relabeled. Goal counts are computed on
-the next observations of the episode's transitions (``[obs_0, next_obs_0, ..., next_obs_{T-1}]``), so
-every relabeled transition is consistent even when an episode was spliced (``learn()`` resetting the env
-without a ``done``). Compared with HER's sample-time relabeling this spends one relabeling draw per
-episode instead of one per sample, and never scans the buffer. Episodes longer than the per-env buffer
-cannot be relabeled (their start was overwritten); they are kept as recorded, with a warning.
+The buffer never scans its storage: ``add()`` costs O(1) per step plus O(T) once per episode, and
+``sample()`` costs O(batch) in the buffer size. An episode whose first row was overwritten by the circular
+buffer can no longer be relabeled (its instruction and early steps are gone); its remaining rows are still
+served as recorded, as ``DictReplayBuffer`` serves them. When ``learn()`` is called again and resets the env
+mid-episode, the next ``add()`` sees an observation that does not continue the stored episode and closes that
+episode as truncated (HER's ``truncate_last_trajectory``), so no episode is relabeled across the splice.
 
 Recommended setup (the policy sees the observation and the instruction; "achieved" is only for
 relabeling)::
@@ -53,7 +65,7 @@ relabeling)::
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch as th
@@ -64,27 +76,57 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_hir import plugins
 from sb3_hir.episodes import Episode
-from sb3_hir.goals import GoalSpec
-from sb3_hir.relabel import InstructionRelabeler
+from sb3_hir.goals import ExactGoalSpec, GoalSpec, _pack_goals
+from sb3_hir.relabel import GOAL_SELECTIONS, InstructionRelabeler
 
-__all__ = ["HindsightInstructionReplayBuffer"]
+__all__ = ["HindsightInstructionReplayBuffer", "SampleInfo"]
 
 
 #: What the buffer calls on a relabeler (the ``"relabeler"`` hook's contract).
-_RELABELER_API = ("num_goals", "goal_spec", "relabel_goals", "reach_steps", "reach_counts")
+_RELABELER_API = ("num_goals", "goal_spec", "relabel_goals", "reach_steps")
 
 
-def _count_dtype(num_goals: int) -> type[np.signedinteger]:
-    """Smallest signed integer type holding -1..k, so the per-transition counts cost 2 bytes for small k."""
-    if num_goals <= np.iinfo(np.int8).max:
-        return np.int8
-    if num_goals <= np.iinfo(np.int16).max:
-        return np.int16
-    return np.int32
+class SampleInfo(NamedTuple):
+    """What the last ``sample()`` served, for tests, benchmarks and diagnostics (numpy, batch order).
+
+    :param rows: buffer row of each sampled transition.
+    :param env_indices: sub-env of each sampled transition.
+    :param relabeled: whether it was served under a hindsight draw.
+    :param goals: ``(B, k, *goal_shape)`` instruction it was served under (the recorded one when not relabeled;
+        only meaningful where ``relabeled``).
+    :param t: its index in its episode (-1 when not relabeled).
+    :param episode_start: row of its episode's first transition (-1 when not relabeled).
+    :param window: number of transitions summed into the served reward (1 unless ``n_steps > 1``).
+    """
+
+    rows: np.ndarray
+    env_indices: np.ndarray
+    relabeled: np.ndarray
+    goals: np.ndarray
+    t: np.ndarray
+    episode_start: np.ndarray
+    window: np.ndarray
+
+
+class _Relabeled(NamedTuple):
+    flat: np.ndarray  # flat (row * n_envs + env) index of each transition
+    start: np.ndarray  # row of the episode's first transition
+    env: np.ndarray
+    t: np.ndarray
+    length: np.ndarray
+    goals: np.ndarray  # (B, k, *goal_shape)
+    reach: np.ndarray  # (B, k) reach steps under goals, -1 never
+    other_end: np.ndarray  # the recorded episode ended in a termination its goals did not cause
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}; got {value!r}")
+    return int(value)
 
 
 class HindsightInstructionReplayBuffer(DictReplayBuffer):
-    """Replay buffer that serves finished episodes under hindsight instructions (see the module docstring).
+    """Replay buffer that serves transitions under fresh hindsight instructions (see the module docstring).
 
     Pass it as ``replay_buffer_class`` of any SB3 / sb3-contrib off-policy algorithm; the extra
     arguments go in ``replay_buffer_kwargs``.
@@ -96,19 +138,27 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     :param n_envs: number of parallel environments.
     :param optimize_memory_usage: not supported (as for ``DictReplayBuffer``); must be False.
     :param handle_timeout_termination: serve recorded time-limit truncations as non-terminal (SB3's default).
-    :param relabeler: relabeler plugin name (e.g. ``"hindsight-instruction"``) or an
-        :class:`~sb3_hir.relabel.InstructionRelabeler` instance (then ``strategy``, ``goal_spec`` and
-        ``relabeler_kwargs`` are not used and the instance's goal spec applies).
+    :param relabeler: relabeler plugin name (e.g. ``"hindsight-instruction"``) or a relabeler instance
+        (then ``strategy``, ``goal_spec`` and ``relabeler_kwargs`` are not used and its goal spec applies).
     :param strategy: how many hindsight goals to draw (``"some"``, ``"all"`` or ``"none"``), passed to a named
-        relabeler that takes one; None (the default) keeps the relabeler's own default, ``"some"`` for
-        ``"hindsight-instruction"``, so relabelers without strategies (e.g. ``"final-goal"``) work by name.
+        relabeler that takes one; None keeps the relabeler's own default (``"some"`` for
+        ``"hindsight-instruction"``). With one goal, ``"all"`` is HER's ``future`` rule; ``"some"`` keeps the
+        recorded instruction in half of the draws.
     :param goal_spec: goal spec plugin name (``"exact"``, ``"tolerance"``) or a
         :class:`~sb3_hir.goals.GoalSpec`.
-    :param relabel_ratio: probability that a sampled transition of a relabeled episode is served
-        relabeled; the rest (and all transitions of episodes kept as recorded) are served as recorded.
+    :param relabel_ratio: share of sampled transitions served under a hindsight draw (HER's
+        ``n_sampled_goal / (n_sampled_goal + 1)``: 0.8 is ``n_sampled_goal=4``); a draw that keeps the recorded
+        instruction (``"some"`` drawing no extra goal) counts as one.
+    :param goal_selection: ``"future"`` (the goal completing the instruction comes from at or after the
+        sampled transition, HER's rule) or ``"episode"`` (uniform over the episode, as AMAGO).
+    :param n_steps: serve n-step returns over up to this many transitions (1: ordinary 1-step samples).
+    :param gamma: discount of the n-step returns; must equal the algorithm's ``gamma`` (only used when
+        ``n_steps > 1``).
     :param relabeler_kwargs: extra keyword arguments of a named relabeler.
-    :param seed: seed of the relabeling generator; None draws it from ``np.random``, which SB3 seeds from the
-        model's ``seed``.
+    :param seed: seed of the buffer's generator (relabeled rows and their draws); None draws it from
+        ``np.random``, which SB3 seeds from the model's ``seed``.
+    :param draws_per_episode: draws stored per episode for relabelers without a batched ``draw_goal_steps``.
+    :param max_redraws: rounds of redrawing for relabeled transitions that are not admissible.
     """
 
     relabeler: InstructionRelabeler
@@ -127,8 +177,13 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         strategy: str | None = None,
         goal_spec: str | GoalSpec = "exact",
         relabel_ratio: float = 0.8,
+        goal_selection: str = "future",
+        n_steps: int = 1,
+        gamma: float = 0.99,
         relabeler_kwargs: dict[str, Any] | None = None,
         seed: int | None = None,
+        draws_per_episode: int = 4,
+        max_redraws: int = 8,
     ) -> None:
         if optimize_memory_usage:
             raise ValueError(
@@ -139,10 +194,15 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             0.0 <= float(relabel_ratio) <= 1.0
         ):
             raise ValueError(f"relabel_ratio must be a number in [0, 1]; got {relabel_ratio!r}")
-        if isinstance(buffer_size, bool) or not isinstance(buffer_size, (int, np.integer)) or buffer_size < 1:
-            raise ValueError(f"buffer_size must be an int >= 1; got {buffer_size!r}")
-        if isinstance(n_envs, bool) or not isinstance(n_envs, (int, np.integer)) or n_envs < 1:
-            raise ValueError(f"n_envs must be an int >= 1; got {n_envs!r}")
+        if goal_selection not in GOAL_SELECTIONS:
+            raise ValueError(f"goal_selection must be one of {list(GOAL_SELECTIONS)}; got {goal_selection!r}")
+        if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.number)) or not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"gamma must be a number in [0, 1]; got {gamma!r}")
+        _check_int("buffer_size", buffer_size, 1)
+        _check_int("n_envs", n_envs, 1)
+        self.n_steps = _check_int("n_steps", n_steps, 1)
+        self.draws_per_episode = _check_int("draws_per_episode", draws_per_episode, 1)
+        self.max_redraws = _check_int("max_redraws", max_redraws, 0)
         if relabeler_kwargs is not None and not isinstance(relabeler_kwargs, dict):
             raise ValueError(
                 f"relabeler_kwargs must be a dict or None; got {type(relabeler_kwargs).__name__}"
@@ -173,18 +233,43 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self.num_goals = num_goals
         self.goal_shape = goal_shape
         self.relabel_ratio = float(relabel_ratio)
+        self.goal_selection = goal_selection
+        self.gamma = float(gamma)
         if seed is None:
             seed = int(np.random.randint(0, 2**31 - 1))
         self.seed = seed
         self.rng = np.random.default_rng(seed)
 
-        goals_dtype = observation_space[spec.goals_key].dtype
-        rows = (self.buffer_size, self.n_envs)
-        self.relabel_goals = np.zeros((*rows, num_goals, *goal_shape), dtype=goals_dtype)
-        # [..., 0] = c_t, [..., 1] = c_{t+1}: one array, so add() invalidates a row with a single write.
-        self.relabel_counts = np.full((*rows, 2), -1, dtype=_count_dtype(num_goals))
+        goals_dtype = np.dtype(observation_space[spec.goals_key].dtype)
+        achieved_dtype = np.dtype(observation_space[spec.achieved_key].dtype)
+        #: per-sample draws by the relabeler itself (else draws stored when an episode ends).
+        self.batched_draws = callable(getattr(self.relabeler, "draw_goal_steps", None))
+        #: reach steps from the exact-value index (else the episode window is compared).
+        self.exact_index = (
+            isinstance(spec, ExactGoalSpec)
+            and type(spec).reached is ExactGoalSpec.reached
+            and achieved_dtype.kind in "biu"
+            and goals_dtype.kind in "biu"
+        )
+        # Per-row integers; steps fit in int16 when no episode can be longer than 32767 rows.
+        fields = ["id", "t", "len", "end", "own"]
+        if not self.batched_draws:
+            fields += ["ndraw"]
+        if self.exact_index:
+            fields += ["prev", "rank", "glo", "order", "olo", "ohi"]
+        self._field = {name: i for i, name in enumerate(fields)}
+        meta_dtype = np.int16 if self.buffer_size <= np.iinfo(np.int16).max else np.int32
+        self._meta = np.zeros((self.buffer_size, self.n_envs, len(fields)), dtype=meta_dtype)
+        # Episode ids wrap; two live episodes of one sub-env cannot collide, as that needs more episodes
+        # between them than the buffer holds rows.
+        self._id_mask = int(np.iinfo(meta_dtype).max)
+        if not self.batched_draws:
+            rows = (self.buffer_size, self.n_envs)
+            self._draw_goals = np.zeros((*rows, num_goals, *goal_shape), dtype=goals_dtype)
+            self._draw_reach = np.zeros((*rows, num_goals), dtype=meta_dtype)
         self._init_episode_bookkeeping()
         self._warned_too_long = False
+        self.last_sample_info: SampleInfo | None = None
 
     # -- construction helpers ---------------------------------------------------------------------
     @staticmethod
@@ -236,20 +321,19 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         # Plain Python ints: add() touches them every step and Python arithmetic beats 0-d numpy here.
         self._num_adds = 0
         self._episode_start = [0] * self.n_envs  # value of _num_adds when the running episode started
+        self._episode_ids = np.zeros(self.n_envs, dtype=np.int64)
+        #: transitions served so far, and how many of them relabeled (see ``served_relabeled_share``).
+        self.num_served = 0
+        self.num_served_relabeled = 0
 
     @property
-    def relabel_count(self) -> np.ndarray:
-        """``c_t`` per stored transition, shape ``(buffer_size, n_envs)``; -1 = not relabeled (a view)."""
-        return self.relabel_counts[..., 0]
-
-    @property
-    def relabel_next_count(self) -> np.ndarray:
-        """``c_{t+1}`` per stored transition, shape ``(buffer_size, n_envs)``; -1 = not relabeled (a view)."""
-        return self.relabel_counts[..., 1]
+    def served_relabeled_share(self) -> float:
+        """Share of all transitions served so far under a hindsight draw (``relabel_ratio`` when healthy)."""
+        return self.num_served_relabeled / self.num_served if self.num_served else 0.0
 
     def reset(self) -> None:
         super().reset()
-        self.relabel_counts.fill(-1)
+        self._meta.fill(0)
         self._init_episode_bookkeeping()
 
     # -- storage ----------------------------------------------------------------------------------
@@ -262,8 +346,14 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         done: np.ndarray,
         infos: list[dict[str, Any]],
     ) -> None:
-        # The row is about to hold a transition of a running episode: drop whatever relabel data it had.
-        self.relabel_counts[self.pos] = -1
+        if self._num_adds:
+            self._close_spliced_episodes(obs)
+        pos = self.pos
+        lengths = self._num_adds - np.asarray(self._episode_start)
+        meta = self._meta[pos]
+        meta[:, self._field["id"]] = self._episode_ids & self._id_mask
+        meta[:, self._field["t"]] = lengths
+        meta[:, self._field["len"]] = 0  # the row now belongs to a running episode
         super().add(obs, next_obs, action, reward, done, infos)
         self._num_adds += 1
         done = np.asarray(done)
@@ -271,50 +361,113 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             for env_idx in np.flatnonzero(done.reshape(self.n_envs)):
                 self._end_episode(int(env_idx))
 
+    def _close_spliced_episodes(self, obs: dict[str, np.ndarray]) -> None:
+        """Close running episodes whose new observation does not continue them (``learn()`` reset the env)."""
+        prev = (self.pos - 1) % self.buffer_size
+        running = np.asarray(self._episode_start) != self._num_adds
+        if not running.any():
+            return
+        spliced = np.zeros(self.n_envs, dtype=bool)
+        for key, stored in self.next_observations.items():
+            new = np.asarray(obs[key]).reshape(self.n_envs, -1)
+            spliced |= (new != stored[prev].reshape(self.n_envs, -1)).any(axis=1)
+        spliced &= running
+        for env_idx in np.flatnonzero(spliced):
+            # Not an actual time-out, but it ends the episode without a termination, as HER's
+            # truncate_last_trajectory does.
+            self.dones[prev, env_idx] = 1.0
+            self.timeouts[prev, env_idx] = 1.0
+            self._end_episode(int(env_idx))
+
+    def truncate_last_trajectory(self) -> None:
+        """Close every running episode as truncated (HER's API; ``add()`` also detects a reset by itself)."""
+        prev = (self.pos - 1) % self.buffer_size
+        for env_idx in range(self.n_envs):
+            if self._episode_start[env_idx] != self._num_adds:
+                self.dones[prev, env_idx] = 1.0
+                self.timeouts[prev, env_idx] = 1.0
+                self._end_episode(env_idx)
+
     def _end_episode(self, env_idx: int) -> None:
         """Close the running episode of sub-env ``env_idx`` (its last transition was just stored)."""
         length = self._num_adds - self._episode_start[env_idx]
         self._episode_start[env_idx] = self._num_adds
-        # pos already points past the last transition of the episode.
-        self._relabel_stored_episode(env_idx, (self.pos - length) % self.buffer_size, length)
-
-    def _relabel_stored_episode(self, env_idx: int, start: int, length: int) -> None:
-        """Draw one instruction for the ``length`` transitions stored from row ``start`` of ``env_idx``."""
+        self._episode_ids[env_idx] += 1
         if length < 1:
             return
         if length > self.buffer_size:
             if not self._warned_too_long:
                 warnings.warn(
                     f"an episode of {length} steps is longer than the replay buffer holds per env "
-                    f"({self.buffer_size}); such episodes are stored as recorded, without relabeling. "
+                    f"({self.buffer_size}); such episodes are served as recorded, without relabeling. "
                     "Increase buffer_size to relabel them.",
                     stacklevel=3,
                 )
                 self._warned_too_long = True
             return
-        episode = self._stored_episode(env_idx, start, length)
-        goals = self.relabeler.relabel_goals(episode, self.rng)
-        if goals is None:
-            return
-        spec = self.goal_spec
-        achieved = spec.achieved_values(episode.observations[spec.achieved_key], self.goal_shape)
-        steps = self.relabeler.reach_steps(achieved, goals)
-        counts = self.relabeler.reach_counts(steps, length)
-        rows = (start + np.arange(length)) % self.buffer_size
-        self.relabel_goals[rows, env_idx] = goals
-        self.relabel_counts[rows, env_idx, 0] = counts[:-1]
-        self.relabel_counts[rows, env_idx, 1] = counts[1:]
+        # pos already points past the last transition of the episode.
+        self._index_episode(env_idx, (self.pos - length) % self.buffer_size, length)
 
-    def _stored_episode(self, env_idx: int, start: int, length: int) -> Episode:
-        """The stored episode, with observations ``[obs_0, next_obs_0, ..., next_obs_{T-1}]``."""
+    def _index_episode(self, env_idx: int, start: int, length: int) -> None:
+        """Per-episode bookkeeping, built once in O(T) and stored in the episode's own rows."""
         rows = (start + np.arange(length)) % self.buffer_size
+        spec, k, field = self.goal_spec, self.num_goals, self._field
+        achieved = self._achieved_at(rows, env_idx)  # steps 1..T
+        first = self.observations[spec.achieved_key][start, env_idx]
+        achieved_all = np.concatenate([spec.achieved_values(first[None], self.goal_shape), achieved])
+        own_goals = self.observations[spec.goals_key][start, env_idx]
+        own_steps = self.relabeler.reach_steps(achieved_all, own_goals)
+        meta = self._meta[rows, env_idx]  # a copy (fancy indexing); written back below
+        meta[:, field["len"]] = length
+        last_goals = self.next_observations[spec.goals_key][rows[-1], env_idx]
+        other_end = bool(self.dones[rows[-1], env_idx]) and not bool(self.timeouts[rows[-1], env_idx])
+        meta[:, field["end"]] = other_end and not bool(spec.is_masked(last_goals).all())
+        slots = min(k, length)
+        meta[:slots, field["own"]] = own_steps[:slots]
+        if self.exact_index:
+            ids, own_ids = _value_ids(achieved, own_goals, len(self.goal_shape))
+            order = np.argsort(ids, kind="stable")  # positions -> step offset, grouped by value, steps ascending
+            sorted_ids = ids[order]
+            rank = np.empty(length, dtype=np.int64)
+            rank[order] = np.arange(length)
+            starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
+            group_lo_sorted = starts[np.searchsorted(starts, np.arange(length), side="right") - 1]
+            group_lo = group_lo_sorted[rank]
+            prev = np.where(rank > group_lo, order[np.maximum(rank - 1, 0)] + 1, 0)
+            meta[:, field["prev"]] = prev
+            meta[:, field["rank"]] = rank
+            meta[:, field["glo"]] = group_lo
+            meta[:, field["order"]] = order + 1  # steps are 1-based
+            olo = np.searchsorted(sorted_ids, own_ids, side="left")
+            ohi = np.searchsorted(sorted_ids, own_ids, side="right")
+            meta[:slots, field["olo"]] = olo[:slots]
+            meta[:slots, field["ohi"]] = ohi[:slots]
+        if not self.batched_draws:
+            episode = self._stored_episode(env_idx, rows)
+            draws = 0
+            for _ in range(min(self.draws_per_episode, length)):
+                goals = self.relabeler.relabel_goals(episode, self.rng)
+                if goals is None:
+                    continue
+                self._draw_goals[rows[draws], env_idx] = goals
+                self._draw_reach[rows[draws], env_idx] = self.relabeler.reach_steps(achieved_all, goals)
+                draws += 1
+            meta[:, field["ndraw"]] = draws
+        self._meta[rows, env_idx] = meta
+
+    def _achieved_at(self, rows: np.ndarray, env_idx: np.ndarray | int) -> np.ndarray:
+        """Achieved values after the transitions in ``rows``, shaped ``(*rows.shape, *goal_shape)``."""
+        values = self.next_observations[self.goal_spec.achieved_key][rows, env_idx]
+        return values.reshape(*np.shape(rows), *self.goal_shape)
+
+    def _stored_episode(self, env_idx: int, rows: np.ndarray) -> Episode:
+        """The stored episode, with observations ``[obs_0, next_obs_0, ..., next_obs_{T-1}]``."""
         observations = {
             key: np.concatenate((obs[rows[:1], env_idx], self.next_observations[key][rows, env_idx]))
             for key, obs in self.observations.items()
         }
         timeouts = self.timeouts[rows, env_idx].astype(bool)
         dones = self.dones[rows, env_idx].astype(bool)
-        # Only the last step can be done; a splice (a new learn() call) leaves no flag inside the episode.
         return Episode(
             observations=observations,
             actions=self.actions[rows, env_idx],
@@ -324,68 +477,263 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         )
 
     # -- sampling ---------------------------------------------------------------------------------
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples:  # type: ignore[override]
+        upper = self.buffer_size if self.full else self.pos
+        if upper == 0:
+            raise ValueError("cannot sample from an empty replay buffer")
+        num_relabel = int(self.rng.binomial(batch_size, self.relabel_ratio)) if self.relabel_ratio > 0 else 0
+        relabeled = self._draw_relabeled(num_relabel, upper) if num_relabel else None
+        num_recorded = batch_size - (0 if relabeled is None else len(relabeled.flat))
+        # The recorded part draws exactly as DictReplayBuffer does (np.random, seeded by SB3).
+        rows = np.random.randint(0, upper, size=num_recorded)
+        envs = np.random.randint(0, high=self.n_envs, size=(num_recorded,))
+        return self._serve(rows * self.n_envs + envs, relabeled, env)
+
     def _get_samples(  # type: ignore[override]
         self,
         batch_inds: np.ndarray,
         env: VecNormalize | None = None,
     ) -> DictReplayBufferSamples:
-        # Same draws and values as DictReplayBuffer._get_samples, but gathered with np.take on flattened
-        # (row * n_envs + env) indices: cheaper than 2-D fancy indexing, which pays for the relabeling below.
+        """Rows ``batch_inds`` served as recorded (with random sub-envs), as ``DictReplayBuffer`` serves them."""
         env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
-        flat = batch_inds * self.n_envs + env_indices if self.n_envs > 1 else np.asarray(batch_inds)
+        return self._serve(np.asarray(batch_inds) * self.n_envs + env_indices, None, env)
+
+    def _draw_relabeled(self, count: int, upper: int) -> _Relabeled | None:
+        """``count`` admissible (transition, hindsight instruction) pairs, by rejection (see module docstring)."""
+        parts: list[_Relabeled] = []
+        missing = count
+        for _ in range(self.max_redraws + 1):
+            if missing == 0:
+                break
+            rows = self.rng.integers(0, upper, size=missing)
+            envs = self.rng.integers(0, self.n_envs, size=missing)
+            part = self._relabel_rows(rows, envs)
+            if part is not None and len(part.flat):
+                parts.append(part)
+                missing -= len(part.flat)
+        if not parts:
+            return None
+        if len(parts) == 1:
+            return parts[0]
+        return _Relabeled(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
+
+    def _relabel_rows(self, rows: np.ndarray, envs: np.ndarray) -> _Relabeled | None:
+        """Draw an instruction for each (row, env); keep the admissible ones."""
+        size, n_envs, field, k = self.buffer_size, self.n_envs, self._field, self.num_goals
+        meta_flat = self._meta.reshape(size * n_envs, -1)
+        flat = rows * n_envs + envs
+        meta = meta_flat.take(flat, axis=0)
+        t = meta[:, field["t"]].astype(np.int64)
+        length = meta[:, field["len"]].astype(np.int64)
+        start = (rows - t) % size
+        start_id = meta_flat[start * n_envs + envs, field["id"]]
+        ok = (length > 0) & (start_id == meta[:, field["id"]])
+        if not ok.all():
+            keep = np.flatnonzero(ok)
+            if not len(keep):
+                return None
+            rows, envs, flat, meta, t, length, start = (a[keep] for a in (rows, envs, flat, meta, t, length, start))
+        # Per-episode slots j (own reach steps, own-goal value ranges) live in the episode's rows start + j.
+        slots = (start[:, None] + np.arange(k)) % size
+        slot_meta = meta_flat.take(slots * n_envs + envs[:, None], axis=0)  # (B, k, F)
+        own_steps = np.where(np.arange(k) < length[:, None], slot_meta[..., field["own"]], -1).astype(np.int64)
+        own_goals = _take(self.observations[self.goal_spec.goals_key], start * n_envs + envs)
+        if self.batched_draws:
+            steps = self.relabeler.draw_goal_steps(own_steps, length, t, self.rng, self.goal_selection)
+            step_rows = (start[:, None] + np.maximum(steps, 1) - 1) % size
+            achieved = self._achieved_at(step_rows, envs[:, None])
+            from_step = (steps > 0).reshape(*steps.shape, *(1,) * len(self.goal_shape))
+            goals = np.where(from_step, achieved, own_goals).astype(own_goals.dtype, copy=False)
+            if self.exact_index:
+                reach = self._reach_indexed(steps, step_rows, slot_meta, start, envs, length)
+            else:
+                reach = self._reach_window(goals, start, envs, length)
+        else:
+            ndraw = meta[:, field["ndraw"]].astype(np.int64)
+            pick = (self.rng.random(len(flat)) * np.maximum(ndraw, 1)).astype(np.int64)
+            draw_flat = ((start + pick) % size) * n_envs + envs
+            has = ndraw > 0
+            goals = np.where(
+                has.reshape(-1, *(1,) * (own_goals.ndim - 1)), _take(self._draw_goals, draw_flat), own_goals
+            )
+            reach = np.where(has[:, None], _take(self._draw_reach, draw_flat), own_steps).astype(np.int64)
+        # Admissible: the transition lies inside the relabeled episode (the k-th goal not reached before it).
+        inside = ~((reach[:, -1] > 0) & (reach[:, -1] <= t))
+        part = _Relabeled(flat, start, envs, t, length, goals, reach, meta[:, field["end"]] > 0)
+        if not inside.all():
+            part = _Relabeled(*(a[inside] for a in part))
+        return part
+
+    def _reach_indexed(
+        self,
+        steps: np.ndarray,
+        step_rows: np.ndarray,
+        slot_meta: np.ndarray,
+        start: np.ndarray,
+        envs: np.ndarray,
+        length: np.ndarray,
+    ) -> np.ndarray:
+        """Reach steps of goals drawn as achieved steps, from the exact-value index: O(k) per sample, plus
+        O(log T) for a goal whose value recurs between the previous goal's reach and its own step."""
+        size, n_envs, field = self.buffer_size, self.n_envs, self._field
+        meta_flat = self._meta.reshape(size * n_envs, -1)
+        batch, k = steps.shape
+        at_step = meta_flat.take(step_rows * n_envs + envs[:, None], axis=0)  # (B, k, F)
+        reach = np.full((batch, k), -1, dtype=np.int64)
+        previous = np.zeros(batch, dtype=np.int64)
+        order_col = field["order"]
+        for j in range(k):
+            alive = previous >= 0
+            from_step = steps[:, j] > 0
+            # A goal taken from step u: reached at u unless its value occurred after the previous reach.
+            prev_occ = at_step[:, j, field["prev"]].astype(np.int64)
+            reach_j = np.where(from_step & (prev_occ <= previous), steps[:, j], -1)
+            lo = np.where(from_step, at_step[:, j, field["glo"]], slot_meta[:, j, field["olo"]]).astype(np.int64)
+            hi = np.where(from_step, at_step[:, j, field["rank"]], slot_meta[:, j, field["ohi"]]).astype(np.int64)
+            own_slot = ~from_step & (j < length)
+            search = np.flatnonzero(alive & ((from_step & (prev_occ > previous)) | own_slot))
+            if len(search):
+                found = _first_after(
+                    meta_flat[:, order_col], start[search], envs[search], lo[search], hi[search],
+                    previous[search], size, n_envs,
+                )
+                reach_j[search] = found
+            reach_j = np.where(alive, reach_j, -1)
+            reach[:, j] = reach_j
+            previous = reach_j
+        return reach
+
+    def _reach_window(
+        self, goals: np.ndarray, start: np.ndarray, envs: np.ndarray, length: np.ndarray
+    ) -> np.ndarray:
+        """Reach steps by comparing each goal with the episode's achieved values: O(k T) per sample."""
+        batch, k = goals.shape[:2]
+        horizon = int(length.max()) if batch else 0
+        reach = np.full((batch, k), -1, dtype=np.int64)
+        if not horizon:
+            return reach
+        offsets = np.arange(horizon)
+        window_rows = (start[:, None] + np.minimum(offsets, length[:, None] - 1)) % self.buffer_size
+        achieved = self._achieved_at(window_rows, envs[:, None])  # (B, H, *goal_shape): steps 1..H
+        hits = self.goal_spec.reached(achieved[:, :, None], goals[:, None])  # (B, H, k)
+        hits &= (offsets < length[:, None])[:, :, None]
+        previous = np.zeros(batch, dtype=np.int64)
+        steps = offsets + 1
+        for j in range(k):
+            candidate = hits[:, :, j] & (steps > previous[:, None])
+            first = candidate.argmax(axis=1)
+            reach_j = np.where(candidate[np.arange(batch), first] & (previous >= 0), first + 1, -1)
+            reach[:, j] = reach_j
+            previous = reach_j
+        return reach
+
+    def _serve(
+        self, recorded_flat: np.ndarray, relabeled: _Relabeled | None, env: VecNormalize | None
+    ) -> DictReplayBufferSamples:
+        """Gather the batch (recorded rows first, then relabeled ones) and rewrite the relabeled part."""
+        n_envs, size, spec, k = self.n_envs, self.buffer_size, self.goal_spec, self.num_goals
+        num_rel = 0 if relabeled is None else len(relabeled.flat)
+        flat = recorded_flat if relabeled is None else np.concatenate([recorded_flat, relabeled.flat])
+        batch = len(flat)
+        rec = slice(0, len(recorded_flat))
+        rel = slice(len(recorded_flat), batch)
         obs = {key: _take(arr, flat) for key, arr in self.observations.items()}
-        next_obs = {key: _take(arr, flat) for key, arr in self.next_observations.items()}
-        rewards = _take(self.rewards, flat)
-        dones = _take(self.dones, flat) * (1 - _take(self.timeouts, flat))
+        actions = _take(self.actions, flat)
 
-        if self.relabel_ratio > 0.0:
-            counts = _take(self.relabel_counts, flat)
-            # c_t in 0..k-1 <=> relabeled and not past the relabeled episode's end (-1 wraps to the top).
-            eligible = counts[:, 0].view(_UNSIGNED[counts.dtype.type]) < self.num_goals
-            if self.relabel_ratio < 1.0:
-                eligible &= self.rng.random(len(flat)) < self.relabel_ratio
-            idx = np.flatnonzero(eligible)
-            if len(idx):
-                self._apply_relabel(idx, flat[idx], counts[idx], obs, next_obs, rewards, dones)
+        # Window m and the flat row whose next observation ends it, per sample.
+        window = np.ones(batch, dtype=np.int64)
+        rewards = np.empty(batch, dtype=np.float32)
+        dones = np.empty(batch, dtype=np.float32)
+        last_flat = flat.copy()
+        if len(recorded_flat):
+            self._recorded_windows(recorded_flat, env, window[rec], rewards[rec], dones[rec], last_flat[rec])
+        goals = np.empty((batch, k, *self.goal_shape), dtype=obs[spec.goals_key].dtype)
+        goals[rec] = obs[spec.goals_key][rec]
+        t_all = np.full(batch, -1, dtype=np.int64)
+        start_all = np.full(batch, -1, dtype=np.int64)
+        next_counts = None
+        if relabeled is not None and num_rel:
+            r = relabeled
+            reach, t = r.reach, r.t
+            completed = reach[:, -1] > 0
+            end = np.where(completed, reach[:, -1], r.length)  # last step of the relabeled episode
+            m = np.minimum(self.n_steps, end - t)
+            in_window = (reach > t[:, None]) & (reach <= (t + m)[:, None])
+            powers = self.gamma ** np.maximum(reach - t[:, None] - 1, 0)
+            rewards[rel] = spec.goal_reward * (in_window * powers).sum(axis=1)
+            finishes = (t + m) == end
+            dones[rel] = finishes & (completed | r.other_end)
+            window[rel] = m
+            last_flat[rel] = ((r.start + t + m - 1) % size) * n_envs + r.env
+            count_now = ((reach > 0) & (reach <= t[:, None])).sum(axis=1)
+            next_counts = ((reach > 0) & (reach <= (t + m)[:, None])).sum(axis=1)
+            masks = self._slot_masks
+            obs[spec.goals_key][rel] = np.where(masks[count_now], spec.mask_value, r.goals)
+            goals[rel] = r.goals
+            t_all[rel] = t
+            start_all[rel] = r.start
+        next_obs = {key: _take(arr, last_flat) for key, arr in self.next_observations.items()}
+        if relabeled is not None and num_rel:
+            next_obs[spec.goals_key][rel] = np.where(self._slot_masks[next_counts], spec.mask_value, relabeled.goals)
+            rewards[rel] = self._normalize_reward(rewards[rel], env)
 
+        self.num_served += batch
+        self.num_served_relabeled += num_rel
+        self.last_sample_info = SampleInfo(
+            rows=flat // n_envs,
+            env_indices=flat % n_envs,
+            relabeled=np.arange(batch) >= len(recorded_flat),
+            goals=goals,
+            t=t_all,
+            episode_start=start_all,
+            window=window,
+        )
         obs_ = self._normalize_obs(obs, env)
         next_obs_ = self._normalize_obs(next_obs, env)
         assert isinstance(obs_, dict) and isinstance(next_obs_, dict)
+        discounts = None
+        if self.n_steps > 1:
+            discounts = self.to_torch((self.gamma ** window).astype(np.float32).reshape(-1, 1))
         return DictReplayBufferSamples(
             observations={key: self.to_torch(value) for key, value in obs_.items()},
-            actions=self.to_torch(_take(self.actions, flat)),
+            actions=self.to_torch(actions),
             next_observations={key: self.to_torch(value) for key, value in next_obs_.items()},
             dones=self.to_torch(dones).reshape(-1, 1),
-            rewards=self.to_torch(self._normalize_reward(rewards.reshape(-1, 1), env)),
+            rewards=self.to_torch(rewards.reshape(-1, 1)),
+            discounts=discounts,
         )
 
-    def _apply_relabel(
+    def _recorded_windows(
         self,
-        idx: np.ndarray,
         flat: np.ndarray,
-        counts: np.ndarray,
-        obs: dict[str, np.ndarray],
-        next_obs: dict[str, np.ndarray],
+        env: VecNormalize | None,
+        window: np.ndarray,
         rewards: np.ndarray,
         dones: np.ndarray,
+        last_flat: np.ndarray,
     ) -> None:
-        """Overwrite batch entries ``idx`` in place with their relabeled version (see module docstring)."""
-        spec = self.goal_spec
-        key = spec.goals_key
-        goals = _take(self.relabel_goals, flat)
-        masks = self._slot_masks  # masks[c] = (arange(k) < c), shaped to broadcast over one goal
-        now, after = counts[:, 0], counts[:, 1]
-        recorded_done = dones[idx]
-        if recorded_done.any():
-            # A recorded termination the instruction did not cause (goals not all masked, e.g. a fall) stays
-            # terminal, as in InstructionRelabeler.replay; only an episode's last transition can carry one.
-            recorded_done = (recorded_done > 0) & ~spec.is_masked(next_obs[key][idx]).all(axis=1)
-            dones[idx] = (after == self.num_goals) | recorded_done
-        else:
-            dones[idx] = after == self.num_goals
-        obs[key][idx] = np.where(masks[now], spec.mask_value, goals)
-        next_obs[key][idx] = np.where(masks[after], spec.mask_value, goals)
-        rewards[idx] = spec.goal_reward * (after - now)
+        """Fill the recorded part in place: 1-step as ``DictReplayBuffer``, else ``NStepReplayBuffer``'s rule."""
+        recorded_dones = _take(self.dones, flat) * (1 - _take(self.timeouts, flat))
+        if self.n_steps == 1:
+            rewards[:] = self._normalize_reward(_take(self.rewards, flat), env)
+            dones[:] = recorded_dones
+            return
+        size, n_envs, n = self.buffer_size, self.n_envs, self.n_steps
+        rows, envs = flat // n_envs, flat % n_envs
+        seq_rows = (rows[:, None] + np.arange(n)) % size
+        seq_flat = seq_rows * n_envs + envs[:, None]
+        # A window stops at an episode end, and at the newest row (the next one holds older data).
+        stop = (_take(self.dones, seq_flat) > 0) | (_take(self.timeouts, seq_flat) > 0)
+        stop |= seq_rows == (self.pos - 1) % size
+        last = np.where(stop.any(axis=1), stop.argmax(axis=1), n - 1)
+        steps = np.arange(n)
+        mask = steps <= last[:, None]
+        seq_rewards = self._normalize_reward(_take(self.rewards, seq_flat), env)
+        rewards[:] = (seq_rewards * (self.gamma ** steps) * mask).sum(axis=1)
+        end_flat = seq_flat[np.arange(len(flat)), last]
+        dones[:] = _take(self.dones, end_flat) * (1 - _take(self.timeouts, end_flat))
+        window[:] = last + 1
+        last_flat[:] = end_flat
 
     @property
     def _slot_masks(self) -> np.ndarray:
@@ -399,10 +747,50 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         return masks
 
 
-#: unsigned twin of each count dtype: viewing c_t through it sends -1 above every valid count.
-_UNSIGNED: dict[type, type] = {np.int8: np.uint8, np.int16: np.uint16, np.int32: np.uint32}
-
-
 def _take(array: np.ndarray, flat: np.ndarray) -> np.ndarray:
     """Rows ``flat`` of a ``(buffer_size, n_envs, ...)`` array, indexing rows and envs as one axis."""
     return array.reshape(-1, *array.shape[2:]).take(flat, axis=0)
+
+
+def _value_ids(achieved: np.ndarray, own_goals: np.ndarray, goal_ndim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Integer ids of goal values (equal ids = equal values) for the T achieved values and the k own goals."""
+    values = np.concatenate([achieved, own_goals.astype(achieved.dtype, copy=False)])
+    packed = _pack_goals(values, goal_ndim)
+    if packed is None:
+        flat = values.reshape(len(values), -1)
+        _, packed = np.unique(flat, axis=0, return_inverse=True)
+        packed = packed.reshape(-1)
+    if packed.dtype.itemsize < 8:
+        packed = packed.astype(np.int64)
+    return packed[: len(achieved)], packed[len(achieved) :]
+
+
+def _first_after(
+    order: np.ndarray,
+    start: np.ndarray,
+    envs: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    after: np.ndarray,
+    size: int,
+    n_envs: int,
+) -> np.ndarray:
+    """First step > ``after`` among positions ``[lo, hi]`` of each episode's value-sorted order, or -1.
+
+    Positions ``lo..hi-1`` hold the steps of one value in ascending order; for a goal drawn from step u,
+    ``hi`` is u's own position (u itself is past ``after``), for an own goal it is the group's end.
+    """
+    lo, hi = lo.copy(), hi.copy()
+    end = hi.copy()
+    while True:
+        active = lo < hi
+        if not active.any():
+            break
+        mid = (lo + hi) >> 1
+        value = order[((start + mid) % size) * n_envs + envs].astype(np.int64)
+        right = active & (value <= after)
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(active & ~right, mid, hi)
+    found = lo < end
+    value = order[((start + np.where(found, lo, 0)) % size) * n_envs + envs].astype(np.int64)
+    return np.where(found, value, -1)

@@ -22,6 +22,8 @@ from sb3_hir.goals import GoalSpec
 __all__ = ["HindsightInstructionRelabeler", "InstructionRelabeler"]
 
 STRATEGIES = ("some", "all", "none")
+#: Where per-sample hindsight goals come from (see :meth:`HindsightInstructionRelabeler.draw_goal_steps`).
+GOAL_SELECTIONS = ("future", "episode")
 
 
 def _resolve_goal_spec(goal_spec: str | GoalSpec) -> GoalSpec:
@@ -231,6 +233,72 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
         goals = own.copy()
         goals[: n + h] = achieved[merged]
         return goals
+
+    def draw_goal_steps(
+        self,
+        own_steps: np.ndarray,
+        length: np.ndarray,
+        t: np.ndarray,
+        rng: np.random.Generator,
+        goal_selection: str = "future",
+    ) -> np.ndarray:
+        """:meth:`relabel_goals` for a batch of sampled transitions at once, one fresh draw per transition.
+
+        The buffer calls this in ``sample()``, so it works on steps, not values: it never sees an episode, only
+        where each sampled transition sits in its episode, and returns which achieved steps become goals. The
+        strategy keeps its meaning per draw (h extra goals after the n reached ones). ``goal_selection``:
+
+        * ``"future"``: the first alternative is drawn from steps ``t+1..T`` (at or after the sampled
+          transition's next observation), the others from the whole episode. The instruction then completes no
+          earlier than the transition's own step, as HER's ``future`` rule guarantees; with ``k = 1`` this *is*
+          HER's rule.
+        * ``"episode"``: all alternatives uniformly from ``1..T``, as AMAGO relabels a whole trajectory.
+
+        Alternatives are distinct and never an own reach step, as in :meth:`relabel_goals`.
+
+        :param own_steps: ``(B, k)`` reach steps of each episode's own goals (:meth:`reach_steps`).
+        :param length: ``(B,)`` episode lengths ``T``.
+        :param t: ``(B,)`` index of each sampled transition, ``0..T-1``.
+        :param rng: generator of the draws.
+        :param goal_selection: ``"future"`` or ``"episode"``.
+        :return: int64 ``(B, k)``: slot j's goal is the value achieved at step ``out[b, j]`` (``1..T``), or the
+            episode's own goal j where it is -1. The step slots form a strictly increasing prefix; a row of -1
+            keeps the episode's own instruction.
+        """
+        if goal_selection not in GOAL_SELECTIONS:
+            raise ValueError(f"goal_selection must be one of {list(GOAL_SELECTIONS)}, got {goal_selection!r}")
+        own = np.asarray(own_steps, dtype=np.int64)
+        length = np.asarray(length, dtype=np.int64)
+        t = np.asarray(t, dtype=np.int64)
+        if own.ndim != 2 or own.shape[1] != self.num_goals:
+            raise ValueError(f"own_steps must have shape (B, num_goals={self.num_goals}), got {own.shape}")
+        batch, k = own.shape
+        out = np.full((batch, k), -1, dtype=np.int64)
+        if self.strategy == "none" or batch == 0:
+            return out
+        free = k - (own > 0).sum(axis=1)
+        # "some": h uniform in 0..free
+        h = free if self.strategy == "all" else (rng.random(batch) * (free + 1)).astype(np.int64)
+        big = np.iinfo(np.int64).max // 4
+        taken = np.where(own > 0, own, big)
+        picked = np.full((batch, k), big, dtype=np.int64)
+        ones = np.ones(batch, dtype=np.int64)
+        for i in range(k):
+            lo = t + 1 if (i == 0 and goal_selection == "future") else ones
+            excluded = np.sort(np.concatenate([taken, picked], axis=1), axis=1)
+            inside = (excluded >= lo[:, None]) & (excluded <= length[:, None])
+            free_steps = length - lo + 1 - inside.sum(axis=1)
+            draw = lo + (rng.random(batch) * np.maximum(free_steps, 1)).astype(np.int64)
+            for column in excluded.T:  # ascending: skip every excluded step at or below the draw
+                draw += (column >= lo) & (column <= draw)
+            active = (i < h) & (free_steps > 0)
+            if i == 0:
+                h = np.where(active, h, 0)  # no admissible first alternative: keep the own instruction
+            picked[:, i] = np.where(active, draw, big)
+        merged = np.sort(np.concatenate([taken, picked], axis=1), axis=1)[:, :k]
+        out = np.where(merged < big, merged, -1)
+        out[h == 0] = -1
+        return out
 
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + f", strategy={self.strategy!r})"
