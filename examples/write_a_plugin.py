@@ -120,9 +120,9 @@ def main() -> None:
         seed=args.seed,
     )
     model.learn(args.timesteps)
-    relabeled = int((model.replay_buffer.relabel_count >= 0).sum())
-    print(f"DQN with the 'evenly-spaced' relabeler: {relabeled} of {model.replay_buffer.size() * venv.num_envs} "
-          "stored transitions carry a hindsight instruction")
+    share = model.replay_buffer.served_relabeled_share
+    print(f"DQN with the 'evenly-spaced' relabeler: {share:.0%} of the transitions it trained on were served under "
+          "a hindsight instruction")
 
     # 2. The beta schedule, by name, in DAgger; the trainer's checkpoint stores the name and its arguments.
     rng = np.random.default_rng(args.seed)

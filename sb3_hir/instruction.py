@@ -11,12 +11,21 @@ How goals are sampled, installed and tested differs per env family, so it is sup
 (env plugins provide one, e.g. ``sb3-hir-robotics``'s PointMaze sampler); nothing here knows about a particular
 env. :class:`DesiredGoalSampler` is the generic k = 1 sampler: the instruction is the env's own goal.
 
-Mask value: reached goals are overwritten with ``mask_value`` in every component, as in MazeRunner. Float goals
-live in a continuous range, so the mask must lie outside the goal range or a real goal would read as "reached":
-the wrapper takes ``mask_value`` from the argument, else from ``sampler.mask_value``, else -1; it rejects a mask
-inside finite ``desired_goal`` bounds and raises as soon as a sampled goal equals the mask. Goal specs used for
-relabeling must share the same mask value and ``goal_reward`` (``sb3-hir-robotics``'s ``"distance-threshold"``
-goal spec reads both from the wrapper).
+Goal spaces: ``achieved_goal`` and ``desired_goal`` may be a 1-D ``Box``, a 1-D ``MultiBinary(n)`` or
+``MultiDiscrete([n_1, ..., n_d])``, or a ``Discrete(n)`` (one integer, goal_dim 1), so SB3's ``BitFlippingEnv``
+works as well as gymnasium-robotics' envs; one goal is always a ``(goal_dim,)`` vector. Integer goals stay
+integers, in a signed dtype that also holds the mask (int8 for MultiBinary, int16 for uint8 goals), and are
+compared exactly: the wrapper declares the built-in ``"exact"`` goal spec with its mask value and goal reward as
+:attr:`InstructionWrapper.goal_spec`, which reproduces an env whose success test is equality. Float goals keep the
+env's dtype; their goal spec must know the env's success radius (``sb3-hir-robotics``'s ``"distance-threshold"``).
+
+Mask value: reached goals are overwritten with ``mask_value`` in every component, as in MazeRunner. The mask must
+lie outside the goal range or a real goal would read as "reached": the wrapper takes ``mask_value`` from the
+argument, else from ``sampler.mask_value``, else -1, or one below the lowest bound when the goal range reaches
+down to -1 (:func:`goal_space_mask_value`; -4 for ``Discrete(n, start=-3)``). It rejects a mask inside finite
+``desired_goal`` bounds (and a non-integer mask for integer goals) and raises as soon as a sampled goal equals the
+mask. Goal specs used for relabeling must share the same mask value and ``goal_reward`` (``"distance-threshold"``
+reads both from the wrapper).
 """
 
 from __future__ import annotations
@@ -30,17 +39,27 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from sb3_hir.goals import ExactGoalSpec
+
 __all__ = [
+    "ACCEPTED_GOAL_SPACES",
     "GOAL_ENV_KEYS",
     "DesiredGoalSampler",
     "GoalSampler",
     "InstructionWrapper",
     "check_goal_env",
     "env_success",
+    "goal_box",
+    "goal_space_mask_value",
 ]
 
 #: The observation keys of gymnasium-robotics' GoalEnv API.
 GOAL_ENV_KEYS: tuple[str, str, str] = ("observation", "achieved_goal", "desired_goal")
+
+#: The goal spaces :func:`check_goal_env` accepts, for error messages.
+ACCEPTED_GOAL_SPACES = (
+    "a 1-D Box (goal_dim,), a 1-D MultiBinary(n), a 1-D MultiDiscrete([n_1, ..., n_d]) or a Discrete(n)"
+)
 
 # Second entropy word of the wrapper's generator, so that reset(seed=s) gives goal draws independent of the
 # env's own stream seeded with the same s.
@@ -88,10 +107,52 @@ def env_success(env: gym.Env, achieved: np.ndarray, goal: np.ndarray, info: Mapp
     return bool(np.asarray(reward).item() == success_reward)
 
 
+def _is_integer(dtype: Any) -> bool:
+    return np.dtype(dtype).kind in "biu"
+
+
+def goal_box(space: spaces.Space, name: str = "the goal space") -> spaces.Box:
+    """The range of one goal of ``space`` as a 1-D Box ``(goal_dim,)`` of the space's dtype.
+
+    Every accepted goal space becomes the same kind of object, so the wrapper handles them alike:
+    ``Discrete(n, start)`` is one integer in ``[start, start + n - 1]``, ``MultiBinary(n)`` n integers in ``[0, 1]``,
+    ``MultiDiscrete(nvec, start)`` ``len(nvec)`` integers in ``[start, start + nvec - 1]``; a 1-D Box is itself.
+
+    :param name: how the error message names ``space``.
+    :raises ValueError: for any other space, or a multi-dimensional one.
+    """
+    if isinstance(space, spaces.Discrete):
+        low = np.full(1, space.start, dtype=space.dtype)
+        return spaces.Box(low, low + (space.n - 1), dtype=space.dtype)
+    if isinstance(space, spaces.Box | spaces.MultiBinary | spaces.MultiDiscrete) and len(space.shape) == 1:
+        if isinstance(space, spaces.Box):
+            return space
+        if isinstance(space, spaces.MultiBinary):
+            low = np.zeros(space.shape, dtype=space.dtype)
+            return spaces.Box(low, low + 1, dtype=space.dtype)
+        low = np.asarray(space.start, dtype=space.dtype)
+        return spaces.Box(low, low + (space.nvec - 1), dtype=space.dtype)
+    shown = " ".join(repr(space).split())  # one line, also for a 2-D nvec
+    shape = "" if space.shape is None else f" of shape {space.shape}"
+    raise ValueError(f"{name} must be {ACCEPTED_GOAL_SPACES}; got {shown}{shape}")
+
+
+def goal_space_mask_value(space: spaces.Space) -> float:
+    """-1, unless the goal range of ``space`` reaches down to -1: then the first integer below its lowest bound.
+
+    A default mask no real goal can equal (integer-valued, so it suits integer goals too). Unbounded Boxes keep -1.
+    """
+    low = goal_box(space).low
+    if np.all(np.isfinite(low)) and np.min(low) <= -1:
+        return float(np.floor(np.min(low)) - 1)
+    return -1.0
+
+
 def check_goal_env(env: gym.Env) -> tuple[spaces.Box, spaces.Box]:
     """Check the GoalEnv API structurally (no gymnasium-robotics import) and return the goal spaces.
 
-    :return: ``(achieved_goal space, desired_goal space)``, both 1-D Boxes of the same shape.
+    :return: ``(achieved_goal space, desired_goal space)`` as 1-D Boxes of one goal's range (see
+        :func:`goal_box`), of the same shape and both integer or both float.
     """
     space = env.observation_space
     if not isinstance(space, spaces.Dict):
@@ -110,14 +171,16 @@ def check_goal_env(env: gym.Env) -> tuple[spaces.Box, spaces.Box]:
             f"env is not a GoalEnv: {type(env.unwrapped).__name__} has no compute_reward(achieved_goal, "
             "desired_goal, info) method"
         )
-    achieved, desired = space["achieved_goal"], space["desired_goal"]
-    for key, sub in (("achieved_goal", achieved), ("desired_goal", desired)):
-        if not isinstance(sub, spaces.Box) or len(sub.shape) != 1:
-            raise ValueError(f"observation_space[{key!r}] must be a 1-D Box (goal_dim,); got {sub!r}")
+    achieved, desired = (goal_box(space[key], f"env.observation_space[{key!r}]") for key in GOAL_ENV_KEYS[1:])
     if achieved.shape != desired.shape:
         raise ValueError(
             f"observation_space['achieved_goal'] and ['desired_goal'] must have the same shape; got "
             f"{achieved.shape} and {desired.shape}"
+        )
+    if _is_integer(achieved.dtype) != _is_integer(desired.dtype):
+        raise ValueError(
+            f"observation_space['achieved_goal'] and ['desired_goal'] must both hold integers or both floats, so "
+            f"that goals compare as the env compares them; got dtypes {achieved.dtype} and {desired.dtype}"
         )
     return achieved, desired
 
@@ -125,13 +188,17 @@ def check_goal_env(env: gym.Env) -> tuple[spaces.Box, spaces.Box]:
 class DesiredGoalSampler:
     """The env's own goal as a one-goal instruction: the generic k = 1 adapter for any GoalEnv.
 
-    ``install`` is a no-op (the goal is already the env's) and ``reached`` is :func:`env_success`.
+    ``install`` is a no-op (the goal is already the env's) and ``reached`` is :func:`env_success` on the env's own
+    ``achieved_goal`` and the goal in the env's format (:meth:`InstructionWrapper.env_goal`).
 
-    :param success_reward: see :func:`env_success`; only needed for envs whose info reports no success.
-    :param mask_value: proposed mask value (see the module docstring).
+    :param success_reward: see :func:`env_success`; only needed for envs whose info reports neither
+        ``is_success`` (Fetch, Hand, SB3's ``BitFlippingEnv``) nor ``success`` (mazes): pass the ``compute_reward``
+        value of a reached goal, 0.0 for the usual sparse ``-1 / 0`` reward.
+    :param mask_value: proposed mask value; None lets the wrapper pick one outside the goal range (see the module
+        docstring).
     """
 
-    def __init__(self, success_reward: float | None = None, mask_value: float = -1.0) -> None:
+    def __init__(self, success_reward: float | None = None, mask_value: float | None = None) -> None:
         self.success_reward = success_reward
         self.mask_value = mask_value
 
@@ -141,21 +208,24 @@ class DesiredGoalSampler:
                 f"DesiredGoalSampler provides the env's single desired goal, so num_goals must be 1; got {k}. "
                 "Use an env plugin's sampler for k-goal instructions"
             )
-        return np.asarray(env.env_observation["desired_goal"])[None].copy()
+        return np.reshape(env.env_observation["desired_goal"], (1, env.goal_dim)).copy()
 
     def install(self, env: InstructionWrapper, goal: np.ndarray) -> None:
         return None
 
     def reached(self, env: InstructionWrapper, achieved: np.ndarray, goal: np.ndarray, info: dict[str, Any]) -> bool:
-        return env_success(env, achieved, goal, info, self.success_reward)
+        # The env's own formats: its compute_reward may want a plain int for a Discrete goal space.
+        return env_success(env, env.env_observation["achieved_goal"], env.env_goal(goal), info, self.success_reward)
 
 
 class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """A k-goal instruction over a single-goal GoalEnv, with MazeRunner's observation, reward and termination.
 
     Observation: Dict ``"obs"`` = the env's ``observation``; ``"goals"`` (k, goal_dim) with reached goals
-    overwritten by ``mask_value``; ``"achieved"`` (1, goal_dim) = the env's ``achieved_goal``. Dtypes are the env's
-    (float64 for gymnasium-robotics), so the env's success test and a goal spec's distance see the same numbers.
+    overwritten by ``mask_value``; ``"achieved"`` (1, goal_dim) = the env's ``achieved_goal``. Float goals keep the
+    env's dtype (float64 for gymnasium-robotics), so the env's success test and a goal spec's distance see the same
+    numbers; integer goals (MultiBinary, MultiDiscrete, Discrete, integer Box) get a signed dtype that holds both
+    their range and the mask, and ``"goals"`` / ``"achieved"`` bounds include the mask.
 
     Reward ``goal_reward`` on the step the active goal is reached by the env's own test (``sampler.reached``),
     else 0; then the next goal is installed in the env and checked from the next step on. Terminated when all k
@@ -165,13 +235,16 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     overwritten, the env's own reward in ``"env_reward"`` and its own ``"is_success"`` in ``"env_is_success"``.
 
     Goals are drawn from :attr:`np_random`, the wrapper's own generator, seeded by ``reset(seed=...)``
-    independently of the env's stream.
+    independently of the env's stream. ``reset(seed=...)`` also seeds ``env.unwrapped.np_random`` before the env's
+    reset, for envs with their own seeding that never do (SB3's ``BitFlippingEnv``), as gymnasium's env checker
+    and code drawing from it expect; an env that seeds it itself reseeds it to the same state.
 
     :param env: a GoalEnv (Dict observation with ``observation``, ``achieved_goal``, ``desired_goal`` and a
         ``compute_reward`` method), usually already wrapped in ``TimeLimit`` by ``gymnasium.make``.
     :param sampler: the env family's :class:`GoalSampler`.
     :param num_goals: k >= 1.
-    :param mask_value: value of a reached goal; None takes ``sampler.mask_value``, else -1.
+    :param mask_value: value of a reached goal; None takes ``sampler.mask_value``, else
+        :func:`goal_space_mask_value` (-1 unless the goal range reaches it); an integer for integer goals.
     :param goal_reward: reward for reaching the active goal (MazeRunner: 1.0).
     :param require_distinct: reject instructions with repeated goals (a repeated goal would be reached twice
         without moving).
@@ -201,11 +274,19 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         )
         gym.Wrapper.__init__(self, env)
         if mask_value is None:
-            mask_value = getattr(sampler, "mask_value", -1.0)
+            mask_value = getattr(sampler, "mask_value", None)
+        if mask_value is None:
+            mask_value = goal_space_mask_value(desired_space)
         if isinstance(mask_value, bool) or not isinstance(mask_value, Real) or not math.isfinite(mask_value):
             raise ValueError(f"mask_value must be a finite number; got {mask_value!r}")
         if isinstance(goal_reward, bool) or not isinstance(goal_reward, Real) or not math.isfinite(goal_reward):
             raise ValueError(f"goal_reward must be a finite number; got {goal_reward!r}")
+        integer = _is_integer(desired_space.dtype)
+        if integer and not float(mask_value).is_integer():
+            raise ValueError(
+                f"mask_value must be an integer for integer goals (observation_space['desired_goal'] = "
+                f"{env.observation_space['desired_goal']!r}), so that it compares exactly; got {mask_value!r}"
+            )
         low, high = desired_space.low, desired_space.high
         if np.all(np.isfinite(low) & np.isfinite(high)) and np.all((low <= mask_value) & (mask_value <= high)):
             raise ValueError(
@@ -214,19 +295,41 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
             )
         self.sampler = sampler
         self.num_goals = int(num_goals)
-        self.mask_value = float(mask_value)
+        self.mask_value: float = int(mask_value) if integer else float(mask_value)
         self.goal_reward = float(goal_reward)
         self.require_distinct = bool(require_distinct)
         self.goal_dim = int(desired_space.shape[0])
-        self.goal_dtype = np.dtype(desired_space.dtype)
-
         k, d = self.num_goals, self.goal_dim
-        goal_low = np.minimum(np.broadcast_to(low, (k, d)), self.mask_value).astype(self.goal_dtype)
-        goal_high = np.maximum(np.broadcast_to(high, (k, d)), self.mask_value).astype(self.goal_dtype)
+        achieved_low, achieved_high = achieved_space.low.reshape(1, d), achieved_space.high.reshape(1, d)
+        if integer:
+            # Unsigned or tiny dtypes cannot hold a mask below the range: widen to a signed dtype that holds both.
+            dtype = np.result_type(desired_space.dtype, achieved_space.dtype, np.min_scalar_type(self.mask_value))
+            if not _is_integer(dtype):
+                raise ValueError(
+                    f"mask_value={self.mask_value} and goals of dtype {desired_space.dtype} fit no common integer "
+                    "dtype; choose a mask_value just outside the goal range"
+                )
+            self.goal_dtype = self.achieved_dtype = np.dtype(dtype)
+            achieved_low = np.minimum(achieved_low.astype(dtype), self.mask_value)
+            achieved_high = np.maximum(achieved_high.astype(dtype), self.mask_value)
+        else:
+            self.goal_dtype, self.achieved_dtype = np.dtype(desired_space.dtype), np.dtype(achieved_space.dtype)
+        #: The goal spec relabeling must use, when the wrapper knows it: exact equality for integer goals (what
+        #: ``sb3_hir.testing.check_instruction_env`` checks by default); None for float goals, whose tolerance is
+        #: the env's success radius.
+        self.goal_spec: ExactGoalSpec | None = (
+            ExactGoalSpec(mask_value=self.mask_value, goal_reward=self.goal_reward) if integer else None
+        )
+        self._desired_space = env.observation_space["desired_goal"]
+        self._obs_dtype = env.observation_space["observation"].dtype
+
+        goal_low = np.minimum(np.broadcast_to(low, (k, d)).astype(self.goal_dtype), self.mask_value)
+        goal_high = np.maximum(np.broadcast_to(high, (k, d)).astype(self.goal_dtype), self.mask_value)
         self.observation_space = spaces.Dict(
             {
                 "achieved": spaces.Box(
-                    achieved_space.low.reshape(1, d), achieved_space.high.reshape(1, d), dtype=achieved_space.dtype
+                    achieved_low.astype(self.achieved_dtype), achieved_high.astype(self.achieved_dtype),
+                    dtype=self.achieved_dtype,
                 ),
                 "goals": spaces.Box(goal_low, goal_high, dtype=self.goal_dtype),
                 "obs": env.observation_space["observation"],
@@ -268,6 +371,13 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         """Goals reached so far; the active goal is ``goals[goals_reached]``."""
         return self._num_reached
 
+    def env_goal(self, goal: np.ndarray) -> Any:
+        """``goal`` (goal_dim,) in the env's own format, e.g. for its ``compute_reward``: a Python int for a
+        ``Discrete`` goal space (as its observations carry it), else an array of its ``desired_goal`` dtype."""
+        if isinstance(self._desired_space, spaces.Discrete):
+            return int(np.asarray(goal).reshape(-1)[0])
+        return np.asarray(goal).reshape(self._desired_space.shape).astype(self._desired_space.dtype)
+
     def _check_env_obs(self, obs: Any) -> dict[str, Any]:
         if not isinstance(obs, Mapping) or any(key not in obs for key in GOAL_ENV_KEYS):
             present = list(obs) if isinstance(obs, Mapping) else type(obs).__name__
@@ -277,13 +387,17 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def _sample_instruction(self) -> np.ndarray:
         k, d = self.num_goals, self.goal_dim
-        goals = np.asarray(self.sampler.sample(self, self.np_random, k))
-        if goals.shape != (k, d):
-            raise ValueError(f"{type(self.sampler).__name__}.sample returned goals of shape {goals.shape}; "
+        name = type(self.sampler).__name__
+        raw = np.asarray(self.sampler.sample(self, self.np_random, k))
+        if raw.shape != (k, d):
+            raise ValueError(f"{name}.sample returned goals of shape {raw.shape}; "
                              f"expected (num_goals, goal_dim) = {(k, d)}")
-        goals = goals.astype(self.goal_dtype, copy=True)
-        if not np.all(np.isfinite(goals)):
-            raise ValueError(f"{type(self.sampler).__name__}.sample returned non-finite goals: {goals}")
+        if not np.all(np.isfinite(raw)):
+            raise ValueError(f"{name}.sample returned non-finite goals: {raw}")
+        goals = raw.astype(self.goal_dtype, copy=True)
+        if _is_integer(self.goal_dtype) and not np.array_equal(goals, raw):
+            raise ValueError(f"{name}.sample returned goals {raw.tolist()} that are not integers of the goal dtype "
+                             f"{self.goal_dtype}; integer goal spaces need integer goals")
         if np.any(np.all(goals == self.mask_value, axis=-1)):
             raise ValueError(
                 f"{type(self.sampler).__name__}.sample returned a goal equal to mask_value={self.mask_value}, which "
@@ -299,9 +413,10 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def _observation(self) -> dict[str, np.ndarray]:
         env_obs = self.env_observation
         return {
-            "achieved": np.asarray(env_obs["achieved_goal"]).reshape(1, self.goal_dim).copy(),
+            "achieved": np.array(env_obs["achieved_goal"], dtype=self.achieved_dtype).reshape(1, self.goal_dim),
             "goals": self._goals_obs.copy(),
-            "obs": np.asarray(env_obs["observation"]).copy(),
+            # np.array: a Discrete observation (a plain int) becomes a 0-d array of the space's dtype
+            "obs": np.array(env_obs["observation"], dtype=self._obs_dtype),
         }
 
     # -- gymnasium API ---------------------------------------------------------------------------------------
@@ -311,6 +426,7 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         """Reset the env, then draw an instruction from :attr:`np_random` and install its first goal."""
         if seed is not None:
             self._goal_rng = np.random.default_rng([int(seed), _STREAM])
+            gym.Env.reset(self.unwrapped, seed=seed)  # what super().reset(seed=seed) does (see the class docstring)
         obs, info = self.env.reset(seed=seed, options=options)
         self._env_obs = self._check_env_obs(obs)
         self._goals = self._sample_instruction()

@@ -13,7 +13,6 @@ from gymnasium import spaces
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from stable_baselines3 import DDPG, DQN, SAC, TD3
-from stable_baselines3.common.buffers import DictReplayBuffer
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -21,8 +20,8 @@ from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.envs import MazeRunnerEnv
 from sb3_hir.episodes import Episode
 from sb3_hir.extractors import KeySelectExtractor
-from sb3_hir.goals import ExactGoalSpec
-from sb3_hir.relabel import HindsightInstructionRelabeler
+from sb3_hir.goals import ExactGoalSpec, GoalSpec, ToleranceGoalSpec
+from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler
 
 MASK = -1
 GRID = 4  # cells 0..GRID-1 per axis in the hand-made episodes
@@ -63,12 +62,14 @@ class Recorded:
     timeouts: np.ndarray
 
 
-def simulate(path: np.ndarray, goals: np.ndarray, fall: bool = False) -> Recorded:
+def simulate(path: np.ndarray, goals: np.ndarray, fall: bool = False, spec: GoalSpec | None = None) -> Recorded:
     """What MazeRunner would record: ``path`` is the achieved cell at t = 0..T, ``goals`` the instruction.
 
     Goal j becomes active after goal j-1 was reached and is checked from the next step on; the episode ends
-    (terminated) at the k-th goal, else at the end of ``path`` (truncated, or terminated if ``fall``).
+    (terminated) at the k-th goal, else at the end of ``path`` (truncated, or terminated if ``fall``). A plain
+    per-step loop, independent of the relabeler and the buffer: the oracle of these tests.
     """
+    spec = spec or ExactGoalSpec()
     k = len(goals)
     goal_obs = [goals.copy()]
     rewards = []
@@ -77,7 +78,7 @@ def simulate(path: np.ndarray, goals: np.ndarray, fall: bool = False) -> Recorde
     for t in range(1, len(path)):
         current = goal_obs[-1].copy()
         reward = 0.0
-        if active < k and np.array_equal(path[t], goals[active]):
+        if active < k and bool(spec.reached(path[t], goals[active])):
             current[active] = MASK
             active += 1
             reward = 1.0
@@ -102,17 +103,20 @@ def simulate(path: np.ndarray, goals: np.ndarray, fall: bool = False) -> Recorde
     return Recorded(episode, terminated | truncated, truncated.copy())
 
 
-def add_step(buffer: HindsightInstructionReplayBuffer, recs: list[Recorded | None], t: int) -> None:
-    """Add step ``t`` of one recorded episode per sub-env (each rec is indexed at its own t)."""
-    obs = {key: np.stack([rec.episode.observations[key][t] for rec in recs]) for key in ("obs", "goals", "achieved")}
-    nxt = {key: np.stack([rec.episode.observations[key][t + 1] for rec in recs]) for key in obs}
+def add_step(buffer: HindsightInstructionReplayBuffer, recs: list[Recorded], t: int | list[int]) -> None:
+    """Add step ``t`` (or step ``t[i]`` of ``recs[i]``) of one recorded episode per sub-env."""
+    ts = [t] * len(recs) if isinstance(t, int) else t
+    obs = {key: np.stack([rec.episode.observations[key][s] for rec, s in zip(recs, ts, strict=True)])
+           for key in ("obs", "goals", "achieved")}
+    nxt = {key: np.stack([rec.episode.observations[key][s + 1] for rec, s in zip(recs, ts, strict=True)])
+           for key in obs}
     buffer.add(
         obs,
         nxt,
-        np.array([rec.episode.actions[t] for rec in recs]),
-        np.array([rec.episode.rewards[t] for rec in recs], np.float32),
-        np.array([rec.dones[t] for rec in recs]),
-        [{"TimeLimit.truncated": bool(rec.timeouts[t])} for rec in recs],
+        np.array([rec.episode.actions[s] for rec, s in zip(recs, ts, strict=True)]),
+        np.array([rec.episode.rewards[s] for rec, s in zip(recs, ts, strict=True)], np.float32),
+        np.array([rec.dones[s] for rec, s in zip(recs, ts, strict=True)]),
+        [{"TimeLimit.truncated": bool(rec.timeouts[s])} for rec, s in zip(recs, ts, strict=True)],
     )
 
 
@@ -121,51 +125,70 @@ def add_episode(buffer: HindsightInstructionReplayBuffer, rec: Recorded, steps: 
         add_step(buffer, [rec], t)
 
 
-def samples_np(buffer: HindsightInstructionReplayBuffer, rows: np.ndarray) -> dict[str, np.ndarray]:
-    sample = buffer._get_samples(np.asarray(rows))
-    return {
-        "goals": sample.observations["goals"].numpy(),
-        "next_goals": sample.next_observations["goals"].numpy(),
-        "obs": sample.observations["obs"].numpy(),
-        "next_obs": sample.next_observations["obs"].numpy(),
-        "achieved": sample.observations["achieved"].numpy(),
-        "rewards": sample.rewards.numpy()[:, 0],
-        "dones": sample.dones.numpy()[:, 0],
-        "actions": sample.actions.numpy()[:, 0],
-    }
+@dataclass
+class Stream:
+    """Feeds recorded episodes into a buffer per sub-env and remembers which (episode, step) each row holds."""
+
+    buffer: HindsightInstructionReplayBuffer
+    owner: dict[tuple[int, int], tuple[Recorded, int]]
+    fall: dict[int, bool]
+    added: dict[int, int]  # id(rec) -> steps added so far
+
+    @classmethod
+    def into(cls, buffer: HindsightInstructionReplayBuffer) -> Stream:
+        return cls(buffer, {}, {}, {})
+
+    def add(self, recs: list[Recorded], ts: list[int]) -> None:
+        for env_idx, (rec, t) in enumerate(zip(recs, ts, strict=True)):
+            self.owner[(self.buffer.pos, env_idx)] = (rec, t)
+            self.added[id(rec)] = t + 1
+        add_step(self.buffer, recs, ts)
 
 
-def assert_served_as_replay(buffer: HindsightInstructionReplayBuffer, rec: Recorded, rows: np.ndarray,
-                            env_idx: int = 0) -> bool:
-    """Check that rows (one episode, in order) are served exactly as ``relabeler.replay`` rewrites it.
+def check_sample(stream: Stream, batch_size: int = 64, spec: GoalSpec | None = None,
+                 falls: dict[int, bool] | None = None) -> np.ndarray:
+    """Sample and check every served transition against the oracle; returns the relabeled mask.
 
-    Needs relabel_ratio=1 and n_envs=1 for sampling; returns whether the episode was relabeled.
+    Relabeled: it equals ``simulate`` of its episode's path under the drawn goals at its step (inside the
+    relabeled episode), with n-step windows cut at that episode's end. Recorded: it equals the recorded episode.
     """
-    ep = rec.episode
-    counts = buffer.relabel_counts[rows, env_idx]
-    if counts[0, 0] < 0:
-        assert (counts == -1).all()
-        goals = ep.observations["goals"][0]  # kept as recorded: identical to a replay under its own goals
-    else:
-        goals = buffer.relabel_goals[rows[0], env_idx]
-        assert (buffer.relabel_goals[rows, env_idx] == goals).all()
-    replayed = buffer.relabeler.replay(ep, goals)
-    cut = len(replayed)
-    if buffer.n_envs == 1:
-        got = samples_np(buffer, rows)
-        np.testing.assert_array_equal(got["goals"][:cut], replayed.observations["goals"][:cut])
-        np.testing.assert_array_equal(got["next_goals"][:cut], replayed.observations["goals"][1 : cut + 1])
-        np.testing.assert_array_equal(got["rewards"][:cut], replayed.rewards)
-        np.testing.assert_array_equal(got["dones"][:cut], replayed.terminated.astype(np.float32))
-        np.testing.assert_array_equal(got["obs"], ep.observations["obs"][:-1])
-        np.testing.assert_array_equal(got["actions"], ep.actions)
-        # Past the relabeled episode's end: served as recorded.
-        np.testing.assert_array_equal(got["goals"][cut:], ep.observations["goals"][cut:-1])
-        np.testing.assert_array_equal(got["rewards"][cut:], ep.rewards[cut:])
-        np.testing.assert_array_equal(got["dones"][cut:], (rec.dones & ~rec.timeouts)[cut:].astype(np.float32))
-    if counts[0, 0] >= 0:
-        assert (counts[cut:] == buffer.num_goals).all()
-    return bool(counts[0, 0] >= 0)
+    buffer = stream.buffer
+    sample = buffer.sample(batch_size)
+    info = buffer.last_sample_info
+    assert info is not None and len(info.rows) == batch_size
+    obs = {key: value.numpy() for key, value in sample.observations.items()}
+    nxt = {key: value.numpy() for key, value in sample.next_observations.items()}
+    rewards, dones = sample.rewards.numpy()[:, 0], sample.dones.numpy()[:, 0]
+    n, gamma = buffer.n_steps, buffer.gamma
+    if n == 1:
+        assert sample.discounts is None
+    for b in range(batch_size):
+        rec, t = stream.owner[(int(info.rows[b]), int(info.env_indices[b]))]
+        ep = rec.episode
+        np.testing.assert_array_equal(obs["obs"][b], ep.observations["obs"][t])
+        np.testing.assert_array_equal(obs["achieved"][b], ep.observations["achieved"][t])
+        assert sample.actions.numpy()[b, 0] == ep.actions[t]
+        if info.relabeled[b]:
+            assert info.t[b] == t and stream.added[id(rec)] == len(ep)  # only finished episodes
+            fall = (falls or {}).get(id(rec), False)
+            oracle = simulate(ep.observations["achieved"][:, 0], info.goals[b], fall=fall, spec=spec).episode
+            # A replay never outlives the recorded episode; the transition lies inside the relabeled one.
+            assert t < len(oracle) <= len(ep)
+            view, length = oracle, len(oracle)
+        else:  # recorded; a running episode's window stops at its newest row
+            oracle, view, length = None, ep, stream.added[id(rec)]
+        m = min(n, length - t)
+        assert info.window[b] == m
+        np.testing.assert_array_equal(obs["goals"][b], view.observations["goals"][t])
+        np.testing.assert_array_equal(nxt["goals"][b], view.observations["goals"][t + m])
+        np.testing.assert_array_equal(nxt["obs"][b], ep.observations["obs"][t + m])
+        expected = sum(gamma**i * view.rewards[t + i] for i in range(m))
+        assert rewards[b] == pytest.approx(expected, abs=1e-6)
+        ends = t + m == len(view) and (view is oracle or length == len(ep))
+        assert dones[b] == float(ends and bool(view.terminated[-1]))
+        if n > 1:
+            assert sample.discounts.numpy()[b, 0] == pytest.approx(gamma**m)
+    return info.relabeled
 
 
 # -- construction ----------------------------------------------------------------------------------------
@@ -194,26 +217,31 @@ def test_construction_errors() -> None:
                                          relabeler=HindsightInstructionRelabeler(3))
 
 
-def test_accepts_instances_and_small_count_dtype() -> None:
+def test_accepts_instances_and_small_bookkeeping_dtype() -> None:
     relabeler = HindsightInstructionRelabeler(2, strategy="all", goal_spec=ExactGoalSpec())
     buffer = HindsightInstructionReplayBuffer(10, make_space(2), spaces.Discrete(2), relabeler=relabeler)
-    assert buffer.relabeler is relabeler
-    assert buffer.relabel_counts.dtype == np.int8
-    assert buffer.relabel_goals.shape == (10, 1, 2, 2) and buffer.relabel_goals.dtype == np.int32
+    assert buffer.relabeler is relabeler and buffer.batched_draws and buffer.exact_index
+    assert buffer._meta.dtype == np.int16  # episodes cannot outgrow 10 rows
+    big = HindsightInstructionReplayBuffer(40_000, make_space(2), spaces.Discrete(2), relabeler=relabeler)
+    assert big._meta.dtype == np.int32
+    for name, value in (("goal_selection", "final"), ("n_steps", 0), ("gamma", 1.5), ("max_redraws", -1)):
+        with pytest.raises(ValueError, match=name):
+            HindsightInstructionReplayBuffer(10, make_space(2), spaces.Discrete(2), **{name: value})
 
 
 def test_plugin_relabeler_without_strategy_by_name() -> None:
     # "final-goal" (plugins/sb3-hir-example) takes no strategy: the buffer must not force one on it.
     buffer = make_buffer(2, relabeler="final-goal")
-    assert type(buffer.relabeler).__name__ == "FinalGoalRelabeler"
+    assert type(buffer.relabeler).__name__ == "FinalGoalRelabeler" and not buffer.batched_draws
     path = np.array([[0, 0], [0, 1], [1, 1], [1, 2]])
     rec = simulate(path, np.array([[3, 3], [3, 0]]))
-    add_episode(buffer, rec)
-    assert assert_served_as_replay(buffer, rec, np.arange(3))
+    stream = Stream.into(buffer)
+    for t in range(3):
+        stream.add([rec], [t])
+    assert check_sample(stream, 32).all()
     # The final cell became goal 1: the last transition earns it, the episode does not end (k = 2).
-    sample = samples_np(buffer, np.arange(3))
-    assert sample["rewards"].tolist() == [0.0, 0.0, 1.0]
-    assert sample["dones"].sum() == 0.0
+    info = buffer.last_sample_info
+    np.testing.assert_array_equal(info.goals[:, 0], np.tile([1, 2], (32, 1)))
     with pytest.raises(TypeError, match="strategy"):
         make_buffer(2, relabeler="final-goal", strategy="all")
 
@@ -223,260 +251,258 @@ def test_relabeler_instances_must_offer_the_buffer_api() -> None:
         make_buffer(2, relabeler=object())
 
 
-# -- semantics on hand-made episodes ---------------------------------------------------------------------
+# -- semantics: every served transition is the replay of its episode under its own fresh draw -----------
+
+MOVES = np.array([[0, -1], [-1, 0], [0, 1], [1, 0], [0, 0]])
 
 
-def test_relabeled_transitions_match_replay() -> None:
-    path = np.array([[0, 0], [0, 1], [1, 1], [1, 2], [2, 2], [2, 3]])
-    rec = simulate(path, np.array([[3, 3], [3, 0]]))  # never reaches its goals: truncated after 5 steps
-    buffer = make_buffer(2, strategy="all")
-    add_episode(buffer, rec)
-    assert assert_served_as_replay(buffer, rec, np.arange(5))
-    # "all" turns it into a success: the k-th relabeled goal ends the replay with a terminal transition.
-    counts = buffer.relabel_counts[:5, 0]
-    assert counts[:, 1].max() == 2
-    sample = samples_np(buffer, np.arange(5))
-    assert sample["rewards"].sum() == 2.0
-    assert sample["dones"].sum() == 1.0
-
-
-def test_timeouts_are_not_terminal() -> None:
-    path = np.array([[0, 0], [0, 1], [1, 1]])
-    rec = simulate(path, np.array([[3, 3], [3, 2]]))
-    assert rec.timeouts[-1]
-    for strategy in ("none", "some"):
-        buffer = make_buffer(2, strategy=strategy, relabel_ratio=0.0)
-        add_episode(buffer, rec)
-        assert samples_np(buffer, np.arange(2))["dones"].tolist() == [0.0, 0.0]
-    # Relabeled with one goal of two: still a time-out, never terminal.
-    relabeler = HindsightInstructionRelabeler(2, strategy="some")
-    partial = 0
-    for seed in range(20):
-        buffer = make_buffer(2, relabeler=relabeler, seed=seed)
-        add_episode(buffer, rec)
-        if 0 <= buffer.relabel_counts[1, 0, 1] < 2:
-            partial += 1
-            assert samples_np(buffer, np.arange(2))["dones"][1] == 0.0
-    assert partial > 0
-
-
-def test_other_terminations_survive_relabeling() -> None:
-    path = np.array([[0, 0], [0, 1], [1, 1], [2, 1]])
-    rec = simulate(path, np.array([[3, 3], [3, 2], [3, 1]]), fall=True)
-    seen = set()
-    for seed in range(30):
-        buffer = make_buffer(3, strategy="some", seed=seed)
-        add_episode(buffer, rec)
-        assert_served_as_replay(buffer, rec, np.arange(3))
-        done = samples_np(buffer, np.arange(3))["dones"][-1]
-        assert done == 1.0  # relabeled or not, the fall is terminal
-        seen.add(int(buffer.relabel_counts[2, 0, 1]))
-    assert {-1, 1, 2, 3} <= seen
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    k=st.integers(1, 3),
-    steps=st.lists(st.integers(0, 4), min_size=1, max_size=14),
-    goal_cells=st.lists(st.tuples(st.integers(0, GRID - 1), st.integers(0, GRID - 1)), min_size=3, max_size=3),
-    fall=st.booleans(),
-    strategy=st.sampled_from(["some", "all"]),
-    seed=st.integers(0, 2**16),
-)
-def test_property_served_as_replay(k, steps, goal_cells, fall, strategy, seed) -> None:
-    moves = np.array([[0, -1], [-1, 0], [0, 1], [1, 0], [0, 0]])
-    path = np.clip(np.cumsum(np.vstack([[[1, 1]], moves[steps]]), axis=0), 0, GRID - 1)
-    rec = simulate(path, np.array(goal_cells[:k]), fall=fall)
-    buffer = make_buffer(k, strategy=strategy, seed=seed)
-    add_episode(buffer, rec)
-    relabeled = assert_served_as_replay(buffer, rec, np.arange(len(rec.episode)))
-    if strategy == "all" and relabeled and len(rec.episode) >= k:
-        # Enough steps to draw every missing goal: the relabeled episode is a full success.
-        assert buffer.relabel_counts[len(rec.episode) - 1, 0, 1] == k
+def random_path(rng: np.random.Generator, length: int) -> np.ndarray:
+    start = rng.integers(0, GRID, size=(1, 2))
+    return np.clip(np.cumsum(np.vstack([start, MOVES[rng.integers(0, 5, length)]]), axis=0), 0, GRID - 1)
 
 
 @settings(max_examples=40, deadline=None)
 @given(
-    lengths=st.lists(st.integers(1, 9), min_size=1, max_size=8),
-    unfinished=st.integers(0, 5),
+    k=st.integers(1, 3),
+    n_envs=st.integers(1, 2),
+    size=st.integers(6, 30),
+    lengths=st.lists(st.integers(1, 12), min_size=2, max_size=10),
+    strategy=st.sampled_from(["some", "all", "none"]),
+    selection=st.sampled_from(["future", "episode"]),
+    n_steps=st.integers(1, 3),
+    tolerance=st.booleans(),
     seed=st.integers(0, 2**16),
 )
-def test_property_stream_through_tiny_buffer(lengths, unfinished, seed) -> None:
-    """Random episodes streamed through a 7-row buffer: every row is served as the replay of its episode."""
+def test_property_served_transitions_are_replays(k, n_envs, size, lengths, strategy, selection, n_steps,
+                                                tolerance, seed) -> None:
+    """Random episodes streamed through a small circular buffer (wrap-around, overwritten and running
+    episodes, falls, n_envs > 1), sampled after every step: each served row equals the oracle."""
     rng = np.random.default_rng(seed)
-    moves = np.array([[0, -1], [-1, 0], [0, 1], [1, 0], [0, 0]])
-    goals = rng.integers(0, GRID, size=(2, 2))
-    recs, owner = [], {}
-    buffer = make_buffer(2, size=7, strategy="some", seed=seed)
+    spec = ToleranceGoalSpec(tolerance=1.0) if tolerance else ExactGoalSpec()
+    buffer = make_buffer(k, size=size, n_envs=n_envs, strategy=strategy, goal_selection=selection,
+                         n_steps=n_steps, gamma=0.9, goal_spec=spec, relabel_ratio=0.7, seed=seed)
+    assert buffer.exact_index == (not tolerance)
+    stream = Stream.into(buffer)
+    falls: dict[int, bool] = {}
+
+    def new_episode() -> Recorded:
+        fall = bool(rng.random() < 0.2)
+        rec = simulate(random_path(rng, int(rng.choice(lengths))), rng.integers(0, GRID, size=(k, 2)), fall, spec)
+        falls[id(rec)] = fall
+        return rec
+
+    current = [new_episode() for _ in range(n_envs)]
+    steps = [0] * n_envs
+    relabeled = 0
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # episodes longer than 7 rows warn
-        for i, length in enumerate([*lengths, 6]):
-            path = np.clip(np.cumsum(np.vstack([[[1, 1]], moves[rng.integers(0, 5, length)]]), axis=0), 0, GRID - 1)
-            rec = simulate(path, goals)
-            recs.append(rec)
-            steps = len(rec.episode) if i < len(lengths) else min(unfinished, len(rec.episode) - 1)
-            for t in range(steps):
-                owner[buffer.pos] = (i, t)
-                add_step(buffer, [rec], t)
-    for row, (i, t) in owner.items():
-        rec = recs[i]
-        counts = buffer.relabel_counts[row, 0]
-        if i == len(lengths) or len(rec.episode) > 7:  # unfinished, or too long to relabel
-            assert (counts == -1).all()
-        got = samples_np(buffer, np.array([row]))
-        if counts[0] < 0:
-            replayed, cut = rec.episode, len(rec.episode)
-        else:
-            replayed = buffer.relabeler.replay(rec.episode, buffer.relabel_goals[row, 0])
-            cut = len(replayed)
-        if t < cut:
-            np.testing.assert_array_equal(got["goals"][0], replayed.observations["goals"][t])
-            np.testing.assert_array_equal(got["next_goals"][0], replayed.observations["goals"][t + 1])
-            assert got["rewards"][0] == replayed.rewards[t]
-            assert got["dones"][0] == float(replayed.terminated[t])
-        else:
-            np.testing.assert_array_equal(got["goals"][0], rec.episode.observations["goals"][t])
-            assert got["rewards"][0] == rec.episode.rewards[t]
-        np.testing.assert_array_equal(got["obs"][0], rec.episode.observations["obs"][t])
+        warnings.simplefilter("ignore")  # episodes longer than the buffer warn
+        for _ in range(3 * size):
+            stream.add(current, steps)
+            for i in range(n_envs):
+                steps[i] += 1
+                if steps[i] == len(current[i].episode):
+                    current[i], steps[i] = new_episode(), 0
+            relabeled += int(check_sample(stream, 16, spec, falls).sum())
+    if strategy != "none" and max(lengths) <= size // n_envs:
+        assert relabeled > 0
 
 
-def test_recorded_path_equals_dict_replay_buffer() -> None:
-    recs = [simulate(np.array([[0, 0], [0, 1], [1, 1], [1, 2]]), np.array([[1, 1], [1, 2]])),
-            simulate(np.array([[2, 2], [2, 1], [2, 0], [3, 0], [3, 1]]), np.array([[3, 3], [0, 0]]))]
-    ours = make_buffer(2, strategy="all", relabel_ratio=0.0)
-    ref = DictReplayBuffer(64, make_space(2), spaces.Discrete(5), device="cpu")
-    for rec in recs:
-        add_episode(ours, rec)
+def test_relabel_ratio_is_the_share_served_relabeled() -> None:
+    rng = np.random.default_rng(0)
+    buffer = make_buffer(2, size=4000, n_envs=2, strategy="all", relabel_ratio=0.8)
+    stream = Stream.into(buffer)
+    for _ in range(150):
+        recs = [simulate(random_path(rng, 12), rng.integers(0, GRID, size=(2, 2))) for _ in range(2)]
+        for t in range(min(len(r.episode) for r in recs)):  # the longer one is cut: add() closes it
+            stream.add(recs, [t, t])
+    shares = []
+    for _ in range(100):
+        buffer.sample(256)
+        shares.append(buffer.last_sample_info.relabeled.mean())
+    # Binomial(25600, 0.8): std 0.0025; the running episodes are redrawn, not served recorded.
+    assert abs(np.mean(shares) - 0.8) < 0.012
+    assert buffer.served_relabeled_share == pytest.approx(np.mean(shares))
+    for ratio in (0.0, 0.3):
+        buffer.relabel_ratio = ratio
+        buffer.sample(2000)
+        assert abs(buffer.last_sample_info.relabeled.mean() - ratio) < 0.05
+
+
+def test_future_goals_come_from_at_or_after_the_transition() -> None:
+    """k = 1, "all", future: HER's rule; the goal is a cell achieved after t, first reached after t."""
+    rng = np.random.default_rng(1)
+    buffer = make_buffer(1, size=3000, strategy="all", relabel_ratio=1.0)
+    stream = Stream.into(buffer)
+    recs = []
+    for _ in range(100):
+        rec = simulate(random_path(rng, 15), np.array([[9, 9]]))  # never reached: every draw is hindsight
+        recs.append(rec)
         for t in range(len(rec.episode)):
-            obs = {key: rec.episode.observations[key][t : t + 1] for key in ("obs", "goals", "achieved")}
-            nxt = {key: rec.episode.observations[key][t + 1 : t + 2] for key in obs}
-            ref.add(obs, nxt, rec.episode.actions[t : t + 1], rec.episode.rewards[t : t + 1],
-                    rec.dones[t : t + 1], [{"TimeLimit.truncated": bool(rec.timeouts[t])}])
-    np.random.seed(3)
-    a = ours.sample(32)
-    np.random.seed(3)
-    b = ref.sample(32)
-    for key in a.observations:
-        assert th.equal(a.observations[key], b.observations[key])
-        assert th.equal(a.next_observations[key], b.next_observations[key])
-    for name in ("actions", "rewards", "dones"):
-        assert th.equal(getattr(a, name), getattr(b, name))
+            stream.add([rec], [t])
+    relabeled = check_sample(stream, 512)
+    assert relabeled.mean() > 0.95
+    info = buffer.last_sample_info
+    for b in np.flatnonzero(relabeled):
+        rec, t = stream.owner[(int(info.rows[b]), 0)]
+        path = rec.episode.observations["achieved"][:, 0]
+        hits = np.flatnonzero((path[1:] == info.goals[b, 0]).all(axis=1)) + 1
+        assert hits.max() >= t + 1 and hits.min() >= t + 1  # first reached at or after the transition
 
 
-def test_relabel_ratio_is_a_per_sample_probability() -> None:
-    rec = simulate(np.array([[0, 0], [0, 1], [1, 1], [1, 2], [2, 2]]), np.array([[3, 3], [3, 0]]))
-    buffer = make_buffer(2, strategy="all", relabel_ratio=0.25)
-    add_episode(buffer, rec)
-    relabeled_rows = np.flatnonzero(buffer.relabel_counts[:4, 0, 0] < 2)
-    sample = samples_np(buffer, np.repeat(relabeled_rows, 2000))
-    own = rec.episode.observations["goals"][np.repeat(relabeled_rows, 2000)]
-    fraction = (sample["goals"] != own).any(axis=(1, 2)).mean()
-    assert 0.2 < fraction < 0.3
+def test_episode_selection_draws_from_the_whole_episode() -> None:
+    rng = np.random.default_rng(2)
+    buffer = make_buffer(2, size=3000, strategy="all", relabel_ratio=1.0, goal_selection="episode")
+    stream = Stream.into(buffer)
+    for _ in range(100):
+        rec = simulate(random_path(rng, 15), np.array([[9, 9], [9, 8]]))
+        for t in range(len(rec.episode)):
+            stream.add([rec], [t])
+    relabeled = check_sample(stream, 512)
+    assert relabeled.mean() > 0.9  # inadmissible draws (the instruction completed before t) are redrawn
+    goals = buffer.sample(512).observations["goals"].numpy()[buffer.last_sample_info.relabeled]
+    assert (goals[:, 0] == MASK).all(axis=-1).mean() > 0.2  # transitions past the first hindsight goal too
 
 
-def test_unfinished_episodes_are_never_relabeled() -> None:
-    rec = simulate(np.array([[0, 0], [0, 1], [1, 1], [1, 2], [2, 2]]), np.array([[3, 3], [3, 0]]))
-    buffer = make_buffer(2, strategy="all")
-    add_episode(buffer, rec, steps=3)
-    assert (buffer.relabel_counts == -1).all()
-    got = samples_np(buffer, np.arange(3))
-    np.testing.assert_array_equal(got["goals"], rec.episode.observations["goals"][:3])
-    np.testing.assert_array_equal(got["rewards"], rec.episode.rewards[:3])
-    add_step(buffer, [rec], 3)
-    assert (buffer.relabel_counts[:4, 0] >= 0).all()
-
-
-def test_wrap_around() -> None:
+def test_running_and_overwritten_episodes_are_never_relabeled() -> None:
     goals = np.array([[3, 3], [3, 0]])
-    paths = [np.array([[0, 0], [0, 1], [1, 1], [1, 2], [2, 2]]),
-             np.array([[1, 0], [2, 0], [2, 1], [2, 2], [1, 2]]),
-             np.array([[0, 3], [1, 3], [2, 3], [2, 2], [2, 1]])]
-    recs = [simulate(p, goals) for p in paths]  # 4 steps each, truncated
+    recs = [simulate(p, goals) for p in (np.array([[0, 0], [0, 1], [1, 1], [1, 2], [2, 2]]),
+                                         np.array([[1, 0], [2, 0], [2, 1], [2, 2], [1, 2]]),
+                                         np.array([[0, 3], [1, 3], [2, 3], [2, 2], [2, 1]]))]
     buffer = make_buffer(2, size=7, strategy="all")
-    add_episode(buffer, recs[0])  # rows 0..3
-    add_episode(buffer, recs[1])  # rows 4, 5, 6, 0: crosses the wrap-around, overwrites ep0's first row
-    assert buffer.full and buffer.pos == 1
-    assert assert_served_as_replay(buffer, recs[1], np.array([4, 5, 6, 0]))
-    # The surviving rows of the first episode keep their own relabel data.
-    first_goals = buffer.relabel_goals[1, 0].copy()
-    replayed = buffer.relabeler.replay(recs[0].episode, first_goals)
-    got = samples_np(buffer, np.array([1, 2, 3]))
-    cut = len(replayed)
-    for t in range(1, 4):
-        if t < cut:
-            assert got["rewards"][t - 1] == replayed.rewards[t]
-            np.testing.assert_array_equal(got["next_goals"][t - 1], replayed.observations["goals"][t + 1])
-    # Partly overwritten by a running episode: overwritten rows are unrelabeled, the rest still relabeled.
-    add_episode(buffer, recs[2], steps=2)  # rows 1, 2
-    assert (buffer.relabel_counts[[1, 2], 0] == -1).all()
-    assert (buffer.relabel_counts[[3, 4, 5, 6, 0], 0] >= 0).all()
-    np.testing.assert_array_equal(samples_np(buffer, np.array([1, 2]))["goals"],
-                                  recs[2].episode.observations["goals"][:2])
+    stream = Stream.into(buffer)
+    for t in range(3):
+        stream.add([recs[0]], [t])
+    for _ in range(20):  # nothing finished: everything served as recorded
+        assert not check_sample(stream, 16).any()
+    stream.add([recs[0]], [3])
+    assert check_sample(stream, 64).all()
+    for t in range(4):  # rows 4, 5, 6, 0: wraps and overwrites the first episode's first row
+        stream.add([recs[1]], [t])
+    for _ in range(20):
+        relabeled = check_sample(stream, 32)
+        info = buffer.last_sample_info
+        assert set(info.episode_start[relabeled].tolist()) <= {4}  # episode 0 lost its start: recorded only
+        assert relabeled.all()
 
 
-def test_episode_longer_than_buffer_is_kept_as_recorded() -> None:
+def test_episode_longer_than_buffer_is_served_as_recorded() -> None:
     path = np.array([[0, 0], [0, 1], [1, 1], [1, 2], [2, 2], [2, 1], [1, 1]])
     rec = simulate(path, np.array([[3, 3], [3, 0]]))
     buffer = make_buffer(2, size=4, strategy="all")
+    stream = Stream.into(buffer)
     with pytest.warns(UserWarning, match="longer than the replay buffer"):
-        add_episode(buffer, rec)
-    assert (buffer.relabel_counts == -1).all()
+        for t in range(len(rec.episode)):
+            stream.add([rec], [t])
+    assert not check_sample(stream, 32).any()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         add_episode(buffer, rec)  # warned once only
-    short = simulate(path[:3], np.array([[3, 3], [3, 0]]))
-    add_episode(buffer, short)
-    assert (buffer.relabel_counts[buffer.pos - 2 : buffer.pos, 0] >= 0).all()
 
 
-def test_two_envs_with_interleaved_episode_ends() -> None:
-    goals = np.array([[3, 3], [0, 3]])
-    env0 = [simulate(np.array([[0, 0], [0, 1], [1, 1], [1, 2]]), goals),  # 3 steps, then 3 more
-            simulate(np.array([[2, 2], [2, 1], [2, 0], [1, 0]]), goals)]
-    env1 = [simulate(np.array([[1, 0], [1, 1], [2, 1], [2, 2], [2, 3], [1, 3]]), goals),  # 5 steps, then more
-            simulate(np.array([[0, 0], [1, 0], [2, 0], [3, 0]]), goals)]
-    schedule = [[(rec, t) for rec in recs for t in range(len(rec.episode))] for recs in (env0, env1)]
-    buffer = make_buffer(2, size=32, n_envs=2, strategy="all")
-    for step in range(6):
-        add_step(buffer, [_At(*schedule[0][step]), _At(*schedule[1][step])], 0)
-        if step == 2:  # env 0 finished, env 1 still running
-            assert (buffer.relabel_counts[:3, 0] >= 0).all() and (buffer.relabel_counts[:3, 1] == -1).all()
-        if step == 4:
-            assert (buffer.relabel_counts[:5, 1] >= 0).all()
-    assert (buffer.relabel_counts[:6, 0] >= 0).all()
-    assert (buffer.relabel_counts[5, 1] == -1).all()  # env 1's second episode has just begun
-    for rows, rec, env_idx in ((np.arange(3), env0[0], 0), (np.arange(3, 6), env0[1], 0),
-                               (np.arange(5), env1[0], 1)):
-        goals_used = buffer.relabel_goals[rows[0], env_idx]
-        assert (buffer.relabel_goals[rows, env_idx] == goals_used).all()
-        replayed = buffer.relabeler.replay(rec.episode, goals_used)
-        steps = buffer.relabeler.reach_steps(rec.episode.observations["achieved"], goals_used)
-        counts = buffer.relabeler.reach_counts(steps, len(rec.episode))
-        np.testing.assert_array_equal(buffer.relabel_counts[rows, env_idx, 0], counts[:-1])
-        np.testing.assert_array_equal(buffer.relabel_counts[rows, env_idx, 1], counts[1:])
-        assert counts[len(replayed)] == 2
-    # Sampling picks env indices like SB3; predict them by re-seeding np.random.
-    rows = np.tile(np.arange(6), 20)
-    np.random.seed(7)
-    got = samples_np(buffer, rows)
-    np.random.seed(7)
-    envs = np.random.randint(0, 2, size=len(rows))
-    counts = buffer.relabel_counts[rows, envs].astype(int)
-    valid = (counts[:, 0] >= 0) & (counts[:, 0] < 2)
-    assert valid.sum() > 10
-    np.testing.assert_array_equal(got["rewards"][valid], (counts[:, 1] - counts[:, 0])[valid])
-    np.testing.assert_array_equal(got["dones"][valid], (counts[:, 1] == 2)[valid])
-    np.testing.assert_array_equal(got["achieved"], buffer.observations["achieved"][rows, envs])
+def test_n_step_returns_by_hand() -> None:
+    # Own goals reached at steps 2 and 4; the 4th transition completes the instruction (terminal).
+    path = np.array([[0, 0], [0, 1], [1, 1], [1, 2], [2, 2]])
+    rec = simulate(path, np.array([[1, 1], [2, 2]]))
+    assert rec.episode.rewards.tolist() == [0.0, 1.0, 0.0, 1.0] and rec.episode.terminated[-1]
+    for ratio, strategy in ((0.0, "some"), (1.0, "none")):  # recorded n-step, and replay under its own goals
+        buffer = make_buffer(2, strategy=strategy, relabel_ratio=ratio, n_steps=3, gamma=0.5)
+        add_episode(buffer, rec)
+        sample = buffer._get_samples(np.array([0, 2])) if ratio == 0.0 else None
+        if sample is None:
+            while True:
+                sample = buffer.sample(64)
+                t = buffer.last_sample_info.t
+                if {0, 2} <= set(t.tolist()):
+                    break
+            order = [int(np.flatnonzero(t == 0)[0]), int(np.flatnonzero(t == 2)[0])]
+        else:
+            order = [0, 1]
+        rewards = sample.rewards.numpy()[order, 0]
+        dones = sample.dones.numpy()[order, 0]
+        discounts = sample.discounts.numpy()[order, 0]
+        # t=0: 0 + 0.5 * 1 + 0.25 * 0 over 3 steps, bootstrap from step 3; t=2: 0 + 0.5 * 1, terminal after 2.
+        assert rewards.tolist() == [0.5, 0.5]
+        assert dones.tolist() == [0.0, 1.0]
+        assert discounts.tolist() == [0.125, 0.25]
+        next_obs = sample.next_observations["obs"].numpy()
+        np.testing.assert_array_equal(next_obs[order[0]], rec.episode.observations["obs"][3])
 
 
-class _At(Recorded):
-    """A recorded episode viewed from step ``t`` (so ``add_step(..., 0)`` adds its step t)."""
+def test_a_new_learn_call_closes_the_spliced_episode() -> None:
+    goals = np.array([[3, 3], [3, 0]])
+    first = simulate(np.array([[0, 0], [0, 1], [1, 1], [1, 2], [2, 2]]), goals)
+    second = simulate(np.array([[2, 2], [2, 1], [2, 0], [1, 0]]), goals)
+    buffer = make_buffer(2, strategy="all")
+    stream = Stream.into(buffer)
+    for t in range(2):
+        stream.add([first], [t])
+    # learn() resets the env: the next observation does not continue the stored episode.
+    for t in range(len(second.episode)):
+        stream.add([second], [t])
+    assert buffer.dones[1, 0] == 1.0 and buffer.timeouts[1, 0] == 1.0  # closed as truncated
+    assert buffer._meta[0, 0, buffer._field["len"]] == 2
+    seen = set()
+    for _ in range(30):
+        sample = buffer.sample(32)
+        info = buffer.last_sample_info
+        for b in np.flatnonzero(info.relabeled):
+            start, t = int(info.episode_start[b]), int(info.t[b])
+            assert (start, t) in {(0, 0), (0, 1), (2, 0), (2, 1), (2, 2)}
+            seen.add(start)
+            if start == 0 and t == 1:  # the cut episode bootstraps from its last stored observation
+                assert sample.next_observations["obs"].numpy()[b, 0] == 2.0
+    assert seen == {0, 2}
 
-    def __init__(self, rec: Recorded, t: int) -> None:
-        ep = rec.episode
-        view = Episode({key: value[t:] for key, value in ep.observations.items()}, ep.actions[t:],
-                       ep.rewards[t:], ep.terminated[t:], ep.truncated[t:])
-        super().__init__(view, rec.dones[t:], rec.timeouts[t:])
+
+def test_splice_with_sb3_learn_reset() -> None:
+    """Two learn() calls with reset_num_timesteps=True: every relabeled episode is one contiguous env episode."""
+    venv = maze_venv(n_envs=2)
+    model = DQN("MultiInputPolicy", venv, replay_buffer_class=HindsightInstructionReplayBuffer,
+                replay_buffer_kwargs=dict(strategy="all"), policy_kwargs=POLICY_KWARGS, learning_starts=50,
+                buffer_size=2000, seed=0)
+    model.learn(130)
+    cut = model.replay_buffer.pos - 1
+    model.learn(130)  # resets the env mid-episode
+    buffer = model.replay_buffer
+    field = buffer._field
+    for env_idx in range(2):
+        rows = np.flatnonzero(buffer._meta[: buffer.pos, env_idx, field["len"]] > 0)
+        for row in rows:
+            t = buffer._meta[row, env_idx, field["t"]]
+            if t > 0:  # consecutive rows of one episode continue each other
+                for key in buffer.observations:
+                    np.testing.assert_array_equal(buffer.observations[key][row, env_idx],
+                                                  buffer.next_observations[key][row - 1, env_idx])
+    assert (buffer.timeouts[cut] == 1.0).all() and (buffer.dones[cut] == 1.0).all()  # both sub-envs cut there
+
+
+class _FinalCell(InstructionRelabeler):
+    """A relabeler with only the per-episode hook (no batched draws): the final cell becomes the next goal."""
+
+    def relabel_goals(self, episode, rng):
+        goals = np.array(episode.observations["goals"][0], copy=True)
+        steps = self.reach_steps(episode.observations["achieved"], goals)
+        n = int((steps > 0).sum())
+        if n >= self.num_goals:
+            return None
+        goals[n] = episode.observations["achieved"][-1, 0]
+        return goals
+
+
+def test_per_episode_relabelers_are_served_from_stored_draws() -> None:
+    rng = np.random.default_rng(3)
+    buffer = make_buffer(2, size=200, relabeler=_FinalCell(2), relabel_ratio=1.0)
+    assert not buffer.batched_draws
+    stream = Stream.into(buffer)
+    for _ in range(10):
+        rec = simulate(random_path(rng, 8), np.array([[9, 9], [9, 8]]))
+        for t in range(len(rec.episode)):
+            stream.add([rec], [t])
+    relabeled = check_sample(stream, 128)
+    info = buffer.last_sample_info
+    for b in np.flatnonzero(relabeled):  # the final cell is the drawn goal 0
+        rec, _ = stream.owner[(int(info.rows[b]), 0)]
+        np.testing.assert_array_equal(info.goals[b, 0], rec.episode.observations["achieved"][-1, 0])
 
 
 def test_pickle_round_trip_continues_identically() -> None:
@@ -487,16 +513,18 @@ def test_pickle_round_trip_continues_identically() -> None:
     add_episode(buffer, recs[0])
     add_episode(buffer, recs[1], steps=2)  # mid-episode at save time
     clone = pickle.loads(pickle.dumps(buffer))
+    served = []
     for buf in (buffer, clone):
         for t in range(2, 4):
             add_step(buf, [recs[1]], t)
-        for _ in range(5):
-            add_episode(buf, recs[0])
-    np.testing.assert_array_equal(clone.relabel_counts, buffer.relabel_counts)
-    np.testing.assert_array_equal(clone.relabel_goals, buffer.relabel_goals)
-    assert (clone.relabel_counts[..., 0] >= 0).all()  # the episode running at pickling time included
-    starts = clone.relabel_goals[[0, 4, 8, 12], 0]
-    assert len({goals.tobytes() for goals in starts}) > 1  # the relabel generator state travelled along
+        add_episode(buf, recs[0])
+        np.random.seed(0)
+        sample = buf.sample(64)
+        served.append((sample.observations["goals"].numpy(), sample.rewards.numpy(), buf.last_sample_info.t))
+    np.testing.assert_array_equal(clone._meta, buffer._meta)
+    for x, y in zip(*served, strict=True):
+        np.testing.assert_array_equal(x, y)
+    assert (clone._meta[:12, 0, clone._field["len"]] > 0).all()  # the episode running at pickling time included
 
 
 # -- extractor -------------------------------------------------------------------------------------------
@@ -533,7 +561,8 @@ def maze_venv(continuous: bool = False, n_envs: int = 2, seed: int = 0):
 def assert_learned(model, min_updates: int = 1) -> None:
     buffer = model.replay_buffer
     assert isinstance(buffer, HindsightInstructionReplayBuffer)
-    assert (buffer.relabel_counts[: buffer.size(), :, 0] >= 0).any(axis=0).all()  # every sub-env relabeled
+    assert (buffer._meta[: buffer.size(), :, buffer._field["len"]] > 0).any(axis=0).all()  # every sub-env
+    assert buffer.served_relabeled_share > 0.5
     values = model.logger.name_to_value
     assert values["train/n_updates"] >= min_updates
     assert all(np.isfinite(float(v)) for k, v in values.items() if k.startswith("train/"))
@@ -547,7 +576,6 @@ def test_dqn_end_to_end_and_save_load_resume(tmp_path) -> None:
     model.learn(3000)
     assert_learned(model, min_updates=300)
     buffer = model.replay_buffer
-    assert buffer.relabel_goals.dtype == np.int32
     path = tmp_path / "buffer.pkl"
     model.save_replay_buffer(path)
     fresh = DQN("MultiInputPolicy", venv, **kwargs)
@@ -555,14 +583,13 @@ def test_dqn_end_to_end_and_save_load_resume(tmp_path) -> None:
     loaded = fresh.replay_buffer
     assert isinstance(loaded, HindsightInstructionReplayBuffer)
     assert loaded.pos == buffer.pos and loaded.full == buffer.full
-    np.testing.assert_array_equal(loaded.relabel_counts, buffer.relabel_counts)
-    np.testing.assert_array_equal(loaded.relabel_goals, buffer.relabel_goals)
+    np.testing.assert_array_equal(loaded._meta, buffer._meta)
     for key in buffer.observations:
         np.testing.assert_array_equal(loaded.observations[key], buffer.observations[key])
-    relabeled_before = int((loaded.relabel_counts[..., 0] >= 0).sum())
+    finished_before = int((loaded._meta[..., loaded._field["len"]] > 0).sum())
     fresh.learn(600, reset_num_timesteps=False)
     assert fresh.logger.name_to_value["train/n_updates"] > 0
-    assert int((loaded.relabel_counts[..., 0] >= 0).sum()) > relabeled_before
+    assert int((loaded._meta[..., loaded._field["len"]] > 0).sum()) > finished_before
     assert fresh.replay_buffer is loaded
 
 
@@ -589,4 +616,4 @@ def test_other_algorithms_smoke(algo: str) -> None:
                 policy_kwargs=policy_kwargs, learning_starts=60, buffer_size=1000, batch_size=32, seed=0)
     model.learn(300)
     assert model.logger.name_to_value["train/n_updates"] > 0
-    assert (model.replay_buffer.relabel_counts[:300, 0, 0] >= 0).any()
+    assert model.replay_buffer.served_relabeled_share > 0.5

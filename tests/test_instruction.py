@@ -12,14 +12,17 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
+from gymnasium.envs.registration import EnvSpec
 from gymnasium.utils.env_checker import check_env
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stable_baselines3.common.envs import BitFlippingEnv
 
 from sb3_hir.episodes import Episode
-from sb3_hir.goals import ToleranceGoalSpec
-from sb3_hir.instruction import DesiredGoalSampler, InstructionWrapper, env_success
+from sb3_hir.goals import ExactGoalSpec, ToleranceGoalSpec
+from sb3_hir.instruction import DesiredGoalSampler, InstructionWrapper, env_success, goal_space_mask_value
 from sb3_hir.relabel import HindsightInstructionRelabeler
+from sb3_hir.testing import check_instruction_env
 
 MOVES = np.array([[-1.0, 0.0], [0.0, -1.0], [1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
 
@@ -270,6 +273,224 @@ def test_replaying_a_recorded_episode_with_the_matching_goal_spec_reproduces_the
     np.testing.assert_array_equal(replayed.observations["goals"], episode.observations["goals"])
 
 
+# -- goal spaces: Box, MultiBinary, MultiDiscrete, Discrete -------------------------------------------------------
+class DialsGoalEnv(gym.Env):
+    """Dials ``i`` with ``nvec[i]`` positions from ``start[i]``: integer goals in a space of choice (SB3 ships no
+    GoalEnv with MultiDiscrete goals).
+
+    ``goal_space``: ``"multidiscrete"``, ``"box"`` (a Box of the dials' range) or ``"discrete"`` (one dial, plain
+    int observations as BitFlippingEnv gives them). Action ``2i`` / ``2i + 1`` turns dial ``i`` down / up, the last
+    one waits. Success is equality, in ``info["is_success"]``; the env terminates on it, as BitFlippingEnv does.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+
+    def __init__(self, nvec: tuple[int, ...] = (3, 4, 5), start: tuple[int, ...] | None = None,
+                 goal_space: str = "multidiscrete", dtype: Any = np.int64) -> None:
+        self.nvec = np.asarray(nvec, dtype=np.int64)
+        self.start = np.zeros_like(self.nvec) if start is None else np.asarray(start, dtype=np.int64)
+        self.goal_space, self.dtype = goal_space, np.dtype(dtype)
+        if goal_space == "multidiscrete":
+            space: spaces.Space = spaces.MultiDiscrete(self.nvec, dtype=dtype, start=self.start)
+        elif goal_space == "box":
+            space = spaces.Box(self.start, self.start + self.nvec - 1, dtype=dtype)
+        else:
+            space = spaces.Discrete(int(self.nvec[0]), start=int(self.start[0]))
+        self.observation_space = spaces.Dict({"observation": space, "achieved_goal": space, "desired_goal": space})
+        self.action_space = spaces.Discrete(2 * len(self.nvec) + 1)
+
+    def _value(self, dials: np.ndarray) -> Any:
+        return int(dials[0]) if self.goal_space == "discrete" else dials.astype(self.dtype)
+
+    def _obs(self) -> dict[str, Any]:
+        state = self._value(self.state)
+        return {"observation": state, "achieved_goal": state, "desired_goal": self._value(self.goal)}
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        different = np.atleast_1d(np.asarray(achieved_goal) != np.asarray(desired_goal))
+        return -different.any(axis=-1).astype(np.float64)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self.state = self.start + self.np_random.integers(0, self.nvec)
+        self.goal = self.start + self.np_random.integers(0, self.nvec)
+        return self._obs(), {}
+
+    def step(self, action: Any):
+        dial, up = divmod(int(action), 2)
+        if dial < len(self.nvec):
+            top = self.start[dial] + self.nvec[dial] - 1
+            self.state[dial] = np.clip(self.state[dial] + (1 if up else -1), self.start[dial], top)
+        success = bool(np.array_equal(self.state, self.goal))
+        return self._obs(), -float(not success), success, False, {"is_success": success}
+
+
+def dials_action(env: InstructionWrapper, obs: dict[str, np.ndarray]) -> int:
+    """Turn the first dial that differs from the goal towards it (wait when none does)."""
+    achieved, goal = obs["achieved"][0], obs["goals"][0]
+    differ = np.flatnonzero(achieved != goal)
+    if not differ.size:
+        return 2 * len(env.unwrapped.nvec)
+    dial = int(differ[0])
+    return 2 * dial + int(goal[dial] > achieved[dial])
+
+
+def bit_vector(goal: np.ndarray, n_bits: int) -> np.ndarray:
+    """A BitFlippingEnv goal as bits: itself (MultiBinary) or the bits of its one integer (Discrete)."""
+    goal = np.asarray(goal).reshape(-1)
+    return goal if goal.size == n_bits else (goal[0] >> np.arange(n_bits)) & 1
+
+
+def bit_flipping_action(env: InstructionWrapper, obs: dict[str, np.ndarray]) -> Any:
+    """Flip the bits that differ from the goal: all at once (continuous actions) or the lowest one (discrete)."""
+    unwrapped = env.unwrapped
+    n_bits = len(unwrapped.state)
+    differ = bit_vector(obs["achieved"], n_bits) != bit_vector(obs["goals"], n_bits)
+    if unwrapped.continuous:
+        return np.where(differ, 1.0, -1.0).astype(np.float32)
+    return int(np.flatnonzero(differ)[0]) if differ.any() else 0
+
+
+def bit_flipping(n_bits: int = 8, env_class: type[BitFlippingEnv] = BitFlippingEnv, **kwargs: Any) -> gym.Env:
+    """SB3's BitFlippingEnv, constructed directly (it is not registered), in a TimeLimit of ``n_bits`` steps.
+
+    SB3 gives it a placeholder spec whose entry point is "no-entry-point", and gymnasium's checker makes the env
+    from its spec; a real entry point lets the checker rebuild it (and compare seeded resets).
+    """
+    env = env_class(n_bits=n_bits, **kwargs)
+    env.spec = EnvSpec("BitFlippingEnv-v0", f"{env_class.__module__}:{env_class.__name__}",
+                       kwargs=dict(n_bits=n_bits, **kwargs))
+    return gym.wrappers.TimeLimit(env, max_episode_steps=n_bits)
+
+
+def int_box(low: Any, high: Any, shape: tuple[int, ...], dtype: Any) -> spaces.Box:
+    return spaces.Box(np.broadcast_to(np.asarray(low, dtype=dtype), shape).copy(),
+                      np.broadcast_to(np.asarray(high, dtype=dtype), shape).copy(), dtype=dtype)
+
+
+# name: (GoalEnv factory, expected "goals" space, expected "achieved" space (None: the same), mask, scripted policy)
+GOAL_SPACE_CASES: dict[str, tuple[Any, spaces.Box, spaces.Box | None, float, Any]] = {
+    "box-float64": (lambda: DialsGoalEnv((3, 4), goal_space="box", dtype=np.float64),
+                    int_box(-1, [2, 3], (1, 2), np.float64), int_box(0, [2, 3], (1, 2), np.float64), -1.0,
+                    dials_action),
+    "box-uint8": (lambda: DialsGoalEnv((3, 4), goal_space="box", dtype=np.uint8),
+                  int_box(-1, [2, 3], (1, 2), np.int16), None, -1, dials_action),
+    "multibinary-discrete-actions": (lambda: bit_flipping(continuous=False),
+                                     int_box(-1, 1, (1, 8), np.int8), None, -1, bit_flipping_action),
+    "multibinary-continuous-actions": (lambda: bit_flipping(continuous=True),
+                                       int_box(-1, 1, (1, 8), np.int8), None, -1, bit_flipping_action),
+    "discrete-bit-flipping": (lambda: bit_flipping(continuous=False, discrete_obs_space=True),
+                              int_box(-1, 255, (1, 1), np.int64), None, -1, bit_flipping_action),
+    "discrete-bit-flipping-continuous-actions": (lambda: bit_flipping(continuous=True, discrete_obs_space=True),
+                                                 int_box(-1, 255, (1, 1), np.int64), None, -1, bit_flipping_action),
+    "discrete-from-minus-2": (lambda: DialsGoalEnv((5,), start=(-2,), goal_space="discrete"),
+                              int_box(-3, 2, (1, 1), np.int64), None, -3, dials_action),
+    "multidiscrete": (lambda: DialsGoalEnv((3, 4, 5)), int_box(-1, [2, 3, 4], (1, 3), np.int64), None, -1,
+                      dials_action),
+    "multidiscrete-uint8-from-1": (lambda: DialsGoalEnv((3, 4), start=(1, 0), dtype=np.uint8),
+                                   int_box(-1, 3, (1, 2), np.int16), None, -1, dials_action),
+}
+goal_space_cases = pytest.mark.parametrize("case", list(GOAL_SPACE_CASES))
+
+
+@goal_space_cases
+def test_every_goal_space_gives_the_instruction_contract_and_the_exact_spec_reproduces_the_env(case):
+    make_env, goals_space, achieved_space, mask, _ = GOAL_SPACE_CASES[case]
+    env = InstructionWrapper(make_env(), DesiredGoalSampler(), num_goals=1)
+    space = env.observation_space
+    assert list(space.spaces) == ["achieved", "goals", "obs"]
+    assert space["goals"] == goals_space and space["goals"].dtype == goals_space.dtype  # bounds include the mask
+    expected_achieved = goals_space if achieved_space is None else achieved_space
+    assert space["achieved"] == expected_achieved and space["achieved"].dtype == expected_achieved.dtype
+    assert space["obs"] == env.env.observation_space["observation"]
+    assert env.mask_value == mask and type(env.mask_value) is type(mask)
+    if np.issubdtype(goals_space.dtype, np.integer):
+        # integer goals compare exactly; the wrapper declares the matching "exact" spec (mask, reward)
+        assert isinstance(env.goal_spec, ExactGoalSpec)
+        assert (env.goal_spec.mask_value, env.goal_spec.goal_reward) == (mask, env.goal_reward)
+    else:
+        assert env.goal_spec is None  # a float goal's tolerance is the env's business
+    check_instruction_env(env, relabeler="hindsight-instruction")
+
+
+# A Discrete "obs" is a 0-d array (sb3-hir's contract: every observation value is an ndarray), where gymnasium's
+# checker would like an int; BitFlippingEnv has a deprecated seed() method.
+@pytest.mark.filterwarnings(
+    "ignore:.*(different from the unwrapped|env.seed to get variables|support for the `seed` function"
+    "|should be an int or np.int64).*:UserWarning"
+)
+@goal_space_cases
+def test_gymnasium_env_checker_accepts_every_goal_space(case):
+    check_env(InstructionWrapper(GOAL_SPACE_CASES[case][0](), DesiredGoalSampler(), num_goals=1),
+              skip_render_check=True)
+
+
+@goal_space_cases
+def test_reaching_the_goal_is_rewarded_masked_and_terminated_in_every_goal_space(case):
+    make_env, goals_space, _, mask, policy = GOAL_SPACE_CASES[case]
+    env = InstructionWrapper(make_env(), DesiredGoalSampler(), num_goals=1, goal_reward=2.0)
+    for seed in range(3):
+        obs, _ = env.reset(seed=seed)
+        goal = obs["goals"].copy()
+        np.testing.assert_array_equal(goal.reshape(-1), np.reshape(env.env_observation["desired_goal"], -1))
+        rewards, terminated, truncated = [], False, False
+        while not (terminated or truncated):
+            obs, reward, terminated, truncated, info = env.step(policy(env, obs))
+            assert env.observation_space.contains(obs)
+            rewards.append(reward)
+        assert terminated and not truncated and info["is_success"] is True and info["goals_reached"] == 1
+        assert rewards == [0.0] * (len(rewards) - 1) + [2.0]
+        assert np.all(obs["goals"] == mask) and obs["goals"].dtype == goals_space.dtype
+        np.testing.assert_array_equal(obs["achieved"], goal)
+
+
+class SilentBitFlippingEnv(BitFlippingEnv):
+    """BitFlippingEnv whose info reports no success: the adapter must ask its compute_reward, which for Discrete
+    goals understands plain ints only."""
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, _ = super().step(action)
+        return obs, reward, terminated, truncated, {}
+
+
+@pytest.mark.parametrize("discrete_obs_space", [False, True])
+def test_envs_without_is_success_are_asked_in_their_own_goal_format(discrete_obs_space):
+    def make_env() -> gym.Env:
+        return bit_flipping(4, env_class=SilentBitFlippingEnv, discrete_obs_space=discrete_obs_space)
+
+    env = InstructionWrapper(make_env(), DesiredGoalSampler(success_reward=0.0), num_goals=1)
+    obs, _ = env.reset(seed=3)
+    native = env.env_goal(env.goals[0])
+    if discrete_obs_space:
+        assert type(native) is int and native == env.env_observation["desired_goal"]
+    else:
+        assert native.dtype == np.int8 and native.shape == (4,)
+    terminated = truncated = False
+    while not (terminated or truncated):
+        obs, reward, terminated, truncated, info = env.step(bit_flipping_action(env, obs))
+    assert terminated and reward == 1.0 and info["is_success"] is True
+    check_instruction_env(env, relabeler="hindsight-instruction")
+    silent = InstructionWrapper(make_env(), DesiredGoalSampler(), num_goals=1)
+    silent.reset(seed=0)
+    with pytest.raises(ValueError, match="pass success_reward"):
+        silent.step(0)
+
+
+@pytest.mark.parametrize(
+    ("space", "mask"),
+    [
+        (spaces.Discrete(4), -1.0),
+        (spaces.Discrete(4, start=-2), -3.0),
+        (spaces.MultiBinary(3), -1.0),
+        (spaces.MultiDiscrete([3, 3], start=[0, -1]), -2.0),
+        (spaces.Box(-np.inf, np.inf, (2,)), -1.0),
+        (spaces.Box(-2.5, 2.5, (2,)), -4.0),
+    ],
+)
+def test_the_default_mask_lies_below_the_goal_range_when_minus_one_could_be_a_goal(space, mask):
+    assert goal_space_mask_value(space) == mask
+
+
 # -- bad input ----------------------------------------------------------------------------------------------------
 class NoDictEnv(gym.Env):
     observation_space = spaces.Box(0, 1, (2,))
@@ -355,3 +576,57 @@ def test_stepping_before_reset_or_after_completion_is_an_error():
     assert env.step(2)[2]  # terminated: the only goal reached
     with pytest.raises(RuntimeError, match="call reset"):
         env.step(4)
+
+
+class SpaceGoalEnv(gym.Env):
+    """A GoalEnv skeleton with given goal spaces, for construction-time checks."""
+
+    def __init__(self, desired: spaces.Space, achieved: spaces.Space | None = None) -> None:
+        self.observation_space = spaces.Dict({"observation": spaces.Box(0, 1, (2,)),
+                                              "achieved_goal": desired if achieved is None else achieved,
+                                              "desired_goal": desired})
+        self.action_space = spaces.Discrete(2)
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> float:
+        return 0.0
+
+
+@pytest.mark.parametrize(
+    ("desired", "shown"),
+    [
+        (spaces.MultiBinary([2, 3]), r"MultiBinary\(\(2, 3\)\) of shape \(2, 3\)"),
+        (spaces.MultiDiscrete([[2, 3], [4, 5]]), r"MultiDiscrete\(\[\[2 3\] \[4 5\]\]\) of shape \(2, 2\)"),
+        (spaces.Box(0, 1, (2, 3)), r"Box\(0\.0, 1\.0, \(2, 3\), float32\) of shape \(2, 3\)"),
+        (spaces.Tuple([spaces.Discrete(2)]), r"Tuple\(Discrete\(2\)\)$"),
+    ],
+    ids=["multibinary-2d", "multidiscrete-2d", "box-2d", "tuple"],
+)
+def test_multi_dimensional_or_other_goal_spaces_are_rejected_naming_what_is_accepted(desired, shown):
+    env = SpaceGoalEnv(desired, achieved=spaces.MultiBinary(6))
+    accepted = r"a 1-D Box \(goal_dim,\), a 1-D MultiBinary\(n\), a 1-D MultiDiscrete\(\[n_1, \.\.\., n_d\]\) or a " \
+               r"Discrete\(n\)"
+    with pytest.raises(ValueError, match=rf"env\.observation_space\['desired_goal'\] must be {accepted}; got {shown}"):
+        InstructionWrapper(env, DesiredGoalSampler(), num_goals=1)
+
+
+def test_integer_goals_need_an_integer_mask_outside_their_range_and_integer_goals():
+    bits = SpaceGoalEnv(spaces.MultiBinary(3))
+    with pytest.raises(ValueError, match="both hold integers or both floats"):
+        InstructionWrapper(SpaceGoalEnv(spaces.MultiBinary(3), achieved=spaces.Box(0, 1, (3,))), DesiredGoalSampler(),
+                           num_goals=1)
+    with pytest.raises(ValueError, match="inside the desired_goal bounds"):
+        InstructionWrapper(bits, DesiredGoalSampler(), num_goals=1, mask_value=0)
+    with pytest.raises(ValueError, match=r"mask_value must be an integer for integer goals .*MultiBinary\(3\)"):
+        InstructionWrapper(bits, DesiredGoalSampler(), num_goals=1, mask_value=-0.5)
+    with pytest.raises(ValueError, match="fit no common integer dtype"):
+        InstructionWrapper(DialsGoalEnv(dtype=np.uint64), DesiredGoalSampler(), num_goals=1)
+    # a positive mask above the range is fine; int8 goals then need int16 to hold 200
+    wide = InstructionWrapper(bits, DesiredGoalSampler(), num_goals=1, mask_value=200)
+    assert wide.observation_space["goals"] == int_box(0, 200, (1, 3), np.int16)
+
+    class HalfSampler(DesiredGoalSampler):
+        def sample(self, env: InstructionWrapper, rng: np.random.Generator, k: int) -> np.ndarray:
+            return super().sample(env, rng, k) + 0.5
+
+    with pytest.raises(ValueError, match="not integers of the goal dtype int64"):
+        InstructionWrapper(DialsGoalEnv(), HalfSampler(), num_goals=1).reset(seed=0)

@@ -485,3 +485,58 @@ def test_bad_episode_and_goals() -> None:
                            episode.actions, episode.rewards, episode.terminated, episode.truncated)
     with pytest.raises(ValueError, match="'achieved' values must have shape"):
         rel.replay(bad_achieved, episode.instruction())
+
+
+# -- per-sample draws (the buffer's batched hook) --------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    k=st.integers(1, 4),
+    length=st.integers(1, 12),
+    n_reached=st.integers(0, 4),
+    strategy=st.sampled_from(["some", "all", "none"]),
+    selection=st.sampled_from(["future", "episode"]),
+    seed=st.integers(0, 2**16),
+)
+def test_draw_goal_steps_invariants(k, length, n_reached, strategy, selection, seed) -> None:
+    rng = np.random.default_rng(seed)
+    n = min(n_reached, k, length)
+    own = np.full((64, k), -1)
+    if n:
+        own[:, :n] = np.sort(rng.choice(np.arange(1, length + 1), size=n, replace=False))
+    t = rng.integers(0, length, size=64)
+    steps = HindsightInstructionRelabeler(k, strategy=strategy).draw_goal_steps(
+        own, np.full(64, length), t, rng, selection)
+    assert steps.shape == (64, k)
+    for row, step_t in zip(steps, t, strict=True):
+        drawn = row[row > 0]
+        if strategy == "none" or not len(drawn):
+            assert (row == -1).all()
+            continue
+        assert (row[: len(drawn)] == drawn).all() and (np.diff(drawn) > 0).all()  # increasing prefix
+        assert drawn.max() <= length
+        assert set(own[0, :n].tolist()) <= set(drawn.tolist())  # reached goals stay
+        extra = sorted(set(drawn.tolist()) - set(own[0, :n].tolist()))
+        assert 1 <= len(extra) <= k - n
+        if strategy == "all":
+            assert len(extra) == min(k - n, length - n) or selection == "future"
+        if selection == "future":
+            assert max(extra) >= step_t + 1  # the completing goal comes from at or after the transition
+
+
+def test_future_draw_with_one_goal_is_uniform_over_later_steps() -> None:
+    rng = np.random.default_rng(0)
+    relabeler = HindsightInstructionRelabeler(1, strategy="all")
+    steps = relabeler.draw_goal_steps(np.full((60_000, 1), -1), np.full(60_000, 10), np.full(60_000, 6), rng)
+    counts = np.bincount(steps[:, 0], minlength=11)
+    assert counts[:7].sum() == 0
+    np.testing.assert_allclose(counts[7:] / 60_000, 0.25, atol=0.01)  # HER's future rule: uniform on 7..10
+
+
+def test_draw_goal_steps_rejects_bad_arguments() -> None:
+    relabeler = HindsightInstructionRelabeler(2)
+    with pytest.raises(ValueError, match="goal_selection"):
+        relabeler.draw_goal_steps(np.full((1, 2), -1), np.ones(1), np.zeros(1), np.random.default_rng(), "final")
+    with pytest.raises(ValueError, match="own_steps"):
+        relabeler.draw_goal_steps(np.full((1, 3), -1), np.ones(1), np.zeros(1), np.random.default_rng())
