@@ -1,23 +1,43 @@
 """Sampling, adding and memory of HindsightInstructionReplayBuffer against SB3's DictReplayBuffer and HerReplayBuffer.
 
-All three buffers hold the same MazeRunner-shaped data in one process: synthetic 250-step episodes (a random walk
-on an 11x11 grid, k=3 goals, observation keys as MazeRunner: "obs" float32 (7,), "goals" int32 (3, 2),
-"achieved" int32 (1, 2), Discrete(5) actions). SB3's HerReplayBuffer handles one goal, so it gets the k=1
-equivalent ("observation", "achieved_goal", "desired_goal" = the first goal) and a tiny GoalEnv-like env in a
-DummyVecEnv for ``compute_reward``.
+All buffers hold the same MazeRunner-shaped data in one process: synthetic episodes of ``--episode-lengths`` steps
+(default 250 and 100; a random walk on an 11x11 grid, k=3 goals, observation keys as MazeRunner: "obs" float32
+(7,), "goals" int32 (3, 2) with reached goals masked by -1, "achieved" int32 (1, 2), Discrete(5) actions). Each
+episode's instruction is redrawn until the walk does not complete it, so every episode is what the env produces:
+a time-limit truncation with fewer than k goals reached (reward 1 on each goal reached).
 
-* ``sample(256)``: at each size the storage arrays are filled directly (adding 1M transitions one by one would
-  take minutes); our buffer then relabels every stored episode through the method ``add()`` calls at an episode
-  end, and HER gets its episode bookkeeping filled the way its ``add()`` fills it. Timed in interleaved rounds,
-  median over rounds.
-* ``add()``: ``--add-steps`` transitions added one by one into each (large) buffer, relabeling included.
-* memory: the sum of ``nbytes`` of every array the buffer holds, per stored transition (HER's per-row info
-  dicts counted as pointers only).
+Buffers (one sub-env):
 
-Targets: sample <= 1.3x DictReplayBuffer at every size, >= 2x faster than HerReplayBuffer at 100k,
-add <= 2x DictReplayBuffer, memory <= 1.5x DictReplayBuffer.
+* ``HIR``: ours, defaults (strategy "some", ``relabel_ratio=0.8``, goal_selection "future", ``n_steps=1``): a fresh
+  hindsight instruction drawn for every relabeled transition inside ``sample()``.
+* ``HIR n=3``: the same with ``n_steps=3`` (n-step returns, ``gamma=0.99``).
+* ``Dict``: SB3's DictReplayBuffer, stock.
+* ``Dict gather``: a DictReplayBuffer subclass that gathers rows with the flat ``np.take`` our buffer uses and
+  otherwise serves exactly what DictReplayBuffer serves (checked). Against it, our time is what relabeling costs.
+* ``HER``: SB3's HerReplayBuffer (future, ``n_sampled_goal=4``) holding the k=1 view of the same data
+  ("observation", "achieved_goal", "desired_goal" = the episode's first goal, reward 1 when the next achieved cell
+  is it), with a tiny GoalEnv-like env in a DummyVecEnv for ``compute_reward``. For timing; its reward share is not
+  comparable to ours (see ``bench_served_signal.py`` for the served signal).
 
-Usage: ``python benchmarks/bench_buffer.py [--sizes 100000 1000000] [--add-steps 20000] [--rounds 7]``
+Measured:
+
+* ``sample(256)``: at each size the storage arrays are filled directly (adding 1M transitions one by one takes
+  minutes); our buffer's per-row bookkeeping is written as ``add()`` writes it (episode id and step ``t`` per row)
+  and ``_end_episode`` (the method ``add()`` calls when an episode ends) builds each episode's index; a self-check
+  asserts that this gives the same storage, ``_meta`` and samples as ``add()`` on a small buffer. HER gets its
+  episode bookkeeping filled the way its ``add()`` fills it. Timed in interleaved rounds, median over rounds.
+  Next to the timings, from separate (untimed) calls: the share of served rows relabeled
+  (``served_relabeled_share``) and the share of served rows with reward > 0.
+* ``add()``: ``--add-steps`` transitions added one by one into fresh buffers of the same size (whole episodes, so
+  our per-episode indexing is included), interleaved rounds, median.
+* memory: the sum of ``nbytes`` of every array the buffer holds, per stored transition (HER's per-row info dicts
+  counted as pointers only).
+
+Targets: sample(256) <= 1.5x Dict gather at 100k and 1M, <= 0.5x HerReplayBuffer at 1M; add <= 2x Dict; bytes per
+transition <= 1.5x Dict (for ``HIR``; the ``n=3`` row is for information).
+
+Usage: ``python benchmarks/bench_buffer.py [--sizes 100000 1000000] [--episode-lengths 250 100]
+[--add-steps 20000] [--rounds 7] [--calls 200] [--seed 0]``
 """
 
 from __future__ import annotations
@@ -34,14 +54,16 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3 import HerReplayBuffer
 from stable_baselines3.common.buffers import DictReplayBuffer
-from stable_baselines3.common.vec_env import DummyVecEnv
+from stable_baselines3.common.type_aliases import DictReplayBufferSamples
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.relabel import HindsightInstructionRelabeler
 
-EPISODE = 250
 K = 3
 GRID = 11
 BATCH = 256
+NAMES = ("HIR", "HIR n=3", "Dict", "Dict gather", "HER")
 
 HIR_SPACE = spaces.Dict(
     {
@@ -77,37 +99,69 @@ class GridGoalEnv(gym.Env):
         return np.all(achieved_goal == desired_goal, axis=-1).astype(np.float32)
 
 
-def make_data(n_episodes: int, seed: int) -> dict[str, Any]:
-    """MazeRunner-shaped episodes: observations (E, T+1, ...), with goals masked as the env masks them."""
-    from sb3_hir.relabel import HindsightInstructionRelabeler
+def _take(array: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """As ``sb3_hir.buffers._take``: rows ``flat`` of a ``(buffer_size, n_envs, ...)`` array, rows and envs as one."""
+    return array.reshape(-1, *array.shape[2:]).take(flat, axis=0)
 
+
+class SameGatherDictReplayBuffer(DictReplayBuffer):
+    """DictReplayBuffer serving exactly what it serves, gathered with the flat ``np.take`` our buffer uses."""
+
+    def _get_samples(  # type: ignore[override]
+        self, batch_inds: np.ndarray, env: VecNormalize | None = None
+    ) -> DictReplayBufferSamples:
+        env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
+        flat = batch_inds * self.n_envs + env_indices
+        obs_ = self._normalize_obs({key: _take(obs, flat) for key, obs in self.observations.items()}, env)
+        next_obs_ = self._normalize_obs({key: _take(obs, flat) for key, obs in self.next_observations.items()}, env)
+        assert isinstance(obs_, dict) and isinstance(next_obs_, dict)
+        return DictReplayBufferSamples(
+            observations={key: self.to_torch(obs) for key, obs in obs_.items()},
+            actions=self.to_torch(_take(self.actions, flat)),
+            next_observations={key: self.to_torch(obs) for key, obs in next_obs_.items()},
+            dones=self.to_torch(_take(self.dones, flat) * (1 - _take(self.timeouts, flat))).reshape(-1, 1),
+            rewards=self.to_torch(self._normalize_reward(_take(self.rewards, flat).reshape(-1, 1), env)),
+        )
+
+
+def make_data(n_episodes: int, length: int, seed: int) -> dict[str, Any]:
+    """MazeRunner-shaped episodes: observations (E, T+1, ...), goals masked as the env masks them."""
     rng = np.random.default_rng(seed)
     moves = np.array([[0, -1], [-1, 0], [0, 1], [1, 0], [0, 0]], dtype=np.int32)
     start = rng.integers(1, GRID - 1, size=(n_episodes, 1, 2), dtype=np.int32)
-    steps = moves[rng.integers(0, 5, size=(n_episodes, EPISODE))]
-    achieved = np.clip(start + np.concatenate([np.zeros_like(start), np.cumsum(steps, axis=1)], axis=1), 0, GRID - 1)
-    instruction = rng.integers(0, GRID, size=(n_episodes, K, 2), dtype=np.int32)
+    steps = moves[rng.integers(0, 5, size=(n_episodes, length))]
+    walk = np.concatenate([np.zeros_like(start), np.cumsum(steps, axis=1)], axis=1)
+    achieved = np.clip(start + walk, 0, GRID - 1).astype(np.int32)
     relabeler = HindsightInstructionRelabeler(K)
-    counts = np.stack([relabeler.reach_counts(relabeler.reach_steps(a, g), EPISODE)
-                       for a, g in zip(achieved, instruction, strict=True)])  # (E, T+1)
+    instruction = rng.integers(0, GRID, size=(n_episodes, K, 2), dtype=np.int32)
+    reach = np.empty((n_episodes, K), dtype=np.int64)
+    todo = np.arange(n_episodes)
+    while len(todo):  # redraw instructions the walk completes: the env would have ended those episodes early
+        for e in todo:
+            reach[e] = relabeler.reach_steps(achieved[e], instruction[e])
+        todo = todo[reach[todo, -1] > 0]
+        instruction[todo] = rng.integers(0, GRID, size=(len(todo), K, 2), dtype=np.int32)
+    counts = (np.where(reach > 0, reach, length + 1)[:, None, :] <= np.arange(length + 1)[None, :, None]).sum(axis=2)
     masked = np.arange(K)[None, None, :, None] < counts[:, :, None, None]
     goals = np.where(masked, -1, instruction[:, None]).astype(np.int32)
-    rewards = np.diff(counts, axis=1).astype(np.float32)
+    first_goal = np.broadcast_to(instruction[:, None, 0], (n_episodes, length + 1, 2))
     return {
-        "obs": rng.random((n_episodes, EPISODE + 1, 7), dtype=np.float32),
+        "length": length,
+        "obs": rng.random((n_episodes, length + 1, 7), dtype=np.float32),
         "goals": goals,
-        "achieved": achieved[:, :, None, :].astype(np.int32),
-        "actions": rng.integers(0, 5, size=(n_episodes, EPISODE, 1)),
-        "rewards": rewards,
+        "achieved": achieved[:, :, None, :],
+        "actions": rng.integers(0, 5, size=(n_episodes, length, 1)),
+        "rewards": np.diff(counts, axis=1).astype(np.float32),
+        # k=1 view for HER: the episode's first goal, rewarded whenever the next achieved cell is it.
+        "her": {"observation": None, "achieved_goal": achieved, "desired_goal": first_goal},
+        "her_rewards": np.all(achieved[:, 1:] == first_goal[:, 1:], axis=-1).astype(np.float32),
     }
 
 
-def her_view(data: dict[str, Any]) -> dict[str, np.ndarray]:
-    return {
-        "observation": data["obs"],
-        "achieved_goal": data["achieved"][:, :, 0],
-        "desired_goal": data["goals"][:, :, 0],  # the active-first goal: HER's single goal
-    }
+def views(data: dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    hir = {key: data[key] for key in ("obs", "goals", "achieved")}
+    her = {**data["her"], "observation": data["obs"]}
+    return hir, her
 
 
 def flat_transitions(obs: dict[str, np.ndarray], n: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
@@ -117,40 +171,133 @@ def flat_transitions(obs: dict[str, np.ndarray], n: int) -> tuple[dict[str, np.n
     return now, nxt
 
 
-def fill(buffer: DictReplayBuffer, obs: dict[str, np.ndarray], data: dict[str, Any], n: int) -> None:
-    """Write n transitions straight into the storage arrays (env 0), as n calls of add() would."""
+def fill(buffer: DictReplayBuffer, obs: dict[str, np.ndarray], rewards: np.ndarray, data: dict[str, Any],
+         n: int) -> None:
+    """Write n transitions (whole episodes, n <= buffer_size) straight into the storage arrays of env 0."""
+    length = data["length"]
     now, nxt = flat_transitions(obs, n)
     for key in buffer.observations:
         buffer.observations[key][:n, 0] = now[key]
         buffer.next_observations[key][:n, 0] = nxt[key]
     buffer.actions[:n, 0] = data["actions"].reshape(-1, 1)[:n]
-    buffer.rewards[:n, 0] = data["rewards"].reshape(-1)[:n]
+    buffer.rewards[:n, 0] = rewards.reshape(-1)[:n]
     ends = np.zeros(n, np.float32)
-    ends[EPISODE - 1 :: EPISODE] = 1.0
+    ends[length - 1 :: length] = 1.0
     buffer.dones[:n, 0] = ends
-    buffer.timeouts[:n, 0] = ends  # every synthetic episode ends on its time limit
+    buffer.timeouts[:n, 0] = ends  # every episode ends on its time limit
     buffer.pos = n % buffer.buffer_size
     buffer.full = n >= buffer.buffer_size
 
 
 def fill_hir(buffer: HindsightInstructionReplayBuffer, data: dict[str, Any], n: int) -> float:
-    """Fill, then relabel every episode through add()'s episode-end path; returns seconds per episode."""
-    fill(buffer, {key: data[key] for key in ("obs", "goals", "achieved")}, data, n)
+    """``fill``, then the per-row bookkeeping as ``add()`` writes it and ``_end_episode`` per episode, as ``add()``
+    calls it. Returns the seconds per episode spent in ``_end_episode`` (the per-episode index)."""
+    length = data["length"]
+    assert n % length == 0 and n <= buffer.buffer_size and buffer.n_envs == 1
+    fill(buffer, views(data)[0], data["rewards"], data, n)
+    field, rows = buffer._field, np.arange(n)
+    # add() writes, at the row it stores: the running episode's id, the step t in it, and len = 0 (running).
+    buffer._meta[:n, 0, field["id"]] = (rows // length) & buffer._id_mask
+    buffer._meta[:n, 0, field["t"]] = rows % length
+    buffer._meta[:n, 0, field["len"]] = 0
     start = time.perf_counter()
-    for first in range(0, n, EPISODE):
-        buffer._relabel_stored_episode(0, first, EPISODE)
+    for first in range(0, n, length):
+        # State after add() stored the episode's last transition: pos past it, _num_adds counted it.
+        buffer._num_adds = first + length
+        buffer.pos = (first + length) % buffer.buffer_size
+        buffer._episode_start[0] = first
+        buffer._end_episode(0)
     elapsed = time.perf_counter() - start
-    buffer._num_adds = n
-    buffer._episode_start = [n]
-    return elapsed / (n // EPISODE)
+    buffer.pos = n % buffer.buffer_size
+    buffer.full = n >= buffer.buffer_size
+    return elapsed / (n // length)
 
 
 def fill_her(buffer: HerReplayBuffer, data: dict[str, Any], n: int) -> None:
-    fill(buffer, her_view(data), data, n)
+    length = data["length"]
+    fill(buffer, views(data)[1], data["her_rewards"], data, n)
     rows = np.arange(n)
-    buffer.ep_start[:n, 0] = rows - rows % EPISODE
-    buffer.ep_length[:n, 0] = EPISODE
+    buffer.ep_start[:n, 0] = rows - rows % length
+    buffer.ep_length[:n, 0] = length
     buffer._current_ep_start[0] = n % buffer.buffer_size
+
+
+def add_items(transitions: tuple[dict[str, np.ndarray], dict[str, np.ndarray]], data: dict[str, Any],
+              rewards: np.ndarray, first: int, count: int) -> list[tuple]:
+    """Arguments of ``count`` add() calls: transitions ``first..first+count-1`` of ``flat_transitions``."""
+    length = data["length"]
+    now, nxt = transitions
+    actions = data["actions"].reshape(-1, 1)
+    rewards = rewards.reshape(-1)
+    items = []
+    for t in range(first, first + count):
+        end = (t + 1) % length == 0
+        items.append((
+            {key: value[t : t + 1] for key, value in now.items()},
+            {key: value[t : t + 1] for key, value in nxt.items()},
+            actions[t : t + 1],
+            rewards[t : t + 1],
+            np.array([end]),
+            [{"TimeLimit.truncated": end}],
+        ))
+    return items
+
+
+def check_fast_fill(length: int, seed: int) -> None:
+    """The direct fill gives our buffer the same storage, ``_meta`` and samples as add() (small buffer)."""
+    n = 8 * length
+    data = make_data(8, length, seed + 1)
+    for n_steps in (1, 3):
+        kwargs = dict(device="cpu", seed=seed, n_steps=n_steps)
+        fast = HindsightInstructionReplayBuffer(n, HIR_SPACE, ACTIONS, **kwargs)
+        slow = HindsightInstructionReplayBuffer(n, HIR_SPACE, ACTIONS, **kwargs)
+        fill_hir(fast, data, n)
+        for item in add_items(flat_transitions(views(data)[0], n), data, data["rewards"], 0, n):
+            slow.add(*item)
+        for name in ("actions", "rewards", "dones", "timeouts", "_meta"):
+            np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
+        for key in fast.observations:
+            np.testing.assert_array_equal(fast.observations[key], slow.observations[key], err_msg=key)
+            np.testing.assert_array_equal(fast.next_observations[key], slow.next_observations[key], err_msg=key)
+        assert (fast.pos, fast.full, fast._num_adds, fast._episode_start) == (
+            slow.pos, slow.full, slow._num_adds, slow._episode_start)
+        np.testing.assert_array_equal(fast._episode_ids, slow._episode_ids)
+        for _ in range(5):
+            np.random.seed(seed)
+            a = fast.sample(BATCH)
+            np.random.seed(seed)
+            b = slow.sample(BATCH)
+            for key in a.observations:
+                assert th.equal(a.observations[key], b.observations[key])
+                assert th.equal(a.next_observations[key], b.next_observations[key])
+            assert th.equal(a.rewards, b.rewards) and th.equal(a.dones, b.dones) and th.equal(a.actions, b.actions)
+    # The same-gather Dict buffer serves what DictReplayBuffer serves.
+    stock = DictReplayBuffer(n, HIR_SPACE, ACTIONS, device="cpu")
+    same = SameGatherDictReplayBuffer(n, HIR_SPACE, ACTIONS, device="cpu")
+    for buffer in (stock, same):
+        fill(buffer, views(data)[0], data["rewards"], data, n)
+    for _ in range(5):
+        np.random.seed(seed)
+        a = stock.sample(BATCH)
+        np.random.seed(seed)
+        b = same.sample(BATCH)
+        for field in ("actions", "dones", "rewards"):
+            assert th.equal(getattr(a, field), getattr(b, field)), field
+        for key in a.observations:
+            assert th.equal(a.observations[key], b.observations[key])
+            assert th.equal(a.next_observations[key], b.next_observations[key])
+
+
+def make_buffers(n: int, her_env: DummyVecEnv, seed: int) -> dict[str, DictReplayBuffer]:
+    return {
+        "HIR": HindsightInstructionReplayBuffer(n, HIR_SPACE, ACTIONS, device="cpu", seed=seed),
+        "HIR n=3": HindsightInstructionReplayBuffer(n, HIR_SPACE, ACTIONS, device="cpu", seed=seed, n_steps=3,
+                                                    gamma=0.99),
+        "Dict": DictReplayBuffer(n, HIR_SPACE, ACTIONS, device="cpu"),
+        "Dict gather": SameGatherDictReplayBuffer(n, HIR_SPACE, ACTIONS, device="cpu"),
+        "HER": HerReplayBuffer(n, HER_SPACE, ACTIONS, env=her_env, device="cpu", n_sampled_goal=4,
+                               goal_selection_strategy="future"),
+    }
 
 
 def array_bytes(buffer: Any) -> int:
@@ -183,28 +330,17 @@ def time_sample(buffer: DictReplayBuffer, calls: int) -> Callable[[], float]:
     return run
 
 
-def time_add(buffer: DictReplayBuffer, obs: dict[str, np.ndarray], data: dict[str, Any], steps: int,
-             ) -> Callable[[], float]:
-    """Each call adds the next ``steps`` transitions (whole episodes, so relabeling is included)."""
-    now, nxt = flat_transitions(obs, len(data["rewards"]) * EPISODE)
-    actions = data["actions"].reshape(-1, 1)
-    rewards = data["rewards"].reshape(-1)
+def time_add(buffer: DictReplayBuffer, obs: dict[str, np.ndarray], rewards: np.ndarray, data: dict[str, Any],
+             steps: int) -> Callable[[], float]:
+    """Each call adds the next ``steps`` transitions (whole episodes, so per-episode work is included)."""
+    total = rewards.size
+    transitions = flat_transitions(obs, total)
     cursor = [0]
 
     def run() -> float:
         first = cursor[0]
-        items = []
-        for t in range(first, first + steps):
-            end = (t + 1) % EPISODE == 0
-            items.append((
-                {key: value[t : t + 1] for key, value in now.items()},
-                {key: value[t : t + 1] for key, value in nxt.items()},
-                actions[t : t + 1],
-                rewards[t : t + 1],
-                np.array([end]),
-                [{"TimeLimit.truncated": end}],
-            ))
-        cursor[0] = (first + steps) % len(rewards)
+        items = add_items(transitions, data, rewards, first, steps)
+        cursor[0] = (first + steps) % total
         add = buffer.add
         start = time.perf_counter()
         for item in items:
@@ -214,78 +350,107 @@ def time_add(buffer: DictReplayBuffer, obs: dict[str, np.ndarray], data: dict[st
     return run
 
 
+def served_shares(buffer: DictReplayBuffer, calls: int) -> tuple[float | None, float]:
+    """(share of served rows relabeled, share with reward > 0) over ``calls`` untimed sample(256) calls."""
+    if isinstance(buffer, HindsightInstructionReplayBuffer):
+        buffer.num_served = buffer.num_served_relabeled = 0
+    rewarded = 0
+    for _ in range(calls):
+        rewarded += int((buffer.sample(BATCH).rewards > 0).sum())
+    share = buffer.served_relabeled_share if isinstance(buffer, HindsightInstructionReplayBuffer) else None
+    return share, rewarded / (calls * BATCH)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--episode-lengths", type=int, nargs="+", default=[250, 100])
     parser.add_argument("--add-steps", type=int, default=20_000, help="transitions added per buffer and size")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=200, help="sample() calls per round")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    if any(size < EPISODE for size in args.sizes):
-        parser.error(f"--sizes must be >= {EPISODE}")
+    if any(size < max(args.episode_lengths) for size in args.sizes) or min(args.episode_lengths) < 2:
+        parser.error("--sizes must be >= every episode length, and episode lengths >= 2")
     th.set_num_threads(1)
-    add_steps = max(EPISODE, args.add_steps // EPISODE * EPISODE)
     add_rounds = 5
-    print(f"sample({BATCH}) / add() / bytes per transition; episodes of {EPISODE} steps, k={K}; "
-          f"median of {args.rounds} interleaved rounds; torch threads=1")
-    header = (f"{'size':>9} {'buffer':<10} {'sample us':>10} {'vs Dict':>8} {'vs HER':>8} "
-              f"{'add us':>8} {'vs Dict':>8} {'B/trans':>8} {'vs Dict':>8}")
+    her_env = DummyVecEnv([GridGoalEnv])
+    for length in args.episode_lengths:
+        check_fast_fill(length, args.seed)
+    print("self-check: direct fill == add() (storage, _meta, samples; n_steps 1 and 3) and Dict gather == Dict "
+          f"samples, for episode lengths {args.episode_lengths}: OK")
+    print(f"sample({BATCH}) / add() / bytes per transition; k={K}, one sub-env; median of {args.rounds} "
+          f"interleaved rounds of {args.calls} calls (add: {add_rounds} rounds); torch threads=1")
+    print()
+    print("| size | T | buffer | sample us | vs Dict | vs Dict gather | vs HER | add us | vs Dict | B/trans | vs Dict "
+          "| relabeled | reward>0 |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     verdicts: list[str] = []
+    notes: list[str] = []
     for size in args.sizes:
-        n = size // EPISODE * EPISODE
-        data = make_data(max(n, add_steps * add_rounds) // EPISODE, args.seed)
-        hir_obs = {key: data[key] for key in ("obs", "goals", "achieved")}
-        her_env = DummyVecEnv([GridGoalEnv])
-        buffers: dict[str, DictReplayBuffer] = {
-            "Dict": DictReplayBuffer(n, HIR_SPACE, ACTIONS, device="cpu"),
-            "HIR": HindsightInstructionReplayBuffer(n, HIR_SPACE, ACTIONS, device="cpu", seed=args.seed),
-            "HER": HerReplayBuffer(n, HER_SPACE, ACTIONS, env=her_env, device="cpu"),
-        }
-        observations = {"Dict": hir_obs, "HIR": hir_obs, "HER": her_view(data)}
-        fill(buffers["Dict"], hir_obs, data, n)
-        relabel_s = fill_hir(buffers["HIR"], data, n)
-        fill_her(buffers["HER"], data, n)
-        relabeled = float((buffers["HIR"].relabel_counts[..., 0] >= 0).mean())
-        np.random.seed(args.seed)
-        for buffer in buffers.values():  # warm-up
-            for _ in range(20):
-                buffer.sample(BATCH)
-        sample = median_rounds({name: time_sample(b, args.calls) for name, b in buffers.items()}, args.rounds)
-        memory = {name: array_bytes(b) / (b.buffer_size * b.n_envs) for name, b in buffers.items()}
-        # add(): fresh buffers of the same size, so add() writes where the filled data would not interfere.
-        del buffers
-        gc.collect()
-        add_buffers: dict[str, DictReplayBuffer] = {
-            "Dict": DictReplayBuffer(n, HIR_SPACE, ACTIONS, device="cpu"),
-            "HIR": HindsightInstructionReplayBuffer(n, HIR_SPACE, ACTIONS, device="cpu", seed=args.seed),
-            "HER": HerReplayBuffer(n, HER_SPACE, ACTIONS, env=her_env, device="cpu"),
-        }
-        per_round = add_steps // add_rounds // EPISODE * EPISODE or EPISODE
-        add = median_rounds(
-            {name: time_add(b, observations[name], data, per_round) for name, b in add_buffers.items()}, add_rounds
-        )
-        del add_buffers
-        gc.collect()
+        for length in args.episode_lengths:
+            n = size // length * length
+            add_steps = max(length, args.add_steps // length * length)
+            data = make_data(max(n, add_steps) // length, length, args.seed)
+            hir_obs, her_obs = views(data)
+            buffers = make_buffers(n, her_env, args.seed)
+            for name in ("Dict", "Dict gather"):
+                fill(buffers[name], hir_obs, data["rewards"], data, n)
+            index_s = fill_hir(buffers["HIR"], data, n)
+            fill_hir(buffers["HIR n=3"], data, n)
+            fill_her(buffers["HER"], data, n)
+            np.random.seed(args.seed)
+            for buffer in buffers.values():  # warm-up
+                for _ in range(20):
+                    buffer.sample(BATCH)
+            sample = median_rounds({name: time_sample(b, args.calls) for name, b in buffers.items()}, args.rounds)
+            shares = {name: served_shares(b, args.calls) for name, b in buffers.items() if name != "HER"}
+            memory = {name: array_bytes(b) / (b.buffer_size * b.n_envs) for name, b in buffers.items()}
+            del buffers
+            gc.collect()
+            # add(): fresh buffers (Dict gather and HIR n=3 add exactly as Dict and HIR).
+            fresh = make_buffers(n, her_env, args.seed)
+            add_buffers = {name: fresh[name] for name in ("HIR", "Dict", "HER")}
+            del fresh
+            per_round = max(length, add_steps // add_rounds // length * length)
+            add = median_rounds({
+                "HIR": time_add(add_buffers["HIR"], hir_obs, data["rewards"], data, per_round),
+                "Dict": time_add(add_buffers["Dict"], hir_obs, data["rewards"], data, per_round),
+                "HER": time_add(add_buffers["HER"], her_obs, data["her_rewards"], data, per_round),
+            }, add_rounds)
+            del add_buffers, data
+            gc.collect()
+            add["HIR n=3"] = add["HIR"]
+            add["Dict gather"] = add["Dict"]
 
-        print()
-        print(f"{n} stored transitions ({n // EPISODE} episodes; {relabeled:.0%} of HIR rows relabeled, "
-              f"relabeling {relabel_s * 1e6:.0f} us per episode at its end)")
-        print(header)
-        for name in ("HIR", "Dict", "HER"):
-            print(f"{n:>9} {name:<10} {sample[name] * 1e6:>10.1f} {sample[name] / sample['Dict']:>7.2f}x "
-                  f"{sample[name] / sample['HER']:>7.2f}x {add[name] * 1e6:>8.2f} {add[name] / add['Dict']:>7.2f}x "
-                  f"{memory[name]:>8.1f} {memory[name] / memory['Dict']:>7.2f}x")
-        checks = [
-            (f"sample <= 1.3x Dict at {n}", sample["HIR"] / sample["Dict"], sample["HIR"] <= 1.3 * sample["Dict"]),
-            (f"add <= 2x Dict at {n}", add["HIR"] / add["Dict"], add["HIR"] <= 2.0 * add["Dict"]),
-            (f"memory <= 1.5x Dict at {n}", memory["HIR"] / memory["Dict"], memory["HIR"] <= 1.5 * memory["Dict"]),
-        ]
-        if size == 100_000:
-            checks.insert(1, (f"sample >= 2x faster than HER at {n}", sample["HER"] / sample["HIR"],
-                              sample["HER"] >= 2.0 * sample["HIR"]))
-        for label, ratio, ok in checks:
-            verdicts.append(f"{'PASS' if ok else 'MISS'}  {label}: {ratio:.2f}x")
+            for name in NAMES:
+                relabeled, rewarded = shares.get(name, (None, None))
+                cells = [
+                    f"{n}", f"{length}", name, f"{sample[name] * 1e6:.1f}", f"{sample[name] / sample['Dict']:.2f}x",
+                    f"{sample[name] / sample['Dict gather']:.2f}x", f"{sample[name] / sample['HER']:.2f}x",
+                    f"{add[name] * 1e6:.2f}" + ("*" if name in ("HIR n=3", "Dict gather") else ""),
+                    f"{add[name] / add['Dict']:.2f}x", f"{memory[name]:.1f}", f"{memory[name] / memory['Dict']:.2f}x",
+                    "-" if relabeled is None else f"{relabeled:.3f}", "-" if rewarded is None else f"{rewarded:.4f}",
+                ]
+                print("| " + " | ".join(cells) + " |")
+            notes.append(f"{n} x T={length}: {n // length} episodes; per-episode index built by _end_episode in "
+                         f"{index_s * 1e6:.0f} us")
+            where = f"at {n}, T={length}"
+            ratio = sample["HIR"] / sample["Dict gather"]
+            verdicts.append(f"{'PASS' if ratio <= 1.5 else 'MISS'}  sample <= 1.5x Dict gather {where}: {ratio:.2f}x")
+            if size >= 1_000_000:
+                ratio = sample["HIR"] / sample["HER"]
+                verdicts.append(f"{'PASS' if ratio <= 0.5 else 'MISS'}  sample <= 0.5x HER {where}: {ratio:.2f}x")
+            ratio = add["HIR"] / add["Dict"]
+            verdicts.append(f"{'PASS' if ratio <= 2.0 else 'MISS'}  add <= 2x Dict {where}: {ratio:.2f}x")
+            ratio = memory["HIR"] / memory["Dict"]
+            verdicts.append(f"{'PASS' if ratio <= 1.5 else 'MISS'}  bytes <= 1.5x Dict {where}: {ratio:.2f}x")
+    print()
+    print("* add() of HIR n=3 and Dict gather is the same method as HIR's and Dict's (not timed again). relabeled: "
+          "served_relabeled_share; reward>0: share of served rows with reward > 0 (Dict: the recorded share). HER "
+          "holds the k=1 view (timing only; rewards not comparable).")
+    for line in notes:
+        print(line)
     print()
     print("targets:")
     for line in verdicts:

@@ -1,30 +1,31 @@
-"""Single-goal GoalEnv (k = 1): SAC with HindsightInstructionReplayBuffer against SAC with SB3's HerReplayBuffer.
+"""Single-goal GoalEnvs (k = 1): our HindsightInstructionReplayBuffer against SB3's HerReplayBuffer, same algorithm.
 
-Same GoalEnv, same budget, same seeds, same SAC settings and network sizes; only the buffer (and the observation
+Same GoalEnv, algorithm, hyperparameters, network sizes, seeds and budget; only the buffer (and the observation
 layout each buffer needs) differs:
 
-* HIR: sb3-hir-robotics' ``goalenv`` adapter (the env's own desired goal as a one-goal instruction, its own success
-  test), :class:`HindsightInstructionReplayBuffer` with strategy ``"all"`` (with one goal, ``"some"`` leaves half
-  of the failed episodes unrelabeled; ``"all"`` relabels each, as HER relabels every episode) and
-  ``relabel_ratio=0.8`` (HER's ``n_sampled_goal=4``), and the ``distance-threshold`` goal spec; the policy sees
-  ``"obs"`` and ``"goals"``.
+* HIR: the env's own desired goal as a one-goal instruction (``InstructionWrapper`` + ``DesiredGoalSampler``, the
+  env's own success test), :class:`HindsightInstructionReplayBuffer` with strategy ``"all"`` (with one goal this is
+  HER's ``future`` rule: one fresh goal per sampled transition from the steps at or after it), ``relabel_ratio=0.8``
+  (HER's ``n_sampled_goal=4``), the ``distance-threshold`` goal spec for continuous goals and ``exact`` for bits;
+  the policy sees ``"obs"`` and ``"goals"``.
 * HER: the raw GoalEnv, ``HerReplayBuffer(goal_selection_strategy="future", n_sampled_goal=4)``; the policy sees
-  ``observation``, ``achieved_goal`` and ``desired_goal`` (SB3's usual HER setup).
+  ``observation``, ``achieved_goal`` and ``desired_goal`` (SB3's usual HER setup, its own reward scale).
 
-Default env: ``PlanarReach-v0``, a cheap GoalEnv defined here (a point moved by velocity commands in the unit square,
-success within 0.1 of the goal, sparse 0/1 reward, episode ends on success), so that both agents learn within the
-default budget; ``--env-id PointMaze_UMaze-v3`` runs the PointMaze U-maze instead (the raw env is then made with
-``continuing_task=False``, so that both sides end the episode at the goal). Evaluation: ``--eval-episodes``
-episodes per seed with the deterministic policy, success = the env's own test held at some step.
+Envs (``--env``):
 
-Prints mean +- std over seeds of the success rate. Target: HIR not below HER by more than the spread.
+* ``planar`` (SAC): ``PlanarReach-v0``, a cheap continuous GoalEnv defined here (a point moved by velocity commands
+  in the unit square, success within 0.1 of the goal, sparse 0/1 reward, episode ends on success).
+* ``bitflip`` (DQN): SB3's own ``BitFlippingEnv`` (``--n-bits``, discrete actions, MultiBinary goals), its
+  canonical HER example; episodes of ``n_bits`` steps, terminated on success.
+* any gymnasium-robotics GoalEnv id (SAC), e.g. ``PointMaze_UMaze-v3`` (made with ``continuing_task=False`` on both
+  sides, so that both end the episode at the goal).
 
-Budget matters: the HIR buffer relabels once per finished episode, so a relabeled one-goal episode holds one
-rewarded transition, where HER draws a goal per sampled transition. HIR therefore starts later (at 4000 steps HER
-leads) and then overtakes (at the default 8000 steps); run ``--timesteps 4000`` to see the early phase.
+Each run is evaluated at every budget of ``--budgets`` inside the same training run (a callback), with
+``--eval-episodes`` deterministic episodes on fixed seeds; success = the env's own test held at some step. Prints
+mean +- std over seeds per budget, and the target check: ours not below HER by more than the spread at every budget.
 
-Usage: ``python benchmarks/bench_goalenv_her.py [--timesteps 8000] [--seeds 0 1 2] [--env-id PlanarReach-v0]
-[--max-episode-steps 50] [--eval-episodes 50]``
+Usage: ``python benchmarks/bench_goalenv_her.py [--env planar|bitflip|<GoalEnv id>] [--budgets 2000 4000 8000]
+[--seeds 0 1 2] [--max-episode-steps 50] [--eval-episodes 50]``
 """
 
 from __future__ import annotations
@@ -38,12 +39,16 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from gymnasium_robotics.core import GoalEnv
-from stable_baselines3 import SAC, HerReplayBuffer
+from stable_baselines3 import DQN, SAC, HerReplayBuffer
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.envs import BitFlippingEnv
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from sb3_hir import plugins
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.extractors import KeySelectExtractor
+from sb3_hir.instruction import DesiredGoalSampler, InstructionWrapper
 
 PLANAR_ID = "PlanarReach-v0"
 
@@ -94,53 +99,84 @@ if PLANAR_ID not in gym.registry:
     gym.register(PLANAR_ID, entry_point=PlanarReachEnv)
 
 
+BITFLIP = "bitflip"
+PLANAR = "planar"
+
+
+def env_id(args: argparse.Namespace) -> str:
+    return PLANAR_ID if args.env == PLANAR else args.env
+
+
 def raw_env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     kwargs: dict[str, Any] = dict(max_episode_steps=args.max_episode_steps)
-    if args.env_id.startswith(("PointMaze", "AntMaze")):
+    if args.env.startswith(("PointMaze", "AntMaze")):
         kwargs["continuing_task"] = False
     return kwargs
 
 
-def sac(venv: Any, args: argparse.Namespace, seed: int, **kwargs: Any) -> SAC:
-    policy_kwargs = dict(net_arch=[args.hidden, args.hidden], **kwargs.pop("policy_kwargs", {}))
-    return SAC(
-        "MultiInputPolicy", venv, learning_rate=args.learning_rate, buffer_size=max(args.timesteps, 1000),
-        learning_starts=args.learning_starts, batch_size=args.batch_size, tau=0.05, gamma=0.95, train_freq=1,
-        gradient_steps=args.gradient_steps, policy_kwargs=policy_kwargs, seed=seed, device="cpu", **kwargs,
+def make_raw(args: argparse.Namespace) -> gym.Env:
+    """The GoalEnv as HER sees it."""
+    if args.env == BITFLIP:
+        return BitFlippingEnv(n_bits=args.n_bits, continuous=False, max_steps=args.n_bits)
+    return gym.make(env_id(args), **raw_env_kwargs(args))
+
+
+def make_instruction(args: argparse.Namespace) -> gym.Env:
+    """The same GoalEnv as a one-goal instruction env (its own goal, its own success test)."""
+    if args.env == BITFLIP:
+        return InstructionWrapper(make_raw(args), DesiredGoalSampler(), num_goals=1)
+    return plugins.create("env", "goalenv", env_id=env_id(args), **raw_env_kwargs(args))
+
+
+class BudgetEval(BaseCallback):
+    """Evaluate at each budget inside one training run, so that one run gives the whole learning curve."""
+
+    def __init__(self, budgets: list[int], evaluate: Any) -> None:
+        super().__init__()
+        self.budgets = sorted(budgets)
+        self.evaluate = evaluate
+        self.results: dict[int, float] = {}
+
+    def _on_step(self) -> bool:
+        while self.budgets and self.num_timesteps >= self.budgets[0]:
+            self.results[self.budgets.pop(0)] = self.evaluate(self.model)
+        return True
+
+
+def build(agent: str, args: argparse.Namespace, seed: int) -> OffPolicyAlgorithm:
+    common: dict[str, Any] = dict(
+        learning_rate=args.learning_rate, buffer_size=max(args.budgets[-1], 1000),
+        learning_starts=args.learning_starts, batch_size=args.batch_size, gamma=args.gamma, train_freq=1,
+        gradient_steps=args.gradient_steps, seed=seed, device="cpu",
     )
-
-
-def train(agent: str, args: argparse.Namespace, seed: int) -> tuple[SAC, float]:
+    net = dict(net_arch=[args.hidden, args.hidden])
     if agent == "HIR":
-        venv = make_vec_env(lambda: plugins.create("env", "goalenv", env_id=args.env_id, **raw_env_kwargs(args)),
-                            n_envs=args.n_envs, seed=seed)
-        spec = plugins.create("goal_spec", "distance-threshold", env=venv.envs[0])
-        model = sac(
-            venv, args, seed,
+        venv = make_vec_env(lambda: make_instruction(args), n_envs=args.n_envs, seed=seed)
+        if args.env == BITFLIP:
+            spec: Any = "exact"
+        else:
+            spec = plugins.create("goal_spec", "distance-threshold", env=venv.envs[0])
+        common.update(
             replay_buffer_class=HindsightInstructionReplayBuffer,
             replay_buffer_kwargs=dict(goal_spec=spec, strategy=args.strategy, relabel_ratio=args.relabel_ratio,
-                                      seed=seed),
-            policy_kwargs=dict(features_extractor_class=KeySelectExtractor,
-                               features_extractor_kwargs=dict(keys=["obs", "goals"])),
+                                      goal_selection=args.goal_selection, seed=seed),
         )
+        net.update(features_extractor_class=KeySelectExtractor, features_extractor_kwargs=dict(keys=["obs", "goals"]))
     else:
-        venv = make_vec_env(args.env_id, n_envs=args.n_envs, seed=seed, env_kwargs=raw_env_kwargs(args))
-        model = sac(
-            venv, args, seed,
+        venv = make_vec_env(lambda: make_raw(args), n_envs=args.n_envs, seed=seed)
+        common.update(
             replay_buffer_class=HerReplayBuffer,
             replay_buffer_kwargs=dict(goal_selection_strategy="future", n_sampled_goal=4),
         )
-    start = time.perf_counter()
-    model.learn(total_timesteps=args.timesteps)
-    return model, time.perf_counter() - start
+    if args.env == BITFLIP:
+        return DQN("MultiInputPolicy", venv, exploration_fraction=args.exploration_fraction,
+                   target_update_interval=args.target_update_interval, policy_kwargs=net, **common)
+    return SAC("MultiInputPolicy", venv, tau=0.05, policy_kwargs=net, **common)
 
 
-def evaluate(agent: str, model: SAC, args: argparse.Namespace, seed: int) -> float:
-    """Fraction of episodes in which the env's own success test held at some step (same start states)."""
-    if agent == "HIR":
-        env = plugins.create("env", "goalenv", env_id=args.env_id, **raw_env_kwargs(args))
-    else:
-        env = gym.make(args.env_id, **raw_env_kwargs(args))
+def evaluate(agent: str, model: OffPolicyAlgorithm, args: argparse.Namespace, seed: int) -> float:
+    """Fraction of episodes in which the env's own success test held at some step (same seeds for both agents)."""
+    env = make_instruction(args) if agent == "HIR" else make_raw(args)
     successes = []
     for episode in range(args.eval_episodes):
         obs, _ = env.reset(seed=100_000 + 1000 * seed + episode)
@@ -158,47 +194,65 @@ def evaluate(agent: str, model: SAC, args: argparse.Namespace, seed: int) -> flo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--env-id", default=PLANAR_ID, help="any GoalEnv id, e.g. PointMaze_UMaze-v3")
-    parser.add_argument("--timesteps", type=int, default=8000, help="env steps per agent and seed")
+    parser.add_argument("--env", default=PLANAR, help="planar, bitflip, or a GoalEnv id such as PointMaze_UMaze-v3")
+    parser.add_argument("--budgets", type=int, nargs="+", default=[2000, 4000, 8000],
+                        help="env steps at which to evaluate; the last one is the training length")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--max-episode-steps", type=int, default=50)
+    parser.add_argument("--n-bits", type=int, default=15, help="bitflip: number of bits (and episode length)")
     parser.add_argument("--n-envs", type=int, default=1)
     parser.add_argument("--gradient-steps", type=int, default=1, help="gradient steps per vector step")
     parser.add_argument("--learning-starts", type=int, default=500)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--gamma", type=float, default=0.95)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--exploration-fraction", type=float, default=0.1, help="DQN only")
+    parser.add_argument("--target-update-interval", type=int, default=500, help="DQN only")
     parser.add_argument("--eval-episodes", type=int, default=50)
     parser.add_argument("--strategy", choices=["all", "some", "none"], default="all",
-                        help="HIR strategy; with one goal 'some' relabels only half of the failed episodes")
+                        help="HIR strategy; with one goal 'all' is HER's future rule, 'some' keeps half the draws")
+    parser.add_argument("--goal-selection", choices=["future", "episode"], default="future")
     parser.add_argument("--relabel-ratio", type=float, default=0.8, help="HIR relabel_ratio (HER: n_sampled_goal=4)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 avoids oversubscribing shared cores)")
     args = parser.parse_args()
+    args.budgets = sorted(args.budgets)
     th.set_num_threads(args.threads)
 
-    agents = {"SAC + HIR buffer": "HIR", "SAC + HerReplayBuffer": "HER"}
-    results: dict[str, dict[str, list[float]]] = {a: {"success": [], "time": []} for a in agents}
+    algo = "DQN" if args.env == BITFLIP else "SAC"
+    agents = {f"{algo} + HIR buffer": "HIR", f"{algo} + HerReplayBuffer": "HER"}
+    results: dict[str, dict[int, list[float]]] = {a: {b: [] for b in args.budgets} for a in agents}
+    times: dict[str, list[float]] = {a: [] for a in agents}
     for seed in args.seeds:
         for name, agent in agents.items():
-            model, elapsed = train(agent, args, seed)
-            success = evaluate(agent, model, args, seed)
-            results[name]["success"].append(success)
-            results[name]["time"].append(elapsed)
-            print(f"seed {seed} {name:<22} success {success:.3f} train {elapsed:.0f}s", flush=True)
+            model = build(agent, args, seed)
+            callback = BudgetEval(args.budgets, lambda m, agent=agent, seed=seed: evaluate(agent, m, args, seed))
+            begin = time.perf_counter()
+            model.learn(total_timesteps=args.budgets[-1], callback=callback)
+            times[name].append(time.perf_counter() - begin)
+            for budget in args.budgets:
+                results[name][budget].append(callback.results.get(budget, float("nan")))
+            curve = " ".join(f"{b}:{callback.results.get(b, float('nan')):.2f}" for b in args.budgets)
+            print(f"seed {seed} {name:<22} success at budgets {curve}  ({times[name][-1]:.0f}s)", flush=True)
 
+    label = f"bitflip n_bits={args.n_bits}" if args.env == BITFLIP else f"{env_id(args)} max_episode_steps=" \
+        f"{args.max_episode_steps}"
     print()
-    print(f"{args.env_id} (k=1) max_episode_steps={args.max_episode_steps}; {args.timesteps} steps x "
-          f"{len(args.seeds)} seeds, {args.eval_episodes} deterministic eval episodes per seed")
-    print(f"{'agent':<24}{'success rate':>18}{'train s':>14}")
-    for name in agents:
-        r = {key: np.asarray(value) for key, value in results[name].items()}
-        print(f"{name:<24}{r['success'].mean():>10.3f} +- {r['success'].std():.3f}"
-              f"{r['time'].mean():>9.0f} +- {r['time'].std():.0f}")
-    ours, hers = (np.asarray(results[name]["success"]) for name in agents)
-    spread = max(ours.std(), hers.std())
-    verdict = "met" if ours.mean() >= hers.mean() - spread else "MISSED"
-    print(f"HIR - HER success: {ours.mean() - hers.mean():+.3f} (spread {spread:.3f}); target 'not worse than HER "
-          f"beyond the spread': {verdict}")
+    print(f"{label} (k=1); {len(args.seeds)} seeds, {args.eval_episodes} deterministic eval episodes per seed "
+          "and budget")
+    print("| budget | " + " | ".join(agents) + " | ours - HER | spread | target |")
+    print("|---:|" + "---:|" * (len(agents) + 3))
+    all_met = True
+    for budget in args.budgets:
+        ours, hers = (np.asarray(results[name][budget]) for name in agents)
+        spread = max(ours.std(), hers.std())
+        met = ours.mean() >= hers.mean() - spread
+        all_met &= bool(met)
+        cells = " | ".join(f"{np.mean(results[n][budget]):.3f} ± {np.std(results[n][budget]):.3f}" for n in agents)
+        mark = "met" if met else "MISSED"
+        print(f"| {budget} | {cells} | {ours.mean() - hers.mean():+.3f} | {spread:.3f} | {mark} |")
+    print("train seconds: " + ", ".join(f"{n} {np.mean(t):.0f} ± {np.std(t):.0f}" for n, t in times.items()))
+    print(f"target 'ours not below HER beyond the spread at every budget': {'met' if all_met else 'MISSED'}")
 
 
 if __name__ == "__main__":

@@ -1,32 +1,42 @@
-"""Does hindsight instruction relabeling help DQN learn MazeRunner? ``none`` vs ``some`` vs ``all``, several seeds.
+"""Does hindsight instruction relabeling help DQN learn MazeRunner, and does per-sample relabeling beat per-episode?
 
 Every run trains SB3's DQN, unchanged, on MazeRunner with the same hyperparameters, seeds and env streams; only
-the replay buffer differs: ``none`` is SB3's own DictReplayBuffer (plain DQN), ``some`` and ``all`` are
-:class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer` with that strategy. The policy sees the observation
-and the instruction (:class:`~sb3_hir.extractors.KeySelectExtractor` over ``obs`` and ``goals``). At the end each
-model is evaluated with its deterministic policy on ``--eval-episodes`` episodes (fixed eval seeds, the same for
-all strategies), recording the goals reached per episode and the success rate (all k goals reached in order).
+the replay buffer differs. Variants (``--variants``):
 
-It prints mean +- std over seeds and a verdict: HIR beats ``none`` when its mean exceeds ``none``'s by more than
-the sum of both standard deviations.
+* ``none``: SB3's own DictReplayBuffer (plain DQN);
+* ``some`` / ``all``: :class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer` with that strategy (a fresh
+  hindsight instruction per sampled transition, ``goal_selection="future"``);
+* ``some-n3``: ``some`` with 3-step hindsight returns (``n_steps=3``, the algorithm's gamma);
+* ``old-some`` / ``old-all``: the previous buffer, which drew one instruction per finished episode at ``add()``
+  time. It is loaded from git history (commit ``OLD_COMMIT``, the last one before the rewrite), so the comparison
+  runs in one process without keeping a copy of the old code in the tree.
 
-The defaults (maze_dim 7, k=3, time limit 40, 30k steps x 4 envs, 3 seeds; about 5 minutes on 2 cores) sit in
-the sample-efficiency window where relabeling matters: with more steps plain DQN closes much of the gap on this
-small maze (at 40k steps and time limit 40 it reached 2.12 / 1.92 goals on seeds 1 / 2 against 2.34 / 2.44 with
-``some``), and on ``--maze-dim 9 --time-limit 100`` neither learns much in 40k steps (0.28 vs 0.44 goals).
+The policy sees the observation and the instruction (:class:`~sb3_hir.extractors.KeySelectExtractor` over ``obs``
+and ``goals``). Each run is evaluated at every budget of ``--budgets`` inside the same training run (a
+callback): ``--eval-episodes`` episodes with the deterministic policy on fixed eval seeds (the same for all
+variants), recording goals reached per episode and the success rate (all k goals reached in order).
 
-Usage: ``python benchmarks/bench_hir_learning.py [--seeds 0 1 2] [--timesteps 30000] [--maze-dim 7] [--goals 3]``
+It prints mean +- std over seeds per budget and two verdicts at the last budget: each HIR variant against
+``none``, and each new variant against its ``old-`` counterpart (a win needs the difference of means to exceed the
+sum of both standard deviations).
+
+Usage: ``python benchmarks/bench_hir_learning.py [--seeds 0 1 2] [--budgets 10000 20000 30000] [--maze-dim 7]
+[--goals 3] [--variants none some all some-n3 old-some old-all]``
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import time
+import types
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch as th
 from stable_baselines3 import DQN
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -34,7 +44,34 @@ from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.envs import MazeRunnerEnv
 from sb3_hir.extractors import KeySelectExtractor
 
-STRATEGIES = ("none", "some", "all")
+VARIANTS = ("none", "some", "all", "some-n3", "old-some", "old-all")
+#: The last commit with the per-episode buffer (see the module docstring).
+OLD_COMMIT = "9196df8"
+
+
+def old_buffer_class() -> type:
+    """HindsightInstructionReplayBuffer as it was at OLD_COMMIT, compiled from git history into a module."""
+    root = Path(__file__).resolve().parent.parent
+    source = subprocess.run(["git", "show", f"{OLD_COMMIT}:sb3_hir/buffers.py"], cwd=root, check=True,
+                            capture_output=True, text=True).stdout
+    module = types.ModuleType("sb3_hir_old_buffers")
+    exec(compile(source, f"{OLD_COMMIT}:sb3_hir/buffers.py", "exec"), module.__dict__)
+    return module.HindsightInstructionReplayBuffer
+
+
+class BudgetEval(BaseCallback):
+    """Evaluate at each budget inside one training run."""
+
+    def __init__(self, budgets: list[int], evaluate: Any) -> None:
+        super().__init__()
+        self.budgets = sorted(budgets)
+        self.evaluate = evaluate
+        self.results: dict[int, tuple[float, float]] = {}
+
+    def _on_step(self) -> bool:
+        while self.budgets and self.num_timesteps >= self.budgets[0]:
+            self.results[self.budgets.pop(0)] = self.evaluate(self.model)
+        return True
 
 
 def make_env_fn(args: argparse.Namespace):
@@ -44,19 +81,26 @@ def make_env_fn(args: argparse.Namespace):
     return env_fn
 
 
-def train(strategy: str, seed: int, args: argparse.Namespace) -> DQN:
+def train(variant: str, seed: int, args: argparse.Namespace) -> dict[int, tuple[float, float]]:
     venv = make_vec_env(make_env_fn(args), n_envs=args.n_envs, seed=seed, vec_env_cls=DummyVecEnv)
     buffer: dict[str, Any] = {}
-    if strategy != "none":
+    if variant.startswith("old-"):
+        buffer = dict(
+            replay_buffer_class=old_buffer_class(),
+            replay_buffer_kwargs=dict(strategy=variant[4:], relabel_ratio=args.relabel_ratio),
+        )
+    elif variant != "none":
+        strategy, _, n = variant.partition("-n")
         buffer = dict(
             replay_buffer_class=HindsightInstructionReplayBuffer,
-            replay_buffer_kwargs=dict(strategy=strategy, relabel_ratio=args.relabel_ratio),
+            replay_buffer_kwargs=dict(strategy=strategy, relabel_ratio=args.relabel_ratio, n_steps=int(n or 1),
+                                      gamma=args.gamma),
         )
     model = DQN(
         "MultiInputPolicy",
         venv,
         learning_rate=args.learning_rate,
-        buffer_size=args.timesteps,
+        buffer_size=args.budgets[-1],
         learning_starts=args.learning_starts,
         batch_size=args.batch_size,
         gamma=args.gamma,
@@ -74,9 +118,10 @@ def train(strategy: str, seed: int, args: argparse.Namespace) -> DQN:
         verbose=0,
         **buffer,
     )
-    model.learn(args.timesteps)
+    callback = BudgetEval(args.budgets, lambda m: evaluate(m, seed, args))
+    model.learn(args.budgets[-1], callback=callback)
     venv.close()
-    return model
+    return callback.results
 
 
 def evaluate(model: DQN, seed: int, args: argparse.Namespace) -> tuple[float, float]:
@@ -102,8 +147,9 @@ def evaluate(model: DQN, seed: int, args: argparse.Namespace) -> tuple[float, fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
-    parser.add_argument("--timesteps", type=int, default=30_000)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--budgets", type=int, nargs="+", default=[10_000, 20_000, 30_000],
+                        help="env steps at which to evaluate; the last one is the training length")
     parser.add_argument("--maze-dim", type=int, default=7)
     parser.add_argument("--goals", type=int, default=3)
     parser.add_argument("--time-limit", type=int, default=40)
@@ -122,42 +168,56 @@ def main() -> None:
     parser.add_argument("--net-arch", type=int, nargs="+", default=[128, 128])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest for these MLPs)")
     args = parser.parse_args()
+    args.budgets = sorted(args.budgets)
     th.set_num_threads(args.threads)
 
     print(f"DQN on MazeRunner(maze_dim={args.maze_dim}, num_goals={args.goals}, time_limit={args.time_limit}), "
-          f"{args.timesteps} steps x {args.n_envs} envs, seeds {args.seeds}, relabel_ratio {args.relabel_ratio}; "
+          f"{args.n_envs} envs, budgets {args.budgets}, seeds {args.seeds}, relabel_ratio {args.relabel_ratio}; "
           f"eval: {args.eval_episodes} episodes, deterministic policy", flush=True)
     print(f"hyperparameters: {vars(args)}", flush=True)
-    results: dict[str, list[tuple[float, float]]] = {s: [] for s in args.strategies}
+    results: dict[str, dict[int, list[tuple[float, float]]]] = {v: {b: [] for b in args.budgets} for v in args.variants}
     start = time.perf_counter()
     for seed in args.seeds:
-        for strategy in args.strategies:
+        for variant in args.variants:
             t0 = time.perf_counter()
-            model = train(strategy, seed, args)
-            goals, success = evaluate(model, seed, args)
-            results[strategy].append((goals, success))
-            print(f"  seed {seed} {strategy:<5} goals reached {goals:.2f} / {args.goals}  success {success:.2f}  "
-                  f"({time.perf_counter() - t0:.0f} s)", flush=True)
+            curve = train(variant, seed, args)
+            for budget in args.budgets:
+                results[variant][budget].append(curve.get(budget, (float("nan"), float("nan"))))
+            text = " ".join(f"{b}:{curve[b][0]:.2f}/{curve[b][1]:.2f}" for b in args.budgets if b in curve)
+            print(f"  seed {seed} {variant:<8} goals/success at budgets {text}  ({time.perf_counter() - t0:.0f} s)",
+                  flush=True)
 
     print()
-    print(f"{'strategy':<9} {'goals reached / ' + str(args.goals):>22} {'success rate':>16}   per seed (goals)")
-    stats: dict[str, tuple[float, float, float, float]] = {}
-    for strategy, values in results.items():
-        arr = np.array(values)
-        g_mean, s_mean = arr.mean(axis=0)
-        g_std, s_std = arr.std(axis=0)
-        stats[strategy] = (g_mean, g_std, s_mean, s_std)
-        per_seed = " ".join(f"{g:.2f}" for g in arr[:, 0])
-        print(f"{strategy:<9} {g_mean:>13.2f} +- {g_std:.2f} {s_mean:>9.2f} +- {s_std:.2f}   {per_seed}")
-    print(f"(mean +- std over {len(args.seeds)} seeds; total {(time.perf_counter() - start) / 60:.1f} min)")
-    if "none" in stats:
-        base = stats["none"]
-        for strategy in (s for s in args.strategies if s != "none"):
-            g_mean, g_std, s_mean, s_std = stats[strategy]
-            for label, diff, spread in (("goals reached", g_mean - base[0], g_std + base[1]),
-                                        ("success rate", s_mean - base[2], s_std + base[3])):
-                verdict = "PASS" if diff > spread else "MISS"
-                print(f"{verdict}  {strategy} beats none on {label}: {diff:+.2f} (spread {spread:.2f})")
+    stats: dict[str, dict[int, np.ndarray]] = {}
+    header = " | ".join(f"{b} steps: goals / success" for b in args.budgets)
+    print(f"| variant | {header} |")
+    print("|---|" + "---:|" * len(args.budgets))
+    for variant, per_budget in results.items():
+        cells = []
+        stats[variant] = {}
+        for budget in args.budgets:
+            arr = np.array(per_budget[budget])
+            stats[variant][budget] = arr
+            (g, s_), (gs, ss) = arr.mean(axis=0), arr.std(axis=0)
+            cells.append(f"{g:.2f} ± {gs:.2f} / {s_:.2f} ± {ss:.2f}")
+        print(f"| {variant} | " + " | ".join(cells) + " |")
+    print(f"(mean ± std over {len(args.seeds)} seeds; goals reached of {args.goals}; total "
+          f"{(time.perf_counter() - start) / 60:.1f} min)")
+    last = args.budgets[-1]
+
+    def verdict(a: str, b: str) -> None:
+        x, y = stats[a][last], stats[b][last]
+        for col, label in ((0, "goals reached"), (1, "success rate")):
+            diff, spread = x[:, col].mean() - y[:, col].mean(), x[:, col].std() + y[:, col].std()
+            print(f"{'PASS' if diff > spread else 'MISS'}  {a} beats {b} on {label} at {last}: {diff:+.2f} "
+                  f"(spread {spread:.2f})")
+
+    for variant in args.variants:
+        if variant != "none" and "none" in stats:
+            verdict(variant, "none")
+    for variant in args.variants:
+        if variant.startswith("old-") and variant[4:] in stats:
+            verdict(variant[4:], variant)
 
 
 if __name__ == "__main__":
