@@ -11,6 +11,8 @@ Buffers (one sub-env):
 * ``HIR``: ours, defaults (strategy "some", ``relabel_ratio=0.8``, goal_selection "future", ``n_steps=1``): a fresh
   hindsight instruction drawn for every relabeled transition inside ``sample()``.
 * ``HIR n=3``: the same with ``n_steps=3`` (n-step returns, ``gamma=0.99``).
+* ``HIR k=1``: the same defaults on the k=1 view HER holds (the episode's first goal, masked once reached): the
+  same work as HER, so the fair row for the ``vs HER`` column.
 * ``Dict``: SB3's DictReplayBuffer, stock.
 * ``Dict gather``: a DictReplayBuffer subclass that gathers rows with the flat ``np.take`` our buffer uses and
   otherwise serves exactly what DictReplayBuffer serves (checked). Against it, our time is what relabeling costs.
@@ -33,7 +35,8 @@ Measured:
 * memory: the sum of ``nbytes`` of every array the buffer holds, per stored transition (HER's per-row info dicts
   counted as pointers only).
 
-Targets: sample(256) <= 1.5x Dict gather at 100k and 1M, <= 0.5x HerReplayBuffer at 1M; add <= 2x Dict; bytes per
+Targets: sample(256) <= 1.5x Dict gather at 100k and 1M, <= 0.5x HerReplayBuffer at 1M (checked for ``HIR k=1``,
+the same work as HER, and for ``HIR`` at k=3); add <= 2x Dict; bytes per
 transition <= 1.5x Dict (for ``HIR``; the ``n=3`` row is for information).
 
 Usage: ``python benchmarks/bench_buffer.py [--sizes 100000 1000000] [--episode-lengths 250 100]
@@ -63,7 +66,7 @@ from sb3_hir.relabel import HindsightInstructionRelabeler
 K = 3
 GRID = 11
 BATCH = 256
-NAMES = ("HIR", "HIR n=3", "Dict", "Dict gather", "HER")
+NAMES = ("HIR", "HIR n=3", "HIR k=1", "Dict", "Dict gather", "HER")
 
 HIR_SPACE = spaces.Dict(
     {
@@ -72,6 +75,7 @@ HIR_SPACE = spaces.Dict(
         "achieved": spaces.Box(0, GRID - 1, (1, 2), np.int32),
     }
 )
+HIR1_SPACE = spaces.Dict({**HIR_SPACE.spaces, "goals": spaces.Box(-1, GRID - 1, (1, 2), np.int32)})
 HER_SPACE = spaces.Dict(
     {
         "observation": spaces.Box(0.0, 1.0, (7,), np.float32),
@@ -164,6 +168,14 @@ def views(data: dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, np.nda
     return hir, her
 
 
+def single_view(data: dict[str, Any]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The k=1 instruction view HER's data corresponds to: the first goal only, masked once reached."""
+    first = data["goals"][:, :, :1]
+    masked = (first == -1).all(axis=(2, 3))
+    obs = {"obs": data["obs"], "goals": first, "achieved": data["achieved"]}
+    return obs, np.diff(masked.astype(np.float32), axis=1)
+
+
 def flat_transitions(obs: dict[str, np.ndarray], n: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """(obs, next_obs) of the first n transitions, flattened over episodes."""
     now = {key: value[:, :-1].reshape(-1, *value.shape[2:])[:n] for key, value in obs.items()}
@@ -194,7 +206,10 @@ def fill_hir(buffer: HindsightInstructionReplayBuffer, data: dict[str, Any], n: 
     calls it. Returns the seconds per episode spent in ``_end_episode`` (the per-episode index)."""
     length = data["length"]
     assert n % length == 0 and n <= buffer.buffer_size and buffer.n_envs == 1
-    fill(buffer, views(data)[0], data["rewards"], data, n)
+    if buffer.num_goals == 1:
+        fill(buffer, *single_view(data), data, n)
+    else:
+        fill(buffer, views(data)[0], data["rewards"], data, n)
     field, rows = buffer._field, np.arange(n)
     # add() writes, at the row it stores: the running episode's id, the step t in it, and len = 0 (running).
     buffer._meta[:n, 0, field["id"]] = (rows // length) & buffer._id_mask
@@ -247,21 +262,22 @@ def check_fast_fill(length: int, seed: int) -> None:
     """The direct fill gives our buffer the same storage, ``_meta`` and samples as add() (small buffer)."""
     n = 8 * length
     data = make_data(8, length, seed + 1)
-    for n_steps in (1, 3):
+    for n_steps, space in ((1, HIR_SPACE), (3, HIR_SPACE), (1, HIR1_SPACE)):
         kwargs = dict(device="cpu", seed=seed, n_steps=n_steps)
-        fast = HindsightInstructionReplayBuffer(n, HIR_SPACE, ACTIONS, **kwargs)
-        slow = HindsightInstructionReplayBuffer(n, HIR_SPACE, ACTIONS, **kwargs)
+        fast = HindsightInstructionReplayBuffer(n, space, ACTIONS, **kwargs)
+        slow = HindsightInstructionReplayBuffer(n, space, ACTIONS, **kwargs)
         fill_hir(fast, data, n)
-        for item in add_items(flat_transitions(views(data)[0], n), data, data["rewards"], 0, n):
+        obs, rewards = single_view(data) if space is HIR1_SPACE else (views(data)[0], data["rewards"])
+        for item in add_items(flat_transitions(obs, n), data, rewards, 0, n):
             slow.add(*item)
         for name in ("actions", "rewards", "dones", "timeouts", "_meta"):
             np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
         for key in fast.observations:
             np.testing.assert_array_equal(fast.observations[key], slow.observations[key], err_msg=key)
             np.testing.assert_array_equal(fast.next_observations[key], slow.next_observations[key], err_msg=key)
-        assert (fast.pos, fast.full, fast._num_adds, fast._episode_start) == (
-            slow.pos, slow.full, slow._num_adds, slow._episode_start)
-        np.testing.assert_array_equal(fast._episode_ids, slow._episode_ids)
+        assert (fast.pos, fast.full, fast._num_adds) == (slow.pos, slow.full, slow._num_adds)
+        np.testing.assert_array_equal(fast._episode_start, slow._episode_start)
+        np.testing.assert_array_equal(fast._row_head, slow._row_head)
         for _ in range(5):
             np.random.seed(seed)
             a = fast.sample(BATCH)
@@ -293,6 +309,7 @@ def make_buffers(n: int, her_env: DummyVecEnv, seed: int) -> dict[str, DictRepla
         "HIR": HindsightInstructionReplayBuffer(n, HIR_SPACE, ACTIONS, device="cpu", seed=seed),
         "HIR n=3": HindsightInstructionReplayBuffer(n, HIR_SPACE, ACTIONS, device="cpu", seed=seed, n_steps=3,
                                                     gamma=0.99),
+        "HIR k=1": HindsightInstructionReplayBuffer(n, HIR1_SPACE, ACTIONS, device="cpu", seed=seed),
         "Dict": DictReplayBuffer(n, HIR_SPACE, ACTIONS, device="cpu"),
         "Dict gather": SameGatherDictReplayBuffer(n, HIR_SPACE, ACTIONS, device="cpu"),
         "HER": HerReplayBuffer(n, HER_SPACE, ACTIONS, env=her_env, device="cpu", n_sampled_goal=4,
@@ -377,8 +394,8 @@ def main() -> None:
     her_env = DummyVecEnv([GridGoalEnv])
     for length in args.episode_lengths:
         check_fast_fill(length, args.seed)
-    print("self-check: direct fill == add() (storage, _meta, samples; n_steps 1 and 3) and Dict gather == Dict "
-          f"samples, for episode lengths {args.episode_lengths}: OK")
+    print("self-check: direct fill == add() (storage, _meta, samples; k=3 n_steps 1 and 3, k=1) and Dict gather == "
+          f"Dict samples, for episode lengths {args.episode_lengths}: OK")
     print(f"sample({BATCH}) / add() / bytes per transition; k={K}, one sub-env; median of {args.rounds} "
           f"interleaved rounds of {args.calls} calls (add: {add_rounds} rounds); torch threads=1")
     print()
@@ -398,6 +415,7 @@ def main() -> None:
                 fill(buffers[name], hir_obs, data["rewards"], data, n)
             index_s = fill_hir(buffers["HIR"], data, n)
             fill_hir(buffers["HIR n=3"], data, n)
+            fill_hir(buffers["HIR k=1"], data, n)
             fill_her(buffers["HER"], data, n)
             np.random.seed(args.seed)
             for buffer in buffers.values():  # warm-up
@@ -410,11 +428,12 @@ def main() -> None:
             gc.collect()
             # add(): fresh buffers (Dict gather and HIR n=3 add exactly as Dict and HIR).
             fresh = make_buffers(n, her_env, args.seed)
-            add_buffers = {name: fresh[name] for name in ("HIR", "Dict", "HER")}
+            add_buffers = {name: fresh[name] for name in ("HIR", "HIR k=1", "Dict", "HER")}
             del fresh
             per_round = max(length, add_steps // add_rounds // length * length)
             add = median_rounds({
                 "HIR": time_add(add_buffers["HIR"], hir_obs, data["rewards"], data, per_round),
+                "HIR k=1": time_add(add_buffers["HIR k=1"], *single_view(data), data, per_round),
                 "Dict": time_add(add_buffers["Dict"], hir_obs, data["rewards"], data, per_round),
                 "HER": time_add(add_buffers["HER"], her_obs, data["her_rewards"], data, per_round),
             }, add_rounds)
@@ -438,11 +457,18 @@ def main() -> None:
             where = f"at {n}, T={length}"
             ratio = sample["HIR"] / sample["Dict gather"]
             verdicts.append(f"{'PASS' if ratio <= 1.5 else 'MISS'}  sample <= 1.5x Dict gather {where}: {ratio:.2f}x")
+            ratio = sample["HIR k=1"] / sample["Dict gather"]
+            verdicts.append(f"{'PASS' if ratio <= 1.5 else 'MISS'}  k=1 sample <= 1.5x Dict gather {where}: "
+                            f"{ratio:.2f}x")
             if size >= 1_000_000:
-                ratio = sample["HIR"] / sample["HER"]
-                verdicts.append(f"{'PASS' if ratio <= 0.5 else 'MISS'}  sample <= 0.5x HER {where}: {ratio:.2f}x")
-            ratio = add["HIR"] / add["Dict"]
-            verdicts.append(f"{'PASS' if ratio <= 2.0 else 'MISS'}  add <= 2x Dict {where}: {ratio:.2f}x")
+                for name in ("HIR k=1", "HIR"):
+                    ratio = sample[name] / sample["HER"]
+                    verdicts.append(f"{'PASS' if ratio <= 0.5 else 'MISS'}  {name} sample <= 0.5x HER {where}: "
+                                    f"{ratio:.2f}x" + (" (same work: k=1)" if name == "HIR k=1" else
+                                                       " (k=3 against HER's k=1)"))
+            for name in ("HIR", "HIR k=1"):
+                ratio = add[name] / add["Dict"]
+                verdicts.append(f"{'PASS' if ratio <= 2.0 else 'MISS'}  {name} add <= 2x Dict {where}: {ratio:.2f}x")
             ratio = memory["HIR"] / memory["Dict"]
             verdicts.append(f"{'PASS' if ratio <= 1.5 else 'MISS'}  bytes <= 1.5x Dict {where}: {ratio:.2f}x")
     print()

@@ -171,7 +171,7 @@ def build(agent: str, args: argparse.Namespace, seed: int) -> OffPolicyAlgorithm
     if args.env == BITFLIP:
         return DQN("MultiInputPolicy", venv, exploration_fraction=args.exploration_fraction,
                    target_update_interval=args.target_update_interval, policy_kwargs=net, **common)
-    return SAC("MultiInputPolicy", venv, tau=0.05, policy_kwargs=net, **common)
+    return SAC("MultiInputPolicy", venv, tau=0.05, ent_coef=args.ent_coef, policy_kwargs=net, **common)
 
 
 def evaluate(agent: str, model: OffPolicyAlgorithm, args: argparse.Namespace, seed: int) -> float:
@@ -209,6 +209,7 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--exploration-fraction", type=float, default=0.1, help="DQN only")
     parser.add_argument("--target-update-interval", type=int, default=500, help="DQN only")
+    parser.add_argument("--ent-coef", default="auto", help="SAC only: its ent_coef (same for both buffers)")
     parser.add_argument("--eval-episodes", type=int, default=50)
     parser.add_argument("--strategy", choices=["all", "some", "none"], default="all",
                         help="HIR strategy; with one goal 'all' is HER's future rule, 'some' keeps half the draws")

@@ -24,7 +24,14 @@ Design: a fresh hindsight instruction for every sampled transition, as HER draws
   instruction) up to ``max_redraws`` times, so relabeled transitions are uniform over the admissible
   (transition, instruction) pairs and ``relabel_ratio`` is the share actually served relabeled. What still
   fails (only when the buffer holds almost no finished episode) is served as recorded.
-* Reach steps cost O(k) per sample with the exact-value index: a drawn goal taken from step ``u`` is
+* One-goal instructions (``k = 1``, the built-in relabeler, any goal spec) need no rejection: when the episode
+  ends, each step's value gets the step it is first reached at, and the steps sorted by it, latest first. The
+  steps whose value is first reached after ``t`` are then a prefix of that order, of a length stored per row,
+  so a sample draws its goal uniformly from them in O(1): HER's ``future`` rule, conditioned on the relabeled
+  episode containing the transition. Transitions admitting no hindsight goal are redrawn, so the transition is
+  uniform over those that admit one. The first-reach steps cost O(T log T) per episode for exact integer goals
+  and O(T^2) (pairwise comparisons) for other goal specs.
+* For ``k > 1``, reach steps cost O(k) per sample with the exact-value index: a drawn goal taken from step ``u`` is
   first reached at ``u`` unless its value occurred since the previous goal's reach, which one lookup of the
   previous occurrence tells; only then a binary search over that value's occurrences runs. Other goal
   specs (tolerance, distance-threshold) compare the episode window: O(k T) per sample, bounded by the
@@ -77,7 +84,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 from sb3_hir import plugins
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import ExactGoalSpec, GoalSpec, _pack_goals
-from sb3_hir.relabel import GOAL_SELECTIONS, InstructionRelabeler
+from sb3_hir.relabel import GOAL_SELECTIONS, HindsightInstructionRelabeler, InstructionRelabeler
 
 __all__ = ["HindsightInstructionReplayBuffer", "SampleInfo"]
 
@@ -251,13 +258,23 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             and achieved_dtype.kind in "biu"
             and goals_dtype.kind in "biu"
         )
+        #: one-goal instructions of the built-in relabeler: every step's first-reach step, indexed per episode,
+        #: gives a draw without rejection (any goal spec; see ``_relabel_single``).
+        self.single_index = (
+            self.batched_draws
+            and num_goals == 1
+            and isinstance(self.relabeler, HindsightInstructionRelabeler)
+            and type(self.relabeler).draw_goal_steps is HindsightInstructionRelabeler.draw_goal_steps
+        )
         # Per-row integers; steps fit in int16 when no episode can be longer than 32767 rows.
         fields = ["id", "t", "len", "end", "own"]
         if not self.batched_draws:
             fields += ["ndraw"]
-        if self.exact_index:
+        if self.single_index:
+            fields += ["first", "forder", "fcount"]
+        elif self.exact_index:
             fields += ["prev", "rank", "glo", "order", "olo", "ohi"]
-        self._field = {name: i for i, name in enumerate(fields)}
+        self._field = {name: i for i, name in enumerate(fields)}  # id, t, len first: add() writes them at once
         meta_dtype = np.int16 if self.buffer_size <= np.iinfo(np.int16).max else np.int32
         self._meta = np.zeros((self.buffer_size, self.n_envs, len(fields)), dtype=meta_dtype)
         # Episode ids wrap; two live episodes of one sub-env cannot collide, as that needs more episodes
@@ -318,10 +335,10 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         return created
 
     def _init_episode_bookkeeping(self) -> None:
-        # Plain Python ints: add() touches them every step and Python arithmetic beats 0-d numpy here.
-        self._num_adds = 0
-        self._episode_start = [0] * self.n_envs  # value of _num_adds when the running episode started
-        self._episode_ids = np.zeros(self.n_envs, dtype=np.int64)
+        self._num_adds = 0  # a Python int: add() touches it every step
+        self._episode_start = np.zeros(self.n_envs, dtype=np.int64)  # value of _num_adds at each episode's start
+        # What add() writes in each sub-env's next row: episode id (wrapped), step t, length 0 (running).
+        self._row_head = np.zeros((self.n_envs, 3), dtype=self._meta.dtype)
         #: transitions served so far, and how many of them relabeled (see ``served_relabeled_share``).
         self.num_served = 0
         self.num_served_relabeled = 0
@@ -346,14 +363,10 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         done: np.ndarray,
         infos: list[dict[str, Any]],
     ) -> None:
-        if self._num_adds:
+        if self._num_adds and not self._continues(obs):
             self._close_spliced_episodes(obs)
-        pos = self.pos
-        lengths = self._num_adds - np.asarray(self._episode_start)
-        meta = self._meta[pos]
-        meta[:, self._field["id"]] = self._episode_ids & self._id_mask
-        meta[:, self._field["t"]] = lengths
-        meta[:, self._field["len"]] = 0  # the row now belongs to a running episode
+        self._meta[self.pos, :, :3] = self._row_head
+        self._row_head[:, 1] += 1
         super().add(obs, next_obs, action, reward, done, infos)
         self._num_adds += 1
         done = np.asarray(done)
@@ -361,15 +374,27 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             for env_idx in np.flatnonzero(done.reshape(self.n_envs)):
                 self._end_episode(int(env_idx))
 
+    def _continues(self, obs: dict[str, np.ndarray]) -> bool:
+        """Whether every sub-env's new observation equals the stored last next observation (the usual case).
+
+        Compared in the stored dtype, so an env returning float64 for a float32 space is not seen as a splice.
+        """
+        prev = self.pos - 1 if self.pos else self.buffer_size - 1
+        for key, stored in self.next_observations.items():
+            last = stored[prev]  # bytes: the cheapest exact comparison of a few values
+            if np.asarray(obs[key], dtype=last.dtype).tobytes() != last.tobytes():
+                return False
+        return True
+
     def _close_spliced_episodes(self, obs: dict[str, np.ndarray]) -> None:
         """Close running episodes whose new observation does not continue them (``learn()`` reset the env)."""
         prev = (self.pos - 1) % self.buffer_size
-        running = np.asarray(self._episode_start) != self._num_adds
+        running = self._episode_start != self._num_adds
         if not running.any():
             return
         spliced = np.zeros(self.n_envs, dtype=bool)
         for key, stored in self.next_observations.items():
-            new = np.asarray(obs[key]).reshape(self.n_envs, -1)
+            new = np.asarray(obs[key], dtype=stored.dtype).reshape(self.n_envs, -1)
             spliced |= (new != stored[prev].reshape(self.n_envs, -1)).any(axis=1)
         spliced &= running
         for env_idx in np.flatnonzero(spliced):
@@ -390,9 +415,11 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
     def _end_episode(self, env_idx: int) -> None:
         """Close the running episode of sub-env ``env_idx`` (its last transition was just stored)."""
-        length = self._num_adds - self._episode_start[env_idx]
+        length = self._num_adds - int(self._episode_start[env_idx])
         self._episode_start[env_idx] = self._num_adds
-        self._episode_ids[env_idx] += 1
+        head = self._row_head[env_idx]
+        head[0] = (int(head[0]) + 1) & self._id_mask
+        head[1] = 0
         if length < 1:
             return
         if length > self.buffer_size:
@@ -424,7 +451,15 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         meta[:, field["end"]] = other_end and not bool(spec.is_masked(last_goals).all())
         slots = min(k, length)
         meta[:slots, field["own"]] = own_steps[:slots]
-        if self.exact_index:
+        if self.single_index:
+            first = self._first_reach(achieved, own_goals)
+            # Sorted by first reach, latest first: the values not yet reached after transition t are the
+            # first fcount[t] steps of this order.
+            key = np.where(first > 0, first, length + 1)
+            meta[:, field["first"]] = first
+            meta[:, field["forder"]] = np.argsort(-key, kind="stable") + 1
+            meta[:, field["fcount"]] = np.bincount(key, minlength=length + 2)[::-1].cumsum()[::-1][1 : length + 1]
+        elif self.exact_index:
             ids, own_ids = _value_ids(achieved, own_goals, len(self.goal_shape))
             order = np.argsort(ids, kind="stable")  # positions -> step offset, grouped by value, steps ascending
             sorted_ids = ids[order]
@@ -454,6 +489,23 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
                 draws += 1
             meta[:, field["ndraw"]] = draws
         self._meta[rows, env_idx] = meta
+
+    def _first_reach(self, achieved: np.ndarray, own_goals: np.ndarray) -> np.ndarray:
+        """Step (1..T) at which the value achieved at each step 1..T is first reached, 0 if never.
+
+        O(T log T) for exact integer values; other goal specs compare every pair of steps, O(T^2) once per
+        episode (in column blocks, so memory stays O(T))."""
+        length = len(achieved)
+        if self.exact_index:
+            ids, _ = _value_ids(achieved, own_goals, len(self.goal_shape))
+            _, first_index, inverse = np.unique(ids, return_index=True, return_inverse=True)
+            return first_index[inverse.reshape(-1)] + 1
+        first = np.zeros(length, dtype=np.int64)
+        block = max(1, 2**16 // max(length, 1))
+        for lo in range(0, length, block):
+            hits = np.asarray(self.goal_spec.reached(achieved[:, None], achieved[None, lo : lo + block]), dtype=bool)
+            first[lo : lo + block] = np.where(hits.any(axis=0), hits.argmax(axis=0) + 1, 0)
+        return first
 
     def _achieved_at(self, rows: np.ndarray, env_idx: np.ndarray | int) -> np.ndarray:
         """Achieved values after the transitions in ``rows``, shaped ``(*rows.shape, *goal_shape)``."""
@@ -502,18 +554,20 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         """``count`` admissible (transition, hindsight instruction) pairs, by rejection (see module docstring)."""
         parts: list[_Relabeled] = []
         missing = count
-        admitted = 1.0  # running estimate of the admissible share, to draw enough in one round
+        # Estimate of the admissible share, kept across calls, so that the first round usually draws enough.
+        admitted = self.__dict__.get("_admitted", 1.0)
         for _ in range(self.max_redraws + 1):
             if missing == 0:
                 break
             # Oversample by the expected rejection: every round costs a fixed ~30 numpy calls, so one large
             # round beats several small ones. Extra admissible pairs are dropped, which keeps them uniform.
-            draws = min(int(missing / max(admitted, 0.05) * 1.1) + 4, 20 * missing + 4)
+            draws = min(int(missing / max(admitted, 0.05) * 1.15) + 8, 20 * missing + 8)
             rows = self.rng.integers(0, upper, size=draws)
             envs = self.rng.integers(0, self.n_envs, size=draws)
             part = self._relabel_rows(rows, envs)
             got = 0 if part is None else len(part.flat)
             admitted = max(got / draws, 0.01)
+            self.__dict__["_admitted"] = admitted
             if got:
                 if got > missing:
                     part = _Relabeled(*(a[:missing] for a in part))
@@ -546,7 +600,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         slot_meta = meta_flat.take(slots * n_envs + envs[:, None], axis=0)  # (B, k, F)
         own_steps = np.where(np.arange(k) < length[:, None], slot_meta[..., field["own"]], -1).astype(np.int64)
         own_goals = _take(self.observations[self.goal_spec.goals_key], start * n_envs + envs)
-        if self.batched_draws:
+        if self.single_index:
+            goals, reach, keep = self._relabel_single(own_steps[:, 0], own_goals, meta, t, start, envs)
+        elif self.batched_draws:
             steps = self.relabeler.draw_goal_steps(own_steps, length, t, self.rng, self.goal_selection)
             step_rows = (start[:, None] + np.maximum(steps, 1) - 1) % size
             achieved = self._achieved_at(step_rows, envs[:, None])
@@ -567,10 +623,49 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             reach = np.where(has[:, None], _take(self._draw_reach, draw_flat), own_steps).astype(np.int64)
         # Admissible: the transition lies inside the relabeled episode (the k-th goal not reached before it).
         inside = ~((reach[:, -1] > 0) & (reach[:, -1] <= t))
+        if self.single_index:
+            inside &= keep
         part = _Relabeled(flat, start, envs, t, length, goals, reach, meta[:, field["end"]] > 0)
         if not inside.all():
             part = _Relabeled(*(a[inside] for a in part))
         return part
+
+    def _relabel_single(
+        self,
+        own_step: np.ndarray,
+        own_goals: np.ndarray,
+        meta: np.ndarray,
+        t: np.ndarray,
+        start: np.ndarray,
+        envs: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One-goal draws of the built-in relabeler, conditioned on admissibility without rejection: O(1).
+
+        ``draw_goal_steps`` draws the alternative goal uniformly from the steps after ``t`` (``"future"``) or
+        from the whole episode (``"episode"``); conditioned on the relabeled episode containing ``t`` (its goal
+        not reached at or before ``t``), both are uniform over the steps whose value is first reached after
+        ``t``, which are the first ``fcount[t]`` steps of the episode's ``forder``. With none, the recorded
+        goal is kept, as ``draw_goal_steps`` keeps it when no alternative is admissible.
+        """
+        size, n_envs, field = self.buffer_size, self.n_envs, self._field
+        meta_flat = self._meta.reshape(size * n_envs, -1)
+        batch = len(t)
+        strategy = self.relabeler.strategy
+        count = meta[:, field["fcount"]].astype(np.int64)
+        draw = own_step <= 0
+        if strategy == "none":
+            draw[:] = False
+        elif strategy == "some":  # h uniform in 0..1 free slots
+            draw &= self.rng.random(batch) < 0.5
+        keep = ~draw | (count > 0)
+        pick = (self.rng.random(batch) * np.maximum(count, 1)).astype(np.int64)
+        steps = meta_flat[((start + pick) % size) * n_envs + envs, field["forder"]].astype(np.int64)
+        step_flat = ((start + steps - 1) % size) * n_envs + envs
+        first = meta_flat[step_flat, field["first"]].astype(np.int64)
+        achieved = self._achieved_at(step_flat // n_envs, step_flat % n_envs)[:, None]
+        goals = np.where(draw.reshape(-1, *(1,) * (own_goals.ndim - 1)), achieved, own_goals)
+        reach = np.where(draw, np.where(first > 0, first, -1), own_step)[:, None]
+        return goals.astype(own_goals.dtype, copy=False), reach, keep
 
     def _reach_indexed(
         self,

@@ -342,11 +342,62 @@ def test_future_goals_come_from_at_or_after_the_transition() -> None:
     relabeled = check_sample(stream, 512)
     assert relabeled.mean() > 0.95
     info = buffer.last_sample_info
+    hindsight = 0
     for b in np.flatnonzero(relabeled):
         rec, t = stream.owner[(int(info.rows[b]), 0)]
         path = rec.episode.observations["achieved"][:, 0]
+        new_after_t = [u for u in range(t + 1, len(path)) if not (path[1 : t + 1] == path[u]).all(axis=1).any()]
+        if (info.goals[b, 0] == [9, 9]).all():
+            assert not new_after_t  # the recorded goal is kept only when no value is first reached after t
+            continue
+        hindsight += 1
         hits = np.flatnonzero((path[1:] == info.goals[b, 0]).all(axis=1)) + 1
-        assert hits.max() >= t + 1 and hits.min() >= t + 1  # first reached at or after the transition
+        assert hits.min() >= t + 1  # first reached after the transition
+    assert hindsight > 0.8 * relabeled.sum()
+
+
+@pytest.mark.parametrize("tolerance", [False, True])
+@pytest.mark.parametrize("selection", ["future", "episode"])
+def test_one_goal_draws_are_hers_rule_conditioned_on_admissibility(tolerance: bool, selection: str) -> None:
+    """k = 1 ("all"): the transition is uniform over those admitting a hindsight goal, and the goal is the value
+    of a step u drawn uniformly from the steps whose value is first reached after t (HER's future rule,
+    conditioned on the relabeled episode containing t); exact index and pairwise (tolerance) path alike."""
+    spec = ToleranceGoalSpec(tolerance=1.0) if tolerance else ExactGoalSpec()
+    buffer = make_buffer(1, size=200, strategy="all", goal_spec=spec, goal_selection=selection)
+    assert buffer.single_index
+    rng = np.random.default_rng(3)
+    recs = [simulate(random_path(rng, 12), np.array([[9, 9]]), spec=spec) for _ in range(3)]
+    stream = Stream.into(buffer)
+    for rec in recs:
+        for t in range(len(rec.episode)):
+            stream.add([rec], [t])
+    expected: dict[tuple[int, int, tuple[int, ...]], float] = {}
+    pairs: list[tuple[int, int, list[int]]] = []
+    for e, rec in enumerate(recs):
+        path = rec.episode.observations["achieved"][:, 0]
+        for t in range(len(rec.episode)):
+            fresh = [u for u in range(t + 1, len(path))
+                     if not any(bool(spec.reached(path[s], path[u])) for s in range(1, t + 1))]
+            if fresh:
+                pairs.append((e, t, fresh))
+    for e, t, fresh in pairs:
+        path = recs[e].episode.observations["achieved"][:, 0]
+        for u in fresh:
+            key = (e, t, tuple(int(v) for v in path[u]))
+            expected[key] = expected.get(key, 0.0) + 1.0 / len(pairs) / len(fresh)
+    counts: dict[tuple[int, int, tuple[int, ...]], int] = {}
+    total = 0
+    for _ in range(30):
+        buffer.sample(2000)
+        info = buffer.last_sample_info
+        for b in range(2000):
+            rec, t = stream.owner[(int(info.rows[b]), 0)]
+            key = (next(i for i, r in enumerate(recs) if r is rec), t, tuple(int(v) for v in info.goals[b, 0]))
+            counts[key] = counts.get(key, 0) + 1
+            total += 1
+    assert set(counts) <= set(expected)
+    worst = max(abs(counts.get(key, 0) / total - p) for key, p in expected.items())
+    assert worst < 0.004, worst
 
 
 def test_episode_selection_draws_from_the_whole_episode() -> None:
