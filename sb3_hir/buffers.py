@@ -883,17 +883,17 @@ def _first_after(
     Positions ``lo..hi-1`` hold the steps of one value in ascending order; for a goal drawn from step u,
     ``hi`` is u's own position (u itself is past ``after``), for an own goal it is the group's end.
     """
-    lo, hi = lo.copy(), hi.copy()
-    end = hi.copy()
-    while True:
+    end = hi
+    iterations = int((hi - lo).max()).bit_length() if len(lo) else 0
+    for _ in range(iterations):  # a fixed count (the largest group's bit length): no per-round any()
         active = lo < hi
-        if not active.any():
-            break
         mid = (lo + hi) >> 1
-        value = order[((start + mid) % size) * n_envs + envs].astype(np.int64)
+        at = start + mid
+        at[at >= size] -= size
+        value = order[at * n_envs + envs if n_envs > 1 else at]
         right = active & (value <= after)
         lo = np.where(right, mid + 1, lo)
-        hi = np.where(active & ~right, mid, hi)
+        hi = np.where(right, hi, mid)
     found = lo < end
     value = order[((start + np.where(found, lo, 0)) % size) * n_envs + envs].astype(np.int64)
     return np.where(found, value, -1)

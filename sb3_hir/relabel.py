@@ -280,21 +280,25 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
         # "some": h uniform in 0..free
         h = free if self.strategy == "all" else (rng.random(batch) * (free + 1)).astype(np.int64)
         big = np.iinfo(np.int64).max // 4
-        taken = np.where(own > 0, own, big)
-        picked = np.full((batch, k), big, dtype=np.int64)
+        excluded = np.concatenate([np.where(own > 0, own, big), np.full((batch, k), big, dtype=np.int64)], axis=1)
         ones = np.ones(batch, dtype=np.int64)
         for i in range(k):
             lo = t + 1 if (i == 0 and goal_selection == "future") else ones
-            excluded = np.sort(np.concatenate([taken, picked], axis=1), axis=1)
-            inside = (excluded >= lo[:, None]) & (excluded <= length[:, None])
-            free_steps = length - lo + 1 - inside.sum(axis=1)
-            draw = lo + (rng.random(batch) * np.maximum(free_steps, 1)).astype(np.int64)
-            for column in excluded.T:  # ascending: skip every excluded step at or below the draw
-                draw += (column >= lo) & (column <= draw)
+            span = length - lo + 1
+            present = excluded[:, : k + i]  # own reach steps and earlier picks: distinct steps (or big)
+            free_steps = span - ((present >= lo[:, None]) & (present <= length[:, None])).sum(axis=1)
             active = (i < h) & (free_steps > 0)
+            # Uniform over the free steps by rejection: at most 2k - 1 of the span's steps are excluded.
+            draw = lo + (rng.random(batch) * np.maximum(span, 1)).astype(np.int64)
+            clash = np.flatnonzero(active & (draw[:, None] == present).any(axis=1))
+            while len(clash):
+                draw[clash] = lo[clash] + (rng.random(len(clash)) * span[clash]).astype(np.int64)
+                clash = clash[(draw[clash, None] == present[clash]).any(axis=1)]
             if i == 0:
                 h = np.where(active, h, 0)  # no admissible first alternative: keep the own instruction
-            picked[:, i] = np.where(active, draw, big)
+            excluded[:, k + i] = np.where(active, draw, big)
+        picked = excluded[:, k:]
+        taken = excluded[:, :k]
         merged = np.sort(np.concatenate([taken, picked], axis=1), axis=1)[:, :k]
         out = np.where(merged < big, merged, -1)
         out[h == 0] = -1
