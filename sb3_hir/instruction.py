@@ -39,7 +39,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from sb3_hir.goals import ExactGoalSpec
+from sb3_hir.contract import RESET_GOALS_OPTION
+from sb3_hir.goals import ExactGoalSpec, GoalSpec
 
 __all__ = [
     "ACCEPTED_GOAL_SPACES",
@@ -72,7 +73,8 @@ class GoalSampler(Protocol):
 
     Every method receives the :class:`InstructionWrapper` as ``env``: ``env.unwrapped`` is the GoalEnv and
     ``env.env_observation`` its latest Dict observation. An optional attribute ``mask_value`` (float) proposes a
-    mask value outside the family's goal range.
+    mask value outside the family's goal range; an optional ``installs_goals = True`` says that :meth:`install`
+    makes *any* goal the env's (not only one :meth:`sample` drew), so the wrapper can take an instruction at reset.
     """
 
     def sample(self, env: InstructionWrapper, rng: np.random.Generator, k: int) -> np.ndarray:
@@ -188,7 +190,8 @@ def check_goal_env(env: gym.Env) -> tuple[spaces.Box, spaces.Box]:
 class DesiredGoalSampler:
     """The env's own goal as a one-goal instruction: the generic k = 1 adapter for any GoalEnv.
 
-    ``install`` is a no-op (the goal is already the env's) and ``reached`` is :func:`env_success` on the env's own
+    ``install`` is a no-op (the goal is already the env's), so the wrapper cannot take another instruction at
+    reset, and ``reached`` is :func:`env_success` on the env's own
     ``achieved_goal`` and the goal in the env's format (:meth:`InstructionWrapper.env_goal`).
 
     :param success_reward: see :func:`env_success`; only needed for envs whose info reports neither
@@ -234,6 +237,10 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     through. ``info`` keeps the env's keys, with ``"is_success"`` (all k reached) and ``"goals_reached"``
     overwritten, the env's own reward in ``"env_reward"`` and its own ``"is_success"`` in ``"env_is_success"``.
 
+    ``reset(options={"goals": goals})`` plays the episode under ``goals`` (k, goal_dim) instead of a drawn
+    instruction; the option is taken out before the env's reset, and the instruction is still drawn (and
+    discarded), so one seed gives the same episode under any instruction.
+
     Goals are drawn from :attr:`np_random`, the wrapper's own generator, seeded by ``reset(seed=...)``
     independently of the env's stream. ``reset(seed=...)`` also seeds ``env.unwrapped.np_random`` before the env's
     reset, for envs with their own seeding that never do (SB3's ``BitFlippingEnv``), as gymnasium's env checker
@@ -249,6 +256,12 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     :param require_distinct: reject instructions with repeated goals (a repeated goal would be reached twice
         without moving).
     """
+
+    @property
+    def accepts_reset_goals(self) -> bool:
+        """``reset(options={"goals": ...})`` is honoured when the sampler installs any goal (see
+        :mod:`sb3_hir.contract`)."""
+        return bool(getattr(self.sampler, "installs_goals", False))
 
     def __init__(
         self,
@@ -316,8 +329,8 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
             self.goal_dtype, self.achieved_dtype = np.dtype(desired_space.dtype), np.dtype(achieved_space.dtype)
         #: The goal spec relabeling must use, when the wrapper knows it: exact equality for integer goals (what
         #: ``sb3_hir.testing.check_instruction_env`` checks by default); None for float goals, whose tolerance is
-        #: the env's success radius.
-        self.goal_spec: ExactGoalSpec | None = (
+        #: the env's success radius (env plugins set it, e.g. sb3-hir-robotics' ``declare_goal_spec``).
+        self.goal_spec: GoalSpec | None = (
             ExactGoalSpec(mask_value=self.mask_value, goal_reward=self.goal_reward) if integer else None
         )
         self._desired_space = env.observation_space["desired_goal"]
@@ -410,6 +423,20 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
             )
         return goals
 
+    def _given_instruction(self, given: Any) -> np.ndarray:
+        k, d = self.num_goals, self.goal_dim
+        name = f"options[{RESET_GOALS_OPTION!r}]"
+        raw = np.asarray(given)
+        if raw.shape != (k, d) or not np.issubdtype(raw.dtype, np.number) or not np.all(np.isfinite(raw)):
+            raise ValueError(f"{name} must be {k} finite goals of dimension {d}, shape ({k}, {d}); got shape "
+                             f"{raw.shape}, dtype {raw.dtype}")
+        goals = raw.astype(self.goal_dtype, copy=True)
+        if _is_integer(self.goal_dtype) and not np.array_equal(goals, raw):
+            raise ValueError(f"{name} = {raw.tolist()} must hold integers of the goal dtype {self.goal_dtype}")
+        if np.any(np.all(goals == self.mask_value, axis=-1)):
+            raise ValueError(f"{name} holds the mask value {self.mask_value}, which reads as an already reached goal")
+        return goals
+
     def _observation(self) -> dict[str, np.ndarray]:
         env_obs = self.env_observation
         return {
@@ -427,9 +454,20 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         if seed is not None:
             self._goal_rng = np.random.default_rng([int(seed), _STREAM])
             gym.Env.reset(self.unwrapped, seed=seed)  # what super().reset(seed=seed) does (see the class docstring)
-        obs, info = self.env.reset(seed=seed, options=options)
+        given = None
+        if options is not None and RESET_GOALS_OPTION in options:
+            if not self.accepts_reset_goals:
+                raise ValueError(
+                    f"options[{RESET_GOALS_OPTION!r}] needs a goal sampler that installs any goal in the env "
+                    f"(installs_goals = True); {type(self.sampler).__name__} does not"
+                )
+            options = dict(options)
+            given = options.pop(RESET_GOALS_OPTION)
+        obs, info = self.env.reset(seed=seed, options=options or None)
         self._env_obs = self._check_env_obs(obs)
-        self._goals = self._sample_instruction()
+        self._goals = self._sample_instruction()  # drawn even when given: the same stream under any instruction
+        if given is not None:
+            self._goals = self._given_instruction(given)
         self._goals_obs = self._goals.copy()
         self._num_reached = 0
         self.sampler.install(self, self._goals[0].copy())

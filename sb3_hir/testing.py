@@ -33,6 +33,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import numpy as np
 
 from sb3_hir import plugins
+from sb3_hir.contract import (
+    ACCEPTS_RESET_GOALS,
+    ENV_GOAL_SPEC,
+    RESET_GOALS_OPTION,
+    TERMINATIONS_UNRELATED_TO_GOALS,
+    declared,
+)
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -60,9 +67,6 @@ DEFAULT_STEP_CAP = 1000
 #: Attribute a relabeler sets to True when relabeling never lowers an episode's return.
 NEVER_LOWERS_RETURN = "never_lowers_return"
 
-#: Attribute of an env or of a wrapper around it naming the goal spec its goals are judged by (a registered name
-#: or a GoalSpec); envs without one are judged by ``"exact"``.
-ENV_GOAL_SPEC = "goal_spec"
 
 
 # ---------------------------------------------------------------------------------------------- formatting
@@ -207,16 +211,8 @@ def _first_rollout_difference(a: _Rollout, b: _Rollout) -> tuple[int, str] | Non
 
 # ---------------------------------------------------------------------------------------------- goal specs
 def _declared_goal_spec(env: gym.Env) -> Any:
-    """``goal_spec`` of the outermost wrapper (or the env) in ``env``'s wrapper chain that defines one, else None.
-
-    Looked up statically on each level, so gymnasium's attribute forwarding through wrappers is not relied on.
-    """
-    current: Any = env
-    while current is not None:
-        if inspect.getattr_static(current, ENV_GOAL_SPEC, None) is not None:
-            return getattr(current, ENV_GOAL_SPEC)
-        current = inspect.getattr_static(current, "env", None)
-    return None
+    """``goal_spec`` declared along ``env``'s wrapper chain (see :mod:`sb3_hir.contract`), else None."""
+    return declared(env, ENV_GOAL_SPEC)
 
 
 def _env_goal_spec(env: gym.Env) -> GoalSpec:
@@ -293,6 +289,7 @@ def check_instruction_env(
     n_episodes: int = 5,
     seed: int = 0,
     max_steps: int | None = None,
+    counterfactual: int = 3,
 ) -> None:
     """Check that ``env`` keeps the instruction-env contract the relabelers rely on.
 
@@ -305,7 +302,18 @@ def check_instruction_env(
     3. ``info["is_success"]`` is True exactly when all goals are reached (masked), and ``info["goals_reached"]``,
        when present, counts the masked goals;
     4. seeding is reproducible: ``reset(seed=...)`` replays episode 0 identically after the others, and
-       different seeds give ``env.unwrapped.np_random`` different states.
+       different seeds give ``env.unwrapped.np_random`` different states;
+    5. counterfactual replay, for envs that take an instruction at reset (``accepts_reset_goals``, see
+       :mod:`sb3_hir.contract`): each episode is played again from the same seed, with the same actions, under
+       ``counterfactual`` hindsight instructions drawn by the relabeler (by a ``"all"`` hindsight-instruction
+       relabeler when it draws none) and one instruction of achieved values in reverse order of visit; the env's
+       rewards, terminations, goal observations, achieved values and ``is_success`` must equal
+       ``relabeler.replay(episode, goals)`` step by step. This is what relabeling assumes: the env, given the
+       relabeled instruction, would have produced the relabeled episode;
+    6. for envs that cannot take an instruction, a termination on the step that reaches a goal other than the
+       last is flagged: replay keeps it under every instruction (as a fall), which is wrong when the goal caused
+       it. Envs whose terminations never depend on the goals opt out with
+       ``terminations_unrelated_to_goals = True``. This heuristic only sees goals the random policy reaches.
 
     :param env: the env, or a registered ``"env"`` name (created with its defaults).
     :param relabeler: whose ``replay`` must reproduce the env (instance or registered name); by default a
@@ -315,10 +323,13 @@ def check_instruction_env(
     :param seed: seed of episode 0.
     :param max_steps: cut each episode after this many steps (default: when the env ends it, at most
         :data:`DEFAULT_STEP_CAP`).
+    :param counterfactual: hindsight instructions replayed against the env per episode (0: only the reversed one).
     :raises AssertionError: naming the seed, the step and the values of the first violation.
     """
     check = "check_instruction_env"
     _check_counts(n_episodes=n_episodes, max_steps=max_steps)
+    if isinstance(counterfactual, bool) or not isinstance(counterfactual, int) or counterfactual < 0:
+        raise ValueError(f"counterfactual must be an int >= 0, got {counterfactual!r}")
     env, owned = _resolve_env(env)
     try:
         relabeler = _resolve_relabeler(check, relabeler, env)
@@ -336,9 +347,96 @@ def check_instruction_env(
                       f"goals must reproduce the env exactly, or relabeled data teaches a different task.")
             _check_success(check, rollout, episode, spec, num_goals)
         _check_seeding(check, env, rollouts[0], seed, max_steps)
+        if declared(env, ACCEPTS_RESET_GOALS, False):
+            for rollout in rollouts:
+                _check_counterfactual(check, env, relabeler, rollout, counterfactual)
+        elif not declared(env, TERMINATIONS_UNRELATED_TO_GOALS, False):
+            for rollout in rollouts:
+                _check_goal_terminations(check, rollout, rollout.episode(), spec, num_goals)
     finally:
         if owned:
             env.close()
+
+
+def _counterfactual_instructions(relabeler: Any, episode: Episode, rng: np.random.Generator,
+                                 count: int) -> list[np.ndarray]:
+    """Hindsight instructions to replay ``episode`` under: the relabeler's draws, then achieved values in reverse
+    order of visit (which catches envs that ignore the goal order or pay for goals other than the active one)."""
+    from sb3_hir.relabel import HindsightInstructionRelabeler
+
+    spec, k = relabeler.goal_spec, relabeler.num_goals
+    drawer = relabeler
+    if getattr(relabeler, "strategy", None) == "none" or not callable(getattr(relabeler, "relabel_goals", None)):
+        drawer = HindsightInstructionRelabeler(k, strategy="all", goal_spec=spec)
+    instructions = []
+    for _ in range(count):
+        goals = drawer.relabel_goals(episode, rng)
+        if goals is not None:
+            instructions.append(np.asarray(goals))
+    _, achieved = relabeler._episode_goal_arrays(episode)
+    if len(achieved) > k:
+        steps = np.sort(rng.choice(np.arange(1, len(achieved)), size=k, replace=False))[::-1]
+        own = episode.instruction(spec.goals_key)
+        instructions.append(achieved[steps].astype(own.dtype).reshape(own.shape))
+    return instructions
+
+
+def _check_counterfactual(check: str, env: gym.Env, relabeler: Any, rollout: _Rollout, count: int) -> None:
+    """Play the rollout's actions from its seed under hindsight instructions; the env must match ``replay``."""
+    spec = relabeler.goal_spec
+    episode = rollout.episode()
+    rng = np.random.default_rng([rollout.seed, 0x5EED])
+    _, achieved = relabeler._episode_goal_arrays(episode)
+    for goals in _counterfactual_instructions(relabeler, episode, rng, count):
+        replayed = relabeler.replay(episode, goals)
+        expected_goals = replayed.observations[spec.goals_key]
+        under = f"under the instruction {_show(goals)} (reset(seed={rollout.seed}, options={{'goals': ...}}))"
+
+        def fail(step: int, detail: str, goals_before: Any = None, under: str = under) -> NoReturn:
+            shown = "" if goals_before is None else f" (goals observed before the step: {_show(goals_before)})"
+            _fail(check, _where(rollout.index, rollout.seed, step),
+                  f"{under}: {detail}{shown}. {_name(relabeler)}.replay under this instruction disagrees with "
+                  "the env, so relabeled data would teach a task the env does not pose.")
+
+        obs, _ = env.reset(seed=rollout.seed, options={RESET_GOALS_OPTION: goals})
+        if not np.array_equal(obs[spec.goals_key], expected_goals[0]):
+            fail(0, f"observation[{spec.goals_key!r}] = {_show(obs[spec.goals_key])} after reset, expected the "
+                    f"instruction {_show(expected_goals[0])}: the env (or a wrapper) ignored options['goals']")
+        for step in range(1, len(replayed) + 1):
+            obs, reward, terminated, truncated, info = env.step(rollout.actions[step - 1])
+            now = spec.achieved_values(np.asarray(obs[spec.achieved_key])[None], achieved.shape[1:])[0]
+            if not np.array_equal(now, achieved[step]):
+                fail(step, f"achieved {_show(now)}, but {_show(achieved[step])} with the episode's own instruction: "
+                           "the dynamics depend on the instruction")
+            before = expected_goals[step - 1]
+            if float(reward) != float(replayed.rewards[step - 1]):
+                fail(step, f"env reward {_show(float(reward))} != replayed reward "
+                           f"{_show(float(replayed.rewards[step - 1]))}", before)
+            if bool(terminated) != bool(replayed.terminated[step - 1]):
+                fail(step, f"env terminated={bool(terminated)} != replayed "
+                           f"terminated={bool(replayed.terminated[step - 1])}", before)
+            if not np.array_equal(obs[spec.goals_key], expected_goals[step]):
+                fail(step, f"env observation[{spec.goals_key!r}] = {_show(obs[spec.goals_key])} != replayed "
+                           f"{_show(expected_goals[step])}", before)
+            success = bool(spec.is_masked(expected_goals[step]).all())
+            if bool(info.get("is_success", False)) != success:
+                fail(step, f"info['is_success'] = {_show(info.get('is_success'))}, replayed {success}", before)
+            if (terminated or truncated) and step < len(replayed):
+                fail(step, f"the env ended the episode (terminated={bool(terminated)}, truncated={bool(truncated)}) "
+                           f"where the replay goes on for {len(replayed) - step} more steps", before)
+
+
+def _check_goal_terminations(check: str, rollout: _Rollout, episode: Episode, spec: GoalSpec, k: int) -> None:
+    """Flag a termination on a step that reaches goal j < k (see :func:`check_instruction_env`, item 6)."""
+    counts = spec.is_masked(episode.observations[spec.goals_key]).sum(axis=-1)
+    for step in range(1, len(episode) + 1):
+        if episode.terminated[step - 1] and counts[step] > counts[step - 1] and counts[step] < k:
+            _fail(check, _where(rollout.index, rollout.seed, step),
+                  f"the env terminated on the step that reached goal {int(counts[step])} of {k}. Replay keeps a "
+                  "termination the goals did not complete under every instruction, as a fall; if this one was "
+                  "caused by the goal, relabeled episodes would end at the wrong step. Let the env take an "
+                  f"instruction at reset ({ACCEPTS_RESET_GOALS} = True) so the check can replay it, or, if its "
+                  f"terminations never depend on the goals, set {TERMINATIONS_UNRELATED_TO_GOALS} = True.")
 
 
 def _check_counts(**counts: int | None) -> None:

@@ -140,6 +140,92 @@ class EarlySuccess(Corridor):
         return obs, reward, terminated, truncated, info
 
 
+# ---------------------------------------------------------------------------------------------- goal-taking envs
+class GoalTakingCorridor(Corridor):
+    """:class:`Corridor` that takes an instruction at reset (``options={"goals": ...}``), as MazeRunner does.
+
+    The defaults put its own goals out of reach (start 0, goals 11, 10, 9, 6 steps), so random-policy episodes
+    never reach one: whatever a check finds below, only counterfactual replay under hindsight goals can find.
+    """
+
+    accepts_reset_goals = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs = {"length": 12, "num_goals": 3, "time_limit": 6, "start": 0, "goals": [11, 10, 9], **kwargs}
+        super().__init__(**kwargs)
+        self.given = False
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        obs, info = super().reset(seed=seed, options=options)
+        self.given = bool(options and "goals" in options)
+        if self.given:
+            self.goal_cells = [int(g[1]) for g in np.asarray(options["goals"])]
+            obs = self._obs()
+        return obs, info
+
+
+class EarlyStop(GoalTakingCorridor):
+    """Bug: ends the episode at the first goal (``terminated or reward > 0``), not at the k-th."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated or reward > 0, truncated, info
+
+
+class PaysAnyUnreachedGoal(GoalTakingCorridor):
+    """Bug: pays for standing on any unreached goal, not only the active one (progress stays in order)."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if reward == 0.0 and self.x in self.goal_cells[self.reached:]:
+            reward = 1.0
+        return obs, reward, terminated, truncated, info
+
+
+class IgnoresGoalOrder(GoalTakingCorridor):
+    """Bug: any unreached goal of the instruction counts, in whatever order it is reached."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self.done_goals: set[int] = set()
+        return super().reset(seed=seed, options=options)
+
+    def _goals_obs(self) -> np.ndarray:
+        goals = np.array([[0, g] for g in self.goal_cells], dtype=np.int32)
+        for j in getattr(self, "done_goals", ()):
+            goals[j] = -1
+        return goals
+
+    def step(self, action):
+        self.x = int(np.clip(self.x + self.moves[int(action)], 0, self.length - 1))
+        self.t += 1
+        reward = 0.0
+        hit = [j for j, g in enumerate(self.goal_cells) if g == self.x and j not in self.done_goals]
+        if hit:
+            self.done_goals.add(hit[0])
+            self.reached, reward = len(self.done_goals), 1.0
+        terminated = self.reached == self.num_goals
+        return self._obs(), reward, terminated, self.t >= self.time_limit, {"is_success": terminated,
+                                                                          "goals_reached": self.reached}
+
+
+class WrongMaskUnderGivenGoals(GoalTakingCorridor):
+    """Bug: under an instruction given at reset, reached goals are shown as (-1, 0) instead of the mask (-1, -1)."""
+
+    def _goals_obs(self) -> np.ndarray:
+        goals = super()._goals_obs()
+        if self.given:
+            goals[: self.reached, 1] = 0
+        return goals
+
+
+class MazeRunnerEarlyStop(gym.Wrapper):
+    """The issue's case: MazeRunner (k = 2) wrapped to stop as soon as the first goal is reached."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated or reward > 0, truncated, info
+
+
 def _message(excinfo: pytest.ExceptionInfo[AssertionError]) -> str:
     return str(excinfo.value)
 
@@ -170,6 +256,78 @@ def test_reward_disagreeing_with_replay_is_reported_with_seed_step_and_rewards()
     assert env.x == int(match.group(5))
     assert env.x in env.goal_cells[env.reached:] and env.x != env.goal_cells[env.reached]
     assert "must reproduce the env exactly" in message
+
+
+def test_a_goal_taking_env_passes_the_counterfactual_check():
+    check_instruction_env(GoalTakingCorridor(), n_episodes=4)
+    check_instruction_env(GoalTakingCorridor(), relabeler=HindsightInstructionRelabeler(3, strategy="some"))
+
+
+@pytest.mark.parametrize("env_class, detail", [
+    (EarlyStop, r"env terminated=True != replayed terminated=False"),
+    (PaysAnyUnreachedGoal, r"env reward 1\.0 != replayed reward 0\.0"),
+    (IgnoresGoalOrder, r"env (reward 1\.0 != replayed reward 0\.0|observation\['goals'\] = .* != replayed .*)"),
+    (WrongMaskUnderGivenGoals, r"env observation\['goals'\] = \[\[-1, 0\].* != replayed \[\[-1, -1\].*"),
+])
+def test_counterfactual_replay_catches_envs_that_relabeling_would_misrepresent(env_class, detail):
+    # Own instructions are out of reach: the own-goal checks pass, only the hindsight instructions see the bug.
+    with pytest.raises(AssertionError) as excinfo:
+        check_instruction_env(env_class(), n_episodes=3, seed=4)
+    message = _message(excinfo)
+    match = re.match(r"check_instruction_env: episode (\d) \(seed=(\d)\), step (\d+): under the instruction "
+                     r"(\[\[.*\]\]) \(reset\(seed=\d, options=\{'goals': \.\.\.\}\)\): " + detail, message)
+    assert match, message
+    assert int(match.group(2)) == 4 + int(match.group(1))
+    assert "replay under this instruction disagrees with the env" in message
+
+
+def test_the_issue_case_mazerunner_stopping_at_the_first_of_two_goals_is_caught():
+    from sb3_hir.envs import MazeRunnerEnv
+
+    check_instruction_env(MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=40), n_episodes=3)
+    with pytest.raises(AssertionError, match=r"step \d+: under the instruction .*: env terminated=True != replayed "
+                                             r"terminated=False"):
+        check_instruction_env(MazeRunnerEarlyStop(MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=40)),
+                              n_episodes=3)
+
+
+def test_envs_that_cannot_take_goals_get_the_termination_heuristic():
+    class StopsAtFirstGoal(Corridor):  # moves right from 0: reaches goal 1 of 3 at step 2, and stops there
+        def step(self, action):
+            obs, reward, terminated, truncated, info = super().step(action)
+            return obs, reward, terminated or reward > 0, truncated, info
+
+    with pytest.raises(AssertionError, match=r"episode 0 \(seed=0\), step 2: the env terminated on the step that "
+                                             r"reached goal 1 of 3.*accepts_reset_goals = True.*"
+                                             r"terminations_unrelated_to_goals = True"):
+        check_instruction_env(StopsAtFirstGoal(moves=(1,), start=0, goals=[2, 4, 6]), n_episodes=2)
+
+    class Opted(StopsAtFirstGoal):  # an env whose terminations are declared unrelated to the goals opts out
+        terminations_unrelated_to_goals = True
+
+    check_instruction_env(Opted(moves=(1,), start=0, goals=[2, 4, 6]), n_episodes=2)
+
+
+def test_goals_given_at_reset_are_validated():
+    from sb3_hir.envs import MazeRunnerEnv
+
+    env = MazeRunnerEnv(maze_dim=7, num_goals=2)
+    with pytest.raises(ValueError, match=r"options\['goals'\] must be 2 integer \(row, col\) cells, shape \(2, 2\)"):
+        env.reset(seed=0, options={"goals": np.zeros((3, 2), dtype=np.int32)})
+    with pytest.raises(ValueError, match=r"options\['goals'\]: goal \[0, 0\] is a wall"):
+        env.reset(seed=0, options={"goals": np.array([[0, 0], [5, 3]])})
+    with pytest.raises(ValueError, match=r"options\['goals'\]: goal \[9, 1\] lies outside the 7x7 maze"):
+        env.reset(seed=0, options={"goals": np.array([[9, 1], [5, 3]])})
+    plain, _ = env.reset(seed=5)
+    maze = env.maze.copy()
+    given, _ = env.reset(seed=5, options={"goals": np.array([[5, 3], [5, 3]])})
+    assert np.array_equal(env.maze, maze) and np.array_equal(given["achieved"], plain["achieved"])
+    assert given["goals"].tolist() == [[5, 3], [5, 3]]
+
+
+def test_check_instruction_env_validates_counterfactual():
+    with pytest.raises(ValueError, match="counterfactual must be an int >= 0"):
+        check_instruction_env(Corridor(), counterfactual=-1)
 
 
 def test_an_env_ignoring_its_seed_is_not_reproducible():

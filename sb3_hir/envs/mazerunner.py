@@ -19,6 +19,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from sb3_hir.contract import RESET_GOALS_OPTION
+
 __all__ = [
     "ACTION_DIRECTIONS",
     "MazeRunnerEnv",
@@ -271,6 +273,11 @@ class MazeRunnerEnv(gym.Env):
     consecutive steps (they only change when their content does), which saves two copies per step; copy them
     before writing. VecEnvs copy observations into their own buffers anyway.
 
+    ``reset(options={"goals": goals})`` plays the episode under ``goals`` (int (k, 2) cells, repeats allowed, no
+    walls): the maze, start and the env's own goal draw are made exactly as without it, so one seed gives the
+    same maze under any instruction (what :func:`sb3_hir.testing.check_instruction_env` replays relabeled
+    instructions against).
+
     Episode state for tools and tests: ``maze`` (read-only bool (n, n), True = wall), ``start`` = (n-2, n//2),
     ``goal_positions`` (read-only int32 (k, 2)), ``action_permutation`` (action index -> index into
     :data:`ACTION_DIRECTIONS`), ``agent_pos``, ``goals_reached``, ``t``. For n = 5 the spawn area starts at row 1
@@ -287,6 +294,9 @@ class MazeRunnerEnv(gym.Env):
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array", "ansi"], "render_fps": 8}
+
+    #: ``reset(options={"goals": ...})`` is honoured (see :mod:`sb3_hir.contract`).
+    accepts_reset_goals: ClassVar[bool] = True
 
     #: Pixels per maze cell in ``rgb_array`` renders.
     cell_pixels: int = 16
@@ -369,6 +379,9 @@ class MazeRunnerEnv(gym.Env):
             j = i + int(u * (m - i))
             candidates[i], candidates[j] = candidates[j], candidates[i]
         self._goal_cells = candidates[:k]
+        given = None if options is None else options.get(RESET_GOALS_OPTION)
+        if given is not None:
+            self._goal_cells = self._given_goal_cells(given)
         self.goal_positions = np.array([divmod(c, n) for c in self._goal_cells], dtype=np.int32)
         self.goal_positions.setflags(write=False)
         self.action_permutation = rng.permutation(5) if self.randomized_actions else np.arange(5)
@@ -392,6 +405,27 @@ class MazeRunnerEnv(gym.Env):
         obs[6] = 0.0
         observation = {"achieved": grid.achieved[start], "goals": self._goals_obs, "obs": obs}
         return observation, {"is_success": False, "goals_reached": 0}
+
+    def _given_goal_cells(self, given: Any) -> list[int]:
+        """Cells of an instruction passed to ``reset``, validated (the maze must already be drawn)."""
+        n, k = self.maze_dim, self.num_goals
+        goals = np.asarray(given)
+        if goals.shape != (k, 2) or not (
+            np.issubdtype(goals.dtype, np.integer) or (np.issubdtype(goals.dtype, np.floating) and
+                                                       np.array_equal(goals, np.round(goals)))
+        ):
+            raise ValueError(f"options[{RESET_GOALS_OPTION!r}] must be {k} integer (row, col) cells, shape ({k}, 2); "
+                             f"got shape {goals.shape}, dtype {goals.dtype}")
+        goals = goals.astype(np.int64)
+        outside = ((goals < 0) | (goals >= n)).any(axis=1)
+        if outside.any():
+            raise ValueError(f"options[{RESET_GOALS_OPTION!r}]: goal {goals[outside][0].tolist()} lies outside the "
+                             f"{n}x{n} maze")
+        walls = self.maze[goals[:, 0], goals[:, 1]]
+        if walls.any():
+            raise ValueError(f"options[{RESET_GOALS_OPTION!r}]: goal {goals[walls][0].tolist()} is a wall in this "
+                             "episode's maze")
+        return (goals[:, 0] * n + goals[:, 1]).tolist()
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         """Move (walls stop the move), reward the active goal, advance it: O(1) table lookups."""

@@ -17,7 +17,7 @@ from sb3_hir.goals import ToleranceGoalSpec
 from sb3_hir.instruction import InstructionWrapper
 from sb3_hir_robotics.maze import MAZE_DISTANCE_THRESHOLD
 
-__all__ = ["DistanceThresholdGoalSpec", "env_distance_threshold", "find_instruction_wrapper"]
+__all__ = ["DistanceThresholdGoalSpec", "declare_goal_spec", "env_distance_threshold", "find_instruction_wrapper"]
 
 
 def env_distance_threshold(env: gym.Env) -> float:
@@ -92,3 +92,20 @@ class DistanceThresholdGoalSpec(ToleranceGoalSpec):
                     kwargs[name] = ours
         super().__init__(tolerance=distance_threshold, **kwargs)
         self.distance_threshold = self.tolerance
+
+
+def declare_goal_spec(wrapper: InstructionWrapper) -> InstructionWrapper:
+    """Give a float-goal instruction env its ``"distance-threshold"`` spec as ``wrapper.goal_spec``.
+
+    The buffer, the CLI and :func:`sb3_hir.testing.check_instruction_env` read the env's declared goal spec; without
+    it they fall back to exact equality, under which a relabeled goal taken from an achieved position is reached
+    only at that very position, never within the env's radius. Integer goals keep their exact spec; an env that
+    tells no threshold keeps None.
+    """
+    if wrapper.goal_spec is None:
+        try:
+            env_distance_threshold(wrapper)
+        except ValueError:
+            return wrapper
+        wrapper.goal_spec = DistanceThresholdGoalSpec(env=wrapper)
+    return wrapper

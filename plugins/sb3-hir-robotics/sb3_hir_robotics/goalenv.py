@@ -14,6 +14,7 @@ import gymnasium as gym
 import gymnasium_robotics  # noqa: F401  (registers the gymnasium-robotics ids)
 
 from sb3_hir.instruction import DesiredGoalSampler, InstructionWrapper, goal_space_mask_value
+from sb3_hir_robotics.goal_specs import declare_goal_spec
 from sb3_hir_robotics.maze import outside_mask_value
 
 __all__ = ["default_mask_value", "make_goal_env"]
@@ -64,7 +65,7 @@ def make_goal_env(
         if mask_value is None:
             mask_value = default_mask_value(env)
         sampler = DesiredGoalSampler(success_reward=success_reward, mask_value=mask_value)
-        return InstructionWrapper(env, sampler, num_goals=1, goal_reward=goal_reward)
+        return declare_goal_spec(InstructionWrapper(env, sampler, num_goals=1, goal_reward=goal_reward))
     except Exception:
         env.close()
         raise

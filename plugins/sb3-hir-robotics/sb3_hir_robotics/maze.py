@@ -80,6 +80,9 @@ class MazeGoalSampler:
     :param mask_value: proposed mask value; :func:`make_pointmaze_instruction` moves it outside the maze.
     """
 
+    #: install() sets ``env.goal`` to any position, so the wrapper takes an instruction at reset.
+    installs_goals = True
+
     def __init__(self, position_noise: bool = True, exclude_start_cell: bool = True,
                  mask_value: float = DEFAULT_MASK_VALUE) -> None:
         self.position_noise = bool(position_noise)
@@ -188,7 +191,9 @@ def make_pointmaze_instruction(
         if isinstance(num_goals, bool) or not isinstance(num_goals, int) or num_goals < 1:
             raise ValueError(f"num_goals must be an int >= 1; got {num_goals!r}")
         sampler.check(env, num_goals)
-        return InstructionWrapper(env, sampler, num_goals=num_goals, goal_reward=goal_reward)
+        from sb3_hir_robotics.goal_specs import declare_goal_spec  # goal_specs imports this module
+
+        return declare_goal_spec(InstructionWrapper(env, sampler, num_goals=num_goals, goal_reward=goal_reward))
     except Exception:
         env.close()
         raise

@@ -144,6 +144,42 @@ def test_pointmaze_installs_the_active_goal_in_the_env_and_is_seeded():
     assert not np.array_equal(other["goals"], obs["goals"])
 
 
+def test_pointmaze_passes_counterfactual_replay_under_hindsight_instructions():
+    """InstructionWrapper over PointMaze takes an instruction at reset (MazeGoalSampler installs any goal), declares
+    its distance-threshold spec, and check_instruction_env replays hindsight instructions against the env itself."""
+    env = plugins.create("env", "pointmaze-instruction", num_goals=2, max_episode_steps=120)
+    assert env.accepts_reset_goals and isinstance(env.goal_spec, DistanceThresholdGoalSpec)
+    given = []
+    reset = env.reset
+
+    def counting_reset(**kwargs):
+        if (kwargs.get("options") or {}).get("goals") is not None:
+            given.append(kwargs["options"]["goals"])
+        return reset(**kwargs)
+
+    env.reset = counting_reset
+    check_instruction_env(env, n_episodes=2, counterfactual=2)
+    assert len(given) == 2 * 3  # two relabeler draws and the reversed instruction per episode
+    # An early stop at the first of two goals, wrapped around the same env, is caught under those instructions.
+
+    class EarlyStop(gym.Wrapper):
+        def step(self, action):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            return obs, reward, terminated or reward > 0, truncated, info
+
+    with pytest.raises(AssertionError, match=r"under the instruction .*: env terminated=True != replayed "
+                                             r"terminated=False"):
+        check_instruction_env(EarlyStop(plugins.create("env", "pointmaze-instruction", num_goals=2,
+                                                       max_episode_steps=120)), n_episodes=2)
+
+
+def test_goalenv_adapter_cannot_take_an_instruction_at_reset():
+    env = plugins.create("env", "goalenv", env_id="PointMaze_UMaze-v3", max_episode_steps=50)
+    assert not env.accepts_reset_goals
+    with pytest.raises(ValueError, match=r"options\['goals'\] needs a goal sampler that installs any goal"):
+        env.reset(seed=0, options={"goals": np.zeros((1, 2))})
+
+
 def test_goal_spec_reads_the_threshold_and_mask_and_agrees_with_the_env():
     env = plugins.create("env", "pointmaze-instruction", num_goals=3, max_episode_steps=400)
     spec = plugins.create("goal_spec", "distance-threshold", env=env)
