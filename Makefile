@@ -1,26 +1,55 @@
 # Two set-up commands: `make train` runs the main job, `make test` runs the tests. Both install what they need.
+#
+# Two install profiles, each in its own virtual environment, pinned by its own constraints file:
+#   .venv          "dagger":  gymnasium 0.29 with imitation 1.0 (the 'dagger' extra) and gymnasium-robotics 1.2;
+#                             everything, the main job included.
+#   .venv-current  "current": the newest SB3 / sb3-contrib and gymnasium 1.x with gymnasium-robotics 1.4, without
+#                             imitation (what `pip install sb3-hir` gives); DAgger tests skip there, with the reason.
 PYTHON ?= python3
 VENV ?= .venv
-PY := $(VENV)/bin/python
+VENV_CURRENT ?= .venv-current
+PLUGINS := $(wildcard plugins/*/)
 
-.PHONY: install test train lint
+.PHONY: install test test-dagger test-current train lint
 
-$(VENV)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml) .ci/constraints.txt
-	$(PYTHON) -m venv $(VENV)
+# $(1): venv, $(2): extras, $(3): constraints file
+define install_profile
+	$(PYTHON) -m venv $(1)
 	# CPU build of torch first: an unpinned torch pulls a CUDA build of several GB.
-	$(PY) -m pip install torch==2.13.0
-	$(PY) -m pip install -c .ci/constraints.txt -e ".[test]"
-	for plugin in plugins/*/; do $(PY) -m pip install -c .ci/constraints.txt -e "$$plugin" || exit 1; done
-	touch $@
+	$(1)/bin/python -m pip install torch==2.13.0
+	$(1)/bin/python -m pip install -c $(3) -e ".[$(2)]"
+	for plugin in $(PLUGINS); do $(1)/bin/python -m pip install -c $(3) -e "$$plugin" || exit 1; done
+	touch $(1)/.installed
+endef
 
-install: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml) .ci/constraints-dagger.txt
+	$(call install_profile,$(VENV),test$(comma)dagger,.ci/constraints-dagger.txt)
 
+$(VENV_CURRENT)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml) .ci/constraints-current.txt
+	$(call install_profile,$(VENV_CURRENT),test,.ci/constraints-current.txt)
+
+comma := ,
+
+install: $(VENV)/.installed $(VENV_CURRENT)/.installed
+
+# Both profiles run even when the first fails; pytest's "no tests collected" (5) counts as a failure.
 test: install
-	$(PY) -m pytest tests plugins -q; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: treat as a failure" >&2; exit 1; fi; exit $$rc
+	@rc=0; \
+	for venv in $(VENV) $(VENV_CURRENT); do \
+	  echo "== profile $$venv: $$($$venv/bin/python -c 'import gymnasium, stable_baselines3 as s; print("gymnasium", gymnasium.__version__, "SB3", s.__version__)')"; \
+	  $$venv/bin/python -m pytest tests plugins -q; r=$$?; \
+	  if [ $$r -eq 5 ]; then echo "pytest collected no tests in $$venv: treat as a failure" >&2; r=1; fi; \
+	  if [ $$r -ne 0 ]; then rc=$$r; fi; \
+	done; exit $$rc
 
-train: install
+test-dagger: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest tests plugins -q
+
+test-current: $(VENV_CURRENT)/.installed
+	$(VENV_CURRENT)/bin/python -m pytest tests plugins -q
+
+train: $(VENV)/.installed
 	$(VENV)/bin/sb3-hir train
 
-lint: install
+lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sb3_hir.extras import has, require
 from sb3_hir.hookspecs import Register, hookimpl
 
 if TYPE_CHECKING:
@@ -45,21 +46,22 @@ def register_experts(register: Register) -> None:
 
 def linear_beta_schedule(rampdown_rounds: int = 15) -> LinearBetaSchedule:
     """imitation's linear schedule: beta falls from 1 to 0 over ``rampdown_rounds`` (imitation's default 15)."""
-    from imitation.algorithms.dagger import LinearBetaSchedule
+    dagger = require("imitation.algorithms.dagger", "beta schedule 'linear'")
 
     if rampdown_rounds < 1:
         raise ValueError(f"rampdown_rounds must be an integer >= 1; got {rampdown_rounds!r}")
-    return LinearBetaSchedule(rampdown_rounds)
+    return dagger.LinearBetaSchedule(rampdown_rounds)
 
 
 def exponential_beta_schedule(decay_probability: float = 0.5) -> ExponentialBetaSchedule:
     """imitation's exponential schedule: beta = decay_probability ** round."""
-    from imitation.algorithms.dagger import ExponentialBetaSchedule
-
-    return ExponentialBetaSchedule(decay_probability)
+    dagger = require("imitation.algorithms.dagger", "beta schedule 'exponential'")
+    return dagger.ExponentialBetaSchedule(decay_probability)
 
 
 @hookimpl
 def register_beta_schedules(register: Register) -> None:
+    if not has("imitation"):  # imitation's schedules: they come with DAgger, in the 'dagger' extra
+        return
     register("linear", linear_beta_schedule)
     register("exponential", exponential_beta_schedule)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sb3_hir import plugins as plugin_registry
+from sb3_hir.extras import MissingExtraError, require
 
 #: Exit code of bad command-line input, as argparse uses.
 USAGE_EXIT = 2
@@ -386,6 +387,10 @@ def _train(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------------------------------- dagger
 def _dagger(args: argparse.Namespace) -> int:
+    try:
+        require("imitation", "sb3-hir dagger")
+    except MissingExtraError as exc:
+        raise UsageError(str(exc)) from None
     for option in ("rounds", "steps_per_round", "n_envs", "eval_episodes", "bc_epochs", "batch_size"):
         _check_positive("--" + option.replace("_", "-"), getattr(args, option))
     _one_of("beta schedule", args.beta_schedule, list(plugin_registry.available("beta_schedule")))

@@ -34,6 +34,11 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 import torch as th
+
+from sb3_hir.extras import require
+
+require("imitation", "sb3_hir.dagger")  # one line naming the 'dagger' extra, not a traceback from deep inside
+
 from imitation.algorithms import base as algo_base
 from imitation.algorithms import bc
 from imitation.algorithms import dagger as imitation_dagger

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from imitation.data.types import DictObs, TrajectoryWithRew
+
+from sb3_hir.extras import require
+
+if TYPE_CHECKING:
+    from imitation.data.types import TrajectoryWithRew
 
 __all__ = ["Episode"]
 
@@ -106,8 +110,9 @@ class Episode:
         if self.infos is not None:
             infos = np.empty(len(self.infos), dtype=object)
             infos[:] = self.infos
-        return TrajectoryWithRew(
-            obs=DictObs(dict(self.observations)),
+        types = require("imitation.data.types", "Episode.to_trajectory")
+        return types.TrajectoryWithRew(
+            obs=types.DictObs(dict(self.observations)),
             acts=self.actions,
             infos=infos,
             terminal=bool(self.terminated[-1]),
@@ -122,12 +127,13 @@ class Episode:
         imitation's rollouts record, where every finished episode is ``terminal``); without that key it is
         truncated exactly when the trajectory is not terminal, the inverse of :meth:`to_trajectory`.
         """
-        if not isinstance(trajectory, TrajectoryWithRew):
+        types = require("imitation.data.types", "Episode.from_trajectory")
+        if not isinstance(trajectory, types.TrajectoryWithRew):
             raise ValueError(
                 "trajectory must be an imitation.data.types.TrajectoryWithRew, "
                 f"got {type(trajectory).__name__}"
             )
-        if not isinstance(trajectory.obs, DictObs):
+        if not isinstance(trajectory.obs, types.DictObs):
             raise ValueError(
                 "trajectory.obs must be an imitation.data.types.DictObs (Episodes hold Dict observations), "
                 f"got {type(trajectory.obs).__name__}"

@@ -18,17 +18,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from gymnasium import spaces
-from imitation.data.types import DictObs, Trajectory
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 __all__ = ["VecHideKeys"]
 
-TrajectoryT = TypeVar("TrajectoryT", bound=Trajectory)
+from sb3_hir.extras import require
+
+if TYPE_CHECKING:
+    from imitation.data.types import Trajectory
+
+TrajectoryT = TypeVar("TrajectoryT", bound="Trajectory")
 
 
 class VecHideKeys(VecEnvWrapper):
@@ -117,10 +121,11 @@ class VecHideKeys(VecEnvWrapper):
         finished episode) or the current ones (an episode cut while running). Infos read back from a DAgger
         round file (JSON lists) work too.
         """
+        types = require("imitation.data.types", "VecHideKeys.restore_trajectory")
         infos = trajectory.infos
         if infos is None or len(infos) == 0:
             raise ValueError("trajectory has no infos: it was not recorded with this wrapper's infos (or is empty)")
-        if not isinstance(trajectory.obs, DictObs):
+        if not isinstance(trajectory.obs, types.DictObs):
             raise ValueError(f"trajectory.obs must be a DictObs; got {type(trajectory.obs).__name__}")
         missing = [t for t, info in enumerate(infos) if self.SOURCE_INFO_KEY not in info]
         if missing:
@@ -133,7 +138,7 @@ class VecHideKeys(VecEnvWrapper):
         for key, sub in self.hidden_observation_space.spaces.items():
             values = [info[self.SOURCE_INFO_KEY][key] for info in infos] + [last[key]]
             full[key] = np.asarray(values, dtype=sub.dtype).reshape(len(values), *sub.shape)
-        return dataclasses.replace(trajectory, obs=DictObs(full))
+        return dataclasses.replace(trajectory, obs=types.DictObs(full))
 
     # -- VecEnv API ------------------------------------------------------------------------------------------
     def reset(self) -> VecEnvObs:

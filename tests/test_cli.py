@@ -119,6 +119,7 @@ def test_render_draws_an_episode_of_a_saved_model(train_run, tmp_path, capsys):
     assert 1 <= steps <= 20
 
 
+@pytest.mark.dagger
 def test_dagger_writes_rounds_demos_and_table(tmp_path):
     from sb3_hir.dagger import load_round_dir
 
@@ -205,9 +206,12 @@ def test_train_with_a_relabeler_plugin_by_name(tmp_path):
         (["train", "--goals", "500"], ["num_goals must be <="]),
         (["train", "--timesteps", "0"], ["--timesteps must be >= 1"]),
         (["train", "--env-kwarg", "oops"], ["KEY=VALUE"]),
-        (["dagger", "--beta-schedule", "sometimes"], ["unknown beta schedule 'sometimes'", "exponential, linear"]),
-        (["dagger", "--expert", "oracle"], ["unknown expert 'oracle'", "shortest-path"]),
-        (["dagger", "--beta-schedule", "linear", "--beta-kwarg", "rampdown_rounds=0"], ["rampdown_rounds"]),
+        pytest.param(["dagger", "--beta-schedule", "sometimes"],
+                     ["unknown beta schedule 'sometimes'", "exponential, linear"], marks=pytest.mark.dagger),
+        pytest.param(["dagger", "--expert", "oracle"], ["unknown expert 'oracle'", "shortest-path"],
+                     marks=pytest.mark.dagger),
+        pytest.param(["dagger", "--beta-schedule", "linear", "--beta-kwarg", "rampdown_rounds=0"], ["rampdown_rounds"],
+                     marks=pytest.mark.dagger),
         (["render", "missing.zip"], ["is not a file"]),
     ],
 )

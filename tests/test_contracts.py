@@ -101,6 +101,7 @@ def test_every_beta_schedule_stays_in_the_unit_interval(sb3_hir_beta_schedule_na
     check_beta_schedule(sb3_hir_beta_schedule_name, rounds=60)
 
 
+@pytest.mark.dagger
 @pytest.mark.parametrize(("name", "kwargs"), [("linear", {"rampdown_rounds": 3}),
                                               ("exponential", {"decay_probability": 0.9})])
 def test_builtin_beta_schedules_with_non_default_parameters(name, kwargs):

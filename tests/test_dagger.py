@@ -22,6 +22,10 @@ import pytest
 import torch as th
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+pytest.importorskip("imitation", reason="DAgger test module: needs imitation (the 'dagger' extra); the 'current' "
+                    "profile runs without it and .ci/run tests DAgger in the 'dagger' profile")
+
 from imitation.algorithms import bc
 from imitation.data import types
 from imitation.policies.base import FeedForward32Policy

@@ -6,14 +6,18 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from imitation.data import rollout
-from imitation.data.types import DictObs, TrajectoryWithRew
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir.envs import MazeRunnerEnv
 from sb3_hir.episodes import Episode
+from sb3_hir.extras import has
 from sb3_hir.goals import ExactGoalSpec
 from sb3_hir.relabel import HindsightInstructionRelabeler
+
+if has("imitation"):  # the 'dagger' extra; tests using it are marked dagger
+    from imitation.data import rollout
+    from imitation.data.types import DictObs, TrajectoryWithRew
+
 
 
 def make_episode(length: int = 4, end: str = "terminated", infos: bool = True, seed: int = 0) -> Episode:
@@ -96,6 +100,7 @@ def test_bad_shapes_name_the_field(change: dict, match: str) -> None:
         Episode(**fields)
 
 
+@pytest.mark.dagger
 def test_to_trajectory_uses_dictobs_and_terminal_flag() -> None:
     episode = make_episode(5, "terminated")
     trajectory = episode.to_trajectory()
@@ -109,6 +114,7 @@ def test_to_trajectory_uses_dictobs_and_terminal_flag() -> None:
     assert make_episode(5, "truncated", infos=False).to_trajectory().infos is None
 
 
+@pytest.mark.dagger
 @settings(max_examples=60, deadline=None)
 @given(
     length=st.integers(1, 30),
@@ -121,6 +127,7 @@ def test_trajectory_round_trip(length: int, end: str, infos: bool, seed: int) ->
     assert_same(Episode.from_trajectory(episode.to_trajectory()), episode)
 
 
+@pytest.mark.dagger
 def test_from_trajectory_reads_sb3s_timeout_info() -> None:
     episode = make_episode(3, "truncated")
     base = episode.to_trajectory()
@@ -137,6 +144,7 @@ def test_from_trajectory_reads_sb3s_timeout_info() -> None:
     np.testing.assert_array_equal(recovered.truncated, [False, False, False])
 
 
+@pytest.mark.dagger
 def test_from_trajectory_rejects_non_dict_observations() -> None:
     array_obs = TrajectoryWithRew(obs=np.zeros((3, 2)), acts=np.zeros(2), infos=None, terminal=True,
                                   rews=np.zeros(2, np.float32))
@@ -146,6 +154,7 @@ def test_from_trajectory_rejects_non_dict_observations() -> None:
         Episode.from_trajectory(make_episode())  # type: ignore[arg-type]
 
 
+@pytest.mark.dagger
 def test_imitation_rollouts_of_mazerunner_become_faithful_episodes() -> None:
     """imitation's own rollout collector on MazeRunner: truncation survives, and replay is the identity."""
     k, time_limit = 2, 12

@@ -42,6 +42,7 @@ def test_hindsight_relabeling_example(tmp_path, algo, relabel, extra):
     assert (tmp_path / f"{algo}-{relabel}-curve.png").stat().st_size > 0
 
 
+@pytest.mark.dagger
 def test_dagger_example(tmp_path):
     from sb3_hir.dagger import load_round_dir
 
@@ -56,6 +57,7 @@ def test_dagger_example(tmp_path):
     assert (out / "checkpoint-latest.json").is_file()
 
 
+@pytest.mark.dagger
 def test_write_a_plugin_example(tmp_path):
     proc = run_example("write_a_plugin.py", "--timesteps", "400", "--out", str(tmp_path), cwd=tmp_path)
     assert "registered: beta_schedule 'warmup', relabeler 'evenly-spaced'" in proc.stdout
@@ -66,6 +68,7 @@ def test_write_a_plugin_example(tmp_path):
     assert betas.startswith("[1.0, 1.0, 0.5")
 
 
+@pytest.mark.dagger
 def test_write_a_plugin_relabeler_goals_are_reached_in_order():
     """The example's relabeler turns a failed episode into a success (checked with sb3-hir's own replay)."""
     import importlib.util

@@ -6,12 +6,16 @@ import multiprocessing
 
 import numpy as np
 import pytest
-from imitation.data import rollout
-from imitation.data.wrappers import RolloutInfoWrapper
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
+from sb3_hir.extras import has
+
+if has("imitation"):  # the 'dagger' extra; tests using it are marked dagger
+    from imitation.data import rollout
+    from imitation.data.wrappers import RolloutInfoWrapper
+
 
 
 def bfs_distance(maze: np.ndarray, source: tuple[int, int], target: tuple[int, int]) -> int:
@@ -123,6 +127,7 @@ def test_predict_continuous_actions() -> None:
     assert successes >= 2
 
 
+@pytest.mark.dagger
 def test_imitation_rollout_with_expert() -> None:
     k = 2
     venv = DummyVecEnv([lambda: RolloutInfoWrapper(MazeRunnerEnv(maze_dim=9, num_goals=k, time_limit=200))] * 2)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 import sb3_hir
+from sb3_hir.extras import MissingExtraError, has
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -15,8 +20,58 @@ def test_every_public_name_resolves_and_is_documented():
     for name in sb3_hir.__all__:
         if name.startswith("__") or name == "envs":
             continue
-        assert getattr(sb3_hir, name) is not None
         assert f"`{name}`" in readme, f"sb3_hir.{name} is public but README.md does not mention it"
+        if sb3_hir._LAZY.get(name) == "sb3_hir.dagger" and not has("imitation"):
+            with pytest.raises(MissingExtraError, match=r"pip install 'sb3-hir\[dagger\]'"):
+                getattr(sb3_hir, name)
+            continue
+        assert getattr(sb3_hir, name) is not None
+
+
+def _python(code: str, *, block_imitation: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter; ``block_imitation`` makes ``import imitation`` fail as if absent."""
+    if block_imitation:
+        code = (
+            "import importlib.abc, sys\n"
+            "class _Absent(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'imitation' or name.startswith('imitation.'):\n"
+            "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+            "sys.meta_path.insert(0, _Absent())\n"
+            "import importlib.util\n"
+            "importlib.util.find_spec = (lambda f: lambda name, *a: None if name.split('.')[0] == 'imitation' "
+            "else f(name, *a))(importlib.util.find_spec)\n" + code
+        )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+
+
+def test_import_sb3_hir_never_imports_imitation():
+    proc = _python("import sys, sb3_hir, sb3_hir.buffers, sb3_hir.testing, sb3_hir.instruction, sb3_hir.episodes, "
+                   "sb3_hir.vec_env, sb3_hir.callbacks\n"
+                   "from sb3_hir import plugins\n"
+                   "plugins.available('relabeler'); plugins.available('beta_schedule')\n"
+                   "print(sorted(m for m in sys.modules if m.split('.')[0] == 'imitation'))")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_without_the_dagger_extra_dagger_is_one_clear_line():
+    """Simulates an install without imitation: the library works, DAgger says which extra to install."""
+    proc = _python("import sb3_hir, sb3_hir.buffers\n"
+                   "from sb3_hir import plugins\n"
+                   "print(sorted(plugins.available('beta_schedule')))\n"
+                   "import sb3_hir.dagger\n", block_imitation=True)
+    assert proc.returncode == 1
+    assert "linear" not in proc.stdout  # imitation's schedules come with DAgger
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last == ("sb3_hir.extras.MissingExtraError: sb3_hir.dagger needs imitation, which is not installed: "
+                    "pip install 'sb3-hir[dagger]'"), proc.stderr
+    proc = _python("import sys\nfrom sb3_hir.cli import main\nsys.exit(main(['dagger', '--rounds', '1']))",
+                   block_imitation=True)
+    assert proc.returncode == 2  # (gymnasium-robotics 1.2 prints a notice about Adroit envs when imported)
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "sb3-hir dagger: error: sb3-hir dagger needs imitation, which is not installed: pip install 'sb3-hir[dagger]'"
+    ), proc.stderr
 
 
 def test_library_modules_never_import_the_cli():

@@ -51,6 +51,7 @@ def _empty_manager() -> PluginManager:
 
 
 # -- discovery through installed entry-point metadata --------------------------------------------------------------
+@pytest.mark.dagger
 def test_builtin_and_example_plugins_are_discovered_from_entry_points():
     infos = {info.name: info for info in plugins.plugins()}
     assert infos["builtin"].distribution == "sb3-hir"
@@ -63,6 +64,7 @@ def test_builtin_and_example_plugins_are_discovered_from_entry_points():
     assert schedules["linear"].plugin == "builtin"
 
 
+@pytest.mark.dagger
 def test_cli_plugins_json_lists_builtin_and_example_components():
     out = subprocess.run([sys.executable, "-m", "sb3_hir.cli", "plugins", "--json"], capture_output=True,
                          text=True, check=True).stdout
@@ -84,6 +86,7 @@ def test_manager_loads_lazily_and_once():
 
 
 # -- allow-list and block-list -------------------------------------------------------------------------------------
+@pytest.mark.dagger
 def test_empty_allow_list_loads_builtin_only():
     manager = PluginManager(environ={"SB3_HIR_LOAD_PLUGINS": ""})
     assert [info.name for info in manager.plugins()] == ["builtin"]
@@ -106,6 +109,7 @@ def test_block_list_skips_a_plugin_but_never_the_builtin():
 
 
 # -- errors ----------------------------------------------------------------------------------------------------------
+@pytest.mark.dagger
 def test_unknown_name_lists_available_names_and_providers():
     with pytest.raises(UnknownComponentError) as excinfo:
         plugins.create("beta_schedule", "no-such-schedule")
@@ -169,6 +173,7 @@ def test_bad_registrations_break_only_their_plugin(name, factory, error):
     assert "always-half" in manager.available("beta_schedule")
 
 
+@pytest.mark.dagger
 def test_use_swaps_the_process_wide_manager_and_restores_it():
     outer = plugins.get_plugin_manager()
     inner = _empty_manager()
@@ -179,6 +184,7 @@ def test_use_swaps_the_process_wide_manager_and_restores_it():
     assert "linear" in plugins.available("beta_schedule")
 
 
+@pytest.mark.dagger
 def test_resolve_creates_by_name_and_passes_instances_through():
     schedule = plugins.resolve("beta_schedule", "linear", rampdown_rounds=4)
     assert schedule(0) == 1.0 and schedule(2) == 0.5 and schedule(9) == 0.0
@@ -226,6 +232,7 @@ def test_installed_broken_plugin_is_skipped_when_not_allowed(broken_distribution
 
 
 # -- one test per hook (test_hook_<hook name>), and every hook documented ----------------------------------------------
+@pytest.mark.dagger
 def test_hook_register_beta_schedules():
     linear = plugins.create("beta_schedule", "linear", rampdown_rounds=2)
     exponential = plugins.create("beta_schedule", "exponential", decay_probability=0.5)

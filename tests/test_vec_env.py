@@ -9,11 +9,15 @@ from gymnasium import spaces
 from sb3_contrib import RecurrentPPO
 from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
 
-from sb3_hir.dagger import DAggerCollector, load_round_dir
 from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
 from sb3_hir.episodes import Episode
+from sb3_hir.extras import has
 from sb3_hir.relabel import HindsightInstructionRelabeler
 from sb3_hir.vec_env import VecHideKeys
+
+if has("imitation"):  # the 'dagger' extra; tests using it are marked dagger
+    from sb3_hir.dagger import DAggerCollector, load_round_dir
+
 
 VISIBLE = {"goals", "obs"}
 
@@ -136,6 +140,7 @@ def test_recurrent_ppo_learns_on_mazerunner_through_the_wrappers():
 
 
 # -- DAgger round with a recurrent learner -------------------------------------------------------------------------
+@pytest.mark.dagger
 def test_dagger_round_with_a_recurrent_ppo_learner_carries_its_state_per_sub_env(tmp_path):
     venv = VecHideKeys(maze_venv(n_envs=2, time_limit=9, num_goals=2, seed=3))
     learner = tiny_recurrent_ppo(venv, seed=1, memory_gain=20.0)

@@ -269,9 +269,8 @@ class MazeRunnerEnv(gym.Env):
     on the active goal (then the next goal becomes active, checked from the next step on); terminated when all k
     are reached, truncated when t reaches ``time_limit``. ``info`` has ``is_success`` and ``goals_reached``.
 
-    ``obs`` is a fresh array every step. ``goals`` and ``achieved`` are read-only and may be the same objects on
-    consecutive steps (they only change when their content does), which saves two copies per step; copy them
-    before writing. VecEnvs copy observations into their own buffers anyway.
+    Every observation array is fresh on every step (gymnasium 1.x's env checker asserts that no two calls share an
+    object, since users keep what they are given).
 
     ``reset(options={"goals": goals})`` plays the episode under ``goals`` (int (k, 2) cells, repeats allowed, no
     walls): the maze, start and the env's own goal draw are made exactly as without it, so one seed gives the
@@ -403,7 +402,7 @@ class MazeRunnerEnv(gym.Env):
         self._done = False
         obs = self._sensor_obs(start)
         obs[6] = 0.0
-        observation = {"achieved": grid.achieved[start], "goals": self._goals_obs, "obs": obs}
+        observation = {"achieved": grid.achieved[start].copy(), "goals": self._goals_obs.copy(), "obs": obs}
         return observation, {"is_success": False, "goals_reached": 0}
 
     def _given_goal_cells(self, given: Any) -> list[int]:
@@ -463,7 +462,7 @@ class MazeRunnerEnv(gym.Env):
         self._done = terminated or truncated
         obs = self._sensor_obs(cell)
         obs[6] = t / self.time_limit
-        observation = {"achieved": self._grid.achieved[cell], "goals": self._goals_obs, "obs": obs}
+        observation = {"achieved": self._grid.achieved[cell].copy(), "goals": self._goals_obs.copy(), "obs": obs}
         info = {"is_success": terminated, "goals_reached": self._goals_reached}
         return observation, reward, terminated, truncated, info
 

@@ -1,0 +1,43 @@
+"""Optional dependencies: which extra brings which library, and the one-line error when it is missing.
+
+The core (relabeling, buffer, wrappers, MazeRunner, ``sb3-hir train``, the checks) needs only SB3 and gymnasium,
+so it installs on the newest gymnasium. imitation pins gymnasium 0.29, so DAgger and everything that builds on
+imitation come with the ``dagger`` extra: ``pip install 'sb3-hir[dagger]'``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from types import ModuleType
+
+__all__ = ["EXTRAS", "MissingExtraError", "has", "require"]
+
+#: Top-level module -> the extra of ``sb3-hir`` that installs it.
+EXTRAS = {"imitation": "dagger"}
+
+
+class MissingExtraError(ImportError):
+    """A feature's optional dependency is not installed; the message names the extra to install."""
+
+
+def has(module: str) -> bool:
+    """Whether ``module`` (a top-level package) is installed, without importing it."""
+    return importlib.util.find_spec(module) is not None
+
+
+def require(module: str, feature: str) -> ModuleType:
+    """Import ``module`` for ``feature``, or raise :class:`MissingExtraError` saying which extra installs it.
+
+    :param module: dotted module name, e.g. ``"imitation.data.types"``.
+    :param feature: what needs it, for the message (``"sb3_hir.dagger"``, ``"sb3-hir dagger"``).
+    """
+    top = module.split(".")[0]
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        if has(top):  # installed but broken: say so rather than send the user to install it again
+            raise
+        extra = EXTRAS.get(top)
+        hint = f"pip install 'sb3-hir[{extra}]'" if extra else f"pip install {top}"
+        raise MissingExtraError(f"{feature} needs {top}, which is not installed: {hint}") from error
