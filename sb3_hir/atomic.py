@@ -30,6 +30,21 @@ def _fsync(path: Path, flags: int) -> None:
         os.close(fd)
 
 
+def _umask() -> int:
+    """The process umask: from /proc on Linux, else by setting it and restoring it at once (the portable way,
+    which other threads could observe for an instant)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; it replaces ``path`` only when the block finishes.
@@ -40,6 +55,9 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent)
+    # mkstemp makes the file 0600; the result is an ordinary output file, so it gets the mode open() would give
+    # it (0666 minus the umask: 0644 by default), which lets other users of a shared machine read results.
+    os.fchmod(fd, 0o666 & ~_umask())
     os.close(fd)
     tmp = Path(name)
     try:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import stat
+
 import pytest
 
 from sb3_hir.atomic import atomic_path, atomic_write
@@ -34,3 +37,17 @@ def test_atomic_path_keeps_the_suffix_for_writers_that_add_one(tmp_path):
         assert tmp.suffix == ".zip" and tmp.name.startswith(".")
         tmp.write_bytes(b"x")
     assert (tmp_path / "model.zip").read_bytes() == b"x"
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_written_files_honour_the_umask(tmp_path, umask, mode):
+    """Results are ordinary files: 0644 under the usual umask, so other users of a shared machine can read them."""
+    old = os.umask(umask)
+    try:
+        written = atomic_write(tmp_path / "results.md", lambda f: f.write(b"| run |\n"))
+        with atomic_path(tmp_path / "model.zip") as tmp:
+            tmp.write_bytes(b"zip")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(written.stat().st_mode) == mode
+    assert stat.S_IMODE((tmp_path / "model.zip").stat().st_mode) == mode
