@@ -1,7 +1,10 @@
 """sb3-hir: hindsight instruction relabeling and DAgger collection for Stable-Baselines3, as pluggy plugins.
 
-Public names are imported lazily, so ``import sb3_hir`` stays cheap (it only registers the gymnasium id
-``sb3_hir/MazeRunner-v0``) until a component that needs torch is used.
+Public names are imported lazily, so ``import sb3_hir`` stays cheap until a component is used: it never imports
+torch. The gymnasium id ``sb3_hir/MazeRunner-v0`` is registered through gymnasium 0.29's env entry points
+(``gymnasium.envs``) whenever gymnasium is imported, so there ``import sb3_hir`` does not import gymnasium (and a
+CLI can keep third-party import notices quiet); gymnasium 1.x dropped those entry points, so there ``import
+sb3_hir`` registers the id itself.
 """
 
 from __future__ import annotations
@@ -9,10 +12,25 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from sb3_hir import envs as envs  # registers sb3_hir/MazeRunner-v0 with gymnasium
 from sb3_hir.hookspecs import hookimpl, hookspec
 
 __version__ = "0.1.0"
+
+
+def _register_with_gymnasium() -> None:
+    from importlib import metadata
+
+    try:
+        major = int(metadata.version("gymnasium").split(".")[0])
+    except (metadata.PackageNotFoundError, ValueError):  # pragma: no cover - gymnasium is a dependency
+        return
+    if major >= 1:  # no env entry points any more: register now
+        from sb3_hir.envs.registration import register_gymnasium_envs
+
+        register_gymnasium_envs()
+
+
+_register_with_gymnasium()
 
 _LAZY: dict[str, str] = {
     "Episode": "sb3_hir.episodes",
@@ -61,6 +79,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from sb3_hir import envs
     from sb3_hir.buffers import HindsightInstructionReplayBuffer
     from sb3_hir.callbacks import InstructionEvalCallback, evaluate_instruction_policy
     from sb3_hir.dagger import DAggerCollector, DAggerTrainer, SimpleDAggerTrainer, reconstruct_trainer
@@ -74,6 +93,8 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "envs":
+        return importlib.import_module("sb3_hir.envs")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'sb3_hir' has no attribute {name!r}")
@@ -83,4 +104,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | {"envs"})

@@ -214,6 +214,12 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             raise ValueError(
                 f"relabeler_kwargs must be a dict or None; got {type(relabeler_kwargs).__name__}"
             )
+        derived = sorted({"num_goals", "goal_spec"} & set(relabeler_kwargs or {}))
+        if derived:
+            raise ValueError(
+                f"relabeler_kwargs must not set {', '.join(derived)}: the buffer derives num_goals from "
+                "observation_space and passes its goal_spec argument (use goal_spec=...)"
+            )
 
         resolved_relabeler = self._resolve_relabeler(
             relabeler, observation_space, strategy, goal_spec, relabeler_kwargs or {}

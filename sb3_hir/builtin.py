@@ -48,7 +48,7 @@ def linear_beta_schedule(rampdown_rounds: int = 15) -> LinearBetaSchedule:
     """imitation's linear schedule: beta falls from 1 to 0 over ``rampdown_rounds`` (imitation's default 15)."""
     dagger = require("imitation.algorithms.dagger", "beta schedule 'linear'")
 
-    if rampdown_rounds < 1:
+    if isinstance(rampdown_rounds, bool) or not isinstance(rampdown_rounds, int) or rampdown_rounds < 1:
         raise ValueError(f"rampdown_rounds must be an integer >= 1; got {rampdown_rounds!r}")
     return dagger.LinearBetaSchedule(rampdown_rounds)
 
@@ -56,6 +56,10 @@ def linear_beta_schedule(rampdown_rounds: int = 15) -> LinearBetaSchedule:
 def exponential_beta_schedule(decay_probability: float = 0.5) -> ExponentialBetaSchedule:
     """imitation's exponential schedule: beta = decay_probability ** round."""
     dagger = require("imitation.algorithms.dagger", "beta schedule 'exponential'")
+    if isinstance(decay_probability, bool) or not isinstance(decay_probability, int | float) or not (
+        0.0 < decay_probability <= 1.0
+    ):
+        raise ValueError(f"decay_probability must be a number in (0, 1]; got {decay_probability!r}")
     return dagger.ExponentialBetaSchedule(decay_probability)
 
 

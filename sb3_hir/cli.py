@@ -10,18 +10,25 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import importlib
 import importlib.util
+import inspect
+import io
 import json
+import os
+import secrets
+import shutil
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from sb3_hir import __version__
 from sb3_hir import plugins as plugin_registry
 from sb3_hir.extras import MissingExtraError, require
 
@@ -39,10 +46,16 @@ def _plugins(args: argparse.Namespace) -> int:
         # The listing reports broken plugins itself, with their errors.
         warnings.simplefilter("ignore", plugin_registry.PluginWarning)
         infos = plugin_registry.plugins()
+        conflicts = plugin_registry.conflicts()
     if args.json:
         payload = {
             "plugins": [info.as_dict() for info in infos if not info.broken],
             "broken": [info.as_dict() for info in infos if info.broken],
+            "conflicts": [
+                {"kind": kind, "name": name,
+                 "providers": [{"plugin": c.plugin, "distribution": c.distribution} for c in providers]}
+                for (kind, name), providers in conflicts.items()
+            ],
         }
         print(json.dumps(payload, indent=2))
         return 0
@@ -54,6 +67,10 @@ def _plugins(args: argparse.Namespace) -> int:
         print(f"{info.name} ({origin})")
         for kind, names in info.components.items():
             print(f"    {kind}: {', '.join(names)}")
+    for (kind, name), providers in conflicts.items():
+        who = ", ".join(f"{c.plugin} ({c.distribution})" if c.distribution else c.plugin for c in providers)
+        print(f"CONFLICT {kind} {name!r}: registered by {who}; look-ups of it fail until all but one are blocked "
+              "(SB3_HIR_BLOCK_PLUGINS)")
     return 0
 
 
@@ -241,8 +258,123 @@ def _log_formats() -> list[str]:
     return ["csv"]
 
 
-def _default_out(command: str) -> Path:
-    return Path("runs") / f"{command}-{datetime.now():%Y%m%d-%H%M%S}"
+#: Marker file of a run directory: ``--overwrite`` only ever clears a directory that holds one.
+RUN_MARKER = ".sb3-hir-run"
+#: Lock file held (``flock``) while a process writes into a run directory.
+LOCK_FILE = ".sb3-hir.lock"
+
+
+def _check_seed(seed: int) -> None:
+    if not 0 <= seed < 2**32:
+        raise UsageError(f"--seed must be an int in [0, 2**32 - 1] (numpy and torch seeds); got {seed}")
+
+
+def _prepare_out(command: str, out_arg: str | None, overwrite: bool) -> tuple[Path, IO[str]]:
+    """The run directory, created and locked: unique by default, never shared by accident.
+
+    The default name has the time, the pid and a random suffix, so two runs started in the same second get
+    two directories. An explicit ``--out`` that is not empty is refused unless ``--overwrite`` (which clears it,
+    and only if an earlier sb3-hir run made it). A lock held for the process's life makes a second process
+    writing into the same directory fail at once. Returns the directory and the open lock file.
+    """
+    if out_arg is None:
+        while True:
+            out = Path("runs") / f"{command}-{datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}-{secrets.token_hex(2)}"
+            try:
+                out.mkdir(parents=True, exist_ok=False)
+                break
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise UsageError(f"cannot create the run directory {str(out)!r}: {exc.strerror}") from exc
+    else:
+        out = Path(out_arg)
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"--out {str(out)!r} is an existing file; give a directory")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot create --out {str(out)!r}: {exc.strerror}") from exc
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise UsageError(f"--out {str(out)!r} is not writable")
+    lock = _lock(out)
+    if out_arg is not None:
+        contents = [path for path in out.iterdir() if path.name != LOCK_FILE]
+        if contents and not overwrite:
+            lock.close()
+            raise UsageError(f"--out {str(out)!r} is not empty; pass --overwrite to replace the run in it, or choose "
+                             "another directory")
+        if contents:
+            if not (out / RUN_MARKER).is_file():
+                lock.close()
+                raise UsageError(f"--overwrite refuses to clear {str(out)!r}: it was not made by sb3-hir (no "
+                                 f"{RUN_MARKER} file)")
+            for path in contents:
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    (out / RUN_MARKER).write_text(json.dumps({"command": command, "pid": os.getpid()}) + "\n")
+    return out, lock
+
+
+def _lock(out: Path) -> IO[str]:
+    """Hold an exclusive ``flock`` on the run directory's lock file (released when the process ends)."""
+    import fcntl
+
+    handle = open(out / LOCK_FILE, "a+")  # noqa: SIM115 - held open for the life of the run
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise UsageError(f"another sb3-hir process (pid {holder}) is writing into {str(out)!r}; wait for it or "
+                         "choose another --out") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
+def _goal_spec(args: argparse.Namespace, probe: Any, env_name: str) -> tuple[Any, str]:
+    """The goal spec relabeling uses: ``--goal-spec``, else the one the env declares, else ``exact``."""
+    from sb3_hir.contract import ENV_GOAL_SPEC, declared
+    from sb3_hir.goals import GoalSpec
+
+    kwargs = _parse_env_kwargs(args.goal_spec_kwarg, option="--goal-spec-kwarg")
+    if args.goal_spec is None:
+        if kwargs:
+            raise UsageError("--goal-spec-kwarg needs --goal-spec")
+        spec = declared(probe, ENV_GOAL_SPEC)
+        if spec is None:
+            return plugin_registry.create("goal_spec", "exact"), "exact"
+        spec = plugin_registry.resolve("goal_spec", spec)
+        return spec, f"{type(spec).__name__} (declared by env {env_name!r})"
+    _one_of("goal spec", args.goal_spec, list(plugin_registry.available("goal_spec")))
+    factory = plugin_registry.get("goal_spec", args.goal_spec)
+    with contextlib.suppress(TypeError, ValueError):
+        if "env" in inspect.signature(factory).parameters and "env" not in kwargs:
+            kwargs["env"] = probe
+    try:
+        spec = factory(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"goal spec {args.goal_spec!r} rejected {kwargs}: {exc}") from exc
+    if not isinstance(spec, GoalSpec):
+        raise UsageError(f"goal spec {args.goal_spec!r} built a {type(spec).__name__}, not a GoalSpec")
+    return spec, args.goal_spec
+
+
+def _check_goal_spec(probe: Any, env_name: str, spec: Any, num_goals: int, label: str) -> None:
+    """Relabeled data must be what the env produces: run the instruction-env check with this spec first."""
+    from sb3_hir.relabel import HindsightInstructionRelabeler
+    from sb3_hir.testing import check_instruction_env
+
+    try:
+        relabeler = HindsightInstructionRelabeler(num_goals, strategy="none", goal_spec=spec)
+        check_instruction_env(probe, relabeler=relabeler, n_episodes=2, max_steps=300)
+    except (AssertionError, ValueError) as exc:
+        detail = " ".join(str(exc).split())
+        raise UsageError(f"env {env_name!r} and goal spec {label} disagree, so relabeling would misrepresent the "
+                         f"env (pass --goal-spec NAME): {detail}") from exc
 
 
 def _save_episode_pictures(model: Any, env_name: str, env_kwargs: dict[str, Any], folder: Path, seed: int,
@@ -254,6 +386,17 @@ def _save_episode_pictures(model: Any, env_name: str, env_kwargs: dict[str, Any]
     shows, so a good episode is never passed off as a typical one. Returns (the episode drawn, episodes played),
     or None when the env cannot render.
     """
+    try:
+        return _draw_episode(model, env_name, env_kwargs, folder, seed, stem, gif, png, best_of)
+    except Exception as exc:  # e.g. no OpenGL on a headless machine: the run and its results matter more
+        detail = " ".join(str(exc).split())[:300]
+        print(f"warning: no episode picture ({type(exc).__name__}: {detail}); the run's results are kept. On a "
+              "headless machine set MUJOCO_GL=egl or MUJOCO_GL=osmesa", file=sys.stderr)
+        return None
+
+
+def _draw_episode(model: Any, env_name: str, env_kwargs: dict[str, Any], folder: Path, seed: int, stem: str,
+                  gif: bool, png: bool, best_of: int) -> tuple[Any, int] | None:
     from sb3_hir.plots import record_episode, save_episode_gif, save_episode_png
 
     try:
@@ -298,12 +441,16 @@ def _train(args: argparse.Namespace) -> int:
         _check_positive("--" + option.replace("_", "-"), getattr(args, option))
     if not 0.0 <= args.relabel_ratio <= 1.0:
         raise UsageError(f"--relabel-ratio must be in [0, 1]; got {args.relabel_ratio}")
+    _check_seed(args.seed)
     env_kwargs = _env_kwargs(args)
+    relabels = _resolve_relabels(algo_name, args.relabel)
     probe = _make_env(args.env, env_kwargs)
     num_goals = _check_instruction_env(probe, args.env)
     _check_algo_env(algo_name, probe, args.env)
+    spec, spec_label = _goal_spec(args, probe, args.env)
+    if any(relabel != "none" for relabel in relabels):
+        _check_goal_spec(probe, args.env, spec, num_goals, spec_label)
     probe.close()
-    relabels = _resolve_relabels(algo_name, args.relabel)
 
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.logger import configure as configure_logger
@@ -314,14 +461,13 @@ def _train(args: argparse.Namespace) -> int:
     from sb3_hir.plots import plot_learning_curves
 
     _set_threads()
-    out = Path(args.out) if args.out else _default_out("train")
-    out.mkdir(parents=True, exist_ok=True)
+    out, _lock_handle = _prepare_out("train", args.out, args.overwrite)
     algo = ALGOS[algo_name]
     algo_cls = _algo_class(algo_name)
     eval_freq = args.eval_freq or max(args.timesteps // 12, 1)
     eval_seed = args.seed + 10_000
     print(f"sb3-hir train: {algo_name} on {args.env} {env_kwargs}, {args.timesteps} timesteps x {len(relabels)} runs "
-          f"({', '.join(relabels)}), seed {args.seed} -> {out}")
+          f"({', '.join(relabels)}), goal spec {spec_label}, seed {args.seed} -> {out}")
 
     def env_fn() -> Any:
         return plugin_registry.create("env", args.env, **env_kwargs)
@@ -343,6 +489,8 @@ def _train(args: argparse.Namespace) -> int:
                 buffer_kwargs: dict[str, Any] = (
                     dict(relabeler="hindsight-instruction", strategy=relabel) if relabel in STRATEGIES
                     else dict(relabeler=relabel))
+                if relabel in STRATEGIES:
+                    buffer_kwargs["goal_spec"] = spec
                 kwargs.update(replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(
                     relabel_ratio=args.relabel_ratio, seed=args.seed, **buffer_kwargs))
         try:
@@ -355,33 +503,51 @@ def _train(args: argparse.Namespace) -> int:
                                            seed=eval_seed, verbose=1)
         print(f"== {label}: relabel {relabel!r}, logs in {run_dir}")
         start = time.perf_counter()
-        model.learn(args.timesteps, callback=callback, progress_bar=not args.no_progress)
+        interrupted = False
+        try:
+            model.learn(args.timesteps, callback=callback, progress_bar=not args.no_progress)
+        except KeyboardInterrupt:
+            interrupted = True  # save what this run has, write the table of the runs so far, then stop
         minutes = (time.perf_counter() - start) / 60
         with atomic_path(run_dir / "model.zip") as tmp:
             model.save(tmp)
         _write_text(run_dir / "run.json", json.dumps(dict(
-            algo=algo_name, env=args.env, env_kwargs=env_kwargs, relabel=relabel, seed=args.seed,
-            timesteps=args.timesteps, n_envs=args.n_envs), indent=2) + "\n")
+            algo=algo_name, env=args.env, env_kwargs=env_kwargs, relabel=relabel, goal_spec=spec_label,
+            seed=args.seed, timesteps=args.timesteps, timesteps_done=int(model.num_timesteps), n_envs=args.n_envs,
+            interrupted=interrupted), indent=2) + "\n")
         history = callback.history
+        if interrupted and not history.timesteps:
+            venv.close()
+            eval_env.close()
+            break
         curves[f"relabel {relabel}"] = history
         plot_learning_curves({f"relabel {relabel}": history}, run_dir / "learning_curve.png", num_goals=num_goals,
                              title=f"{algo_name} on {args.env}, relabel {relabel}")
-        _save_episode_pictures(model, args.env, env_kwargs, run_dir, seed=eval_seed, best_of=10)
+        if not interrupted:
+            _save_episode_pictures(model, args.env, env_kwargs, run_dir, seed=eval_seed, best_of=10)
         venv.close()
         eval_env.close()
-        results.append(dict(run=label, relabel=relabel, success_rate=history.success_rate[-1],
-                            goals_reached=history.goals_reached[-1], best_success_rate=max(history.success_rate),
-                            timesteps=history.timesteps[-1], minutes=round(minutes, 2)))
+        results.append(dict(run=label + (" (interrupted)" if interrupted else ""), relabel=relabel,
+                            success_rate=history.success_rate[-1], goals_reached=history.goals_reached[-1],
+                            best_success_rate=max(history.success_rate), timesteps=history.timesteps[-1],
+                            minutes=round(minutes, 2), interrupted=interrupted))
+        if interrupted:
+            break
 
-    plot_learning_curves(curves, out / "learning_curve.png", num_goals=num_goals,
-                         title=f"{algo_name} on {args.env}: success and goals reached during training")
+    if curves:
+        plot_learning_curves(curves, out / "learning_curve.png", num_goals=num_goals,
+                             title=f"{algo_name} on {args.env}: success and goals reached during training")
     rows = [[r["run"], f"{r['success_rate']:.2f}", f"{r['goals_reached']:.2f} / {num_goals}",
              f"{r['best_success_rate']:.2f}", r["timesteps"], f"{r['minutes']:.1f}"] for r in results]
     table = _format_table(["run", "success rate", "goals reached", "best success rate", "timesteps", "minutes"],
                           rows)
     _write_text(out / "results.md", table + "\n")
     _write_text(out / "results.json", json.dumps(results, indent=2) + "\n")
-    print(f"\nFinal evaluation ({args.eval_episodes} episodes, seed {eval_seed}); run directory {out}\n{table}")
+    interrupted = bool(results and results[-1]["interrupted"]) or len(results) < len(relabels)
+    which = "Last evaluation before Ctrl-C" if interrupted else "Final evaluation"
+    print(f"\n{which} ({args.eval_episodes} episodes, seed {eval_seed}); run directory {out}\n{table}")
+    if interrupted:
+        raise KeyboardInterrupt
     return 0
 
 
@@ -393,6 +559,10 @@ def _dagger(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     for option in ("rounds", "steps_per_round", "n_envs", "eval_episodes", "bc_epochs", "batch_size"):
         _check_positive("--" + option.replace("_", "-"), getattr(args, option))
+    _check_seed(args.seed)
+    if args.batch_size > args.steps_per_round:
+        raise UsageError(f"--batch-size {args.batch_size} is larger than the labelled steps of a round "
+                         f"(--steps-per-round {args.steps_per_round}); BC could not fill one batch after round 0")
     _one_of("beta schedule", args.beta_schedule, list(plugin_registry.available("beta_schedule")))
     _one_of("expert", args.expert, list(plugin_registry.available("expert")))
     relabel = _one_of("relabeler", args.relabel, [*STRATEGIES, *plugin_registry.available("relabeler")])
@@ -405,7 +575,11 @@ def _dagger(args: argparse.Namespace) -> int:
     env_kwargs = _env_kwargs(args)
     probe = _make_env(args.env, env_kwargs)
     num_goals = _check_instruction_env(probe, args.env)
+    spec, spec_label = _goal_spec(args, probe, args.env)
+    if relabel != "none":
+        _check_goal_spec(probe, args.env, spec, num_goals, spec_label)
     probe.close()
+    _check_expert(args.expert, args.env, env_kwargs)
 
     import numpy as np
     import torch
@@ -422,8 +596,7 @@ def _dagger(args: argparse.Namespace) -> int:
 
     _set_threads()
     torch.manual_seed(args.seed)
-    out = Path(args.out) if args.out else _default_out("dagger")
-    out.mkdir(parents=True, exist_ok=True)
+    out, _lock_handle = _prepare_out("dagger", args.out, args.overwrite)
     eval_seed = args.seed + 10_000
 
     def env_fn() -> Any:
@@ -440,8 +613,11 @@ def _dagger(args: argparse.Namespace) -> int:
                        policy=policy, batch_size=args.batch_size, device="cpu", custom_logger=log)
     relabel_kwargs: dict[str, Any] = {}
     if relabel != "none":
+        strategy_kwargs: dict[str, Any] = dict(strategy=relabel)
+        if spec_label != "exact":  # the relabeler's default is exact; name it only when it differs
+            strategy_kwargs["goal_spec"] = spec
         relabel_kwargs = dict(relabeler="hindsight-instruction" if relabel in STRATEGIES else relabel,
-                              relabeler_kwargs=dict(strategy=relabel) if relabel in STRATEGIES else None)
+                              relabeler_kwargs=strategy_kwargs if relabel in STRATEGIES else None)
     trainer = SimpleDAggerTrainer(venv=venv, scratch_dir=out, expert_policy=args.expert, rng=rng,
                                   beta_schedule=args.beta_schedule, beta_schedule_kwargs=beta_kwargs or None,
                                   bc_trainer=bc_trainer, custom_logger=log, **relabel_kwargs)
@@ -511,6 +687,31 @@ def _dagger(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_expert(name: str, env_name: str, env_kwargs: dict[str, Any]) -> None:
+    """An expert that cannot act in the env says so in one line, naming the installed experts that can."""
+
+    def serves(expert_name: str) -> str | None:
+        from stable_baselines3.common.vec_env import DummyVecEnv
+
+        venv = DummyVecEnv([lambda: plugin_registry.create("env", env_name, **env_kwargs)])
+        try:
+            expert = plugin_registry.create("expert", expert_name, venv=venv)
+            obs = venv.reset()
+            action, _ = expert.predict(obs, deterministic=True)
+            venv.step(action)
+            return None
+        except Exception as exc:
+            return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        finally:
+            venv.close()
+
+    problem = serves(name)
+    if problem is not None:
+        able = [other for other in plugin_registry.available("expert") if other != name and serves(other) is None]
+        can = ", ".join(able) if able else "none of the installed experts"
+        raise UsageError(f"expert {name!r} cannot act in env {env_name!r} ({problem}); experts that can: {can}")
+
+
 # ---------------------------------------------------------------------------------------------------- render
 def _render(args: argparse.Namespace) -> int:
     model_path = Path(args.model)
@@ -518,7 +719,12 @@ def _render(args: argparse.Namespace) -> int:
     if not model_path.is_file():
         raise UsageError(f"MODEL {str(model_path)!r} is not a file (expected a model .zip saved by sb3-hir train)")
     run_file = model_path.parent / "run.json"
-    run = json.loads(run_file.read_text()) if run_file.is_file() else {}
+    try:
+        run = json.loads(run_file.read_text()) if run_file.is_file() else {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"cannot read {run_file} ({exc}); pass --algo and --env to render without it") from exc
+    if not isinstance(run, dict):
+        raise UsageError(f"{run_file} does not hold a run description (a JSON object); pass --algo and --env")
     algo_name = args.algo or run.get("algo")
     if algo_name is None:
         raise UsageError(f"no run.json next to {model_path}: pass --algo ({', '.join(ALGOS)})")
@@ -535,6 +741,14 @@ def _render(args: argparse.Namespace) -> int:
         model = _algo_class(algo_name).load(model_path, device="cpu")
     except Exception as exc:  # a zip of another algorithm or not a model at all
         raise UsageError(f"cannot load {model_path} as {algo_name}: {type(exc).__name__}: {exc}") from exc
+    probe = _make_env(env_name, env_kwargs)
+    for what in ("observation_space", "action_space"):
+        if getattr(probe, what) != getattr(model, what):
+            probe.close()
+            shown = " ".join(str(getattr(model, what)).split())
+            raise UsageError(f"the model was trained with {what} {shown}, but env {env_name!r} {env_kwargs} has "
+                             f"{' '.join(str(getattr(probe, what)).split())}; render it with the run's env options")
+    probe.close()
     drawn = _save_episode_pictures(model, env_name, env_kwargs, out.parent, seed=args.seed, stem=out.stem,
                                    gif=out.suffix == ".gif" or args.out is None,
                                    png=out.suffix == ".png" or args.out is None, best_of=args.best_of)
@@ -550,9 +764,35 @@ def _render(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------- parser
-def _add_env_options(p: argparse.ArgumentParser) -> None:
+def _names(kind: str) -> str:
+    """Installed names of ``kind``, for --help (a broken plugin never breaks the help)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ", ".join(plugin_registry.available(kind)) or "none installed"
+    except Exception as exc:  # pragma: no cover - a conflicting registration reported elsewhere
+        return f"unavailable ({type(exc).__name__})"
+
+
+def _add_goal_spec_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--goal-spec", metavar="NAME",
+                   help="goal spec relabeling judges goals by (default: the one the env declares, else exact); "
+                        f"installed: {_names('goal_spec')}")
+    p.add_argument("--goal-spec-kwarg", action="append", default=[], metavar="KEY=VALUE",
+                   help="goal spec argument (repeatable), e.g. tolerance=0.5")
+
+
+def _add_run_options(p: argparse.ArgumentParser, command: str) -> None:
+    p.add_argument("--out", metavar="DIR",
+                   help=f"run directory (default runs/{command}-<time>-<pid>-<random>); refused when not empty")
+    p.add_argument("--overwrite", action="store_true",
+                   help="clear a non-empty --out made by an earlier sb3-hir run and write the new run there")
+
+
+def _add_env_options(p: argparse.ArgumentParser, continuous_help: str) -> None:
     g = p.add_argument_group("environment")
-    g.add_argument("--env", default="mazerunner", metavar="NAME", help="env plugin name (default: mazerunner)")
+    g.add_argument("--env", default="mazerunner", metavar="NAME",
+                   help=f"env plugin name (default: mazerunner); installed: {_names('env')}")
     g.add_argument("--maze-size", type=int, metavar="N",
                    help=f"MazeRunner side length (default {MAZE_OPTIONS['maze_size'][1]})")
     g.add_argument("--goals", type=int, metavar="N",
@@ -560,7 +800,7 @@ def _add_env_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--time-limit", type=int, metavar="N",
                    help=f"steps per episode (default {MAZE_OPTIONS['time_limit'][1]})")
     g.add_argument("--randomized-actions", action="store_true", help="permute MazeRunner's moves every episode")
-    g.add_argument("--continuous", action="store_true", help="Box(-1, 1, (2,)) actions, for sac / tqc")
+    g.add_argument("--continuous", action="store_true", help=continuous_help)
     g.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
                    help="extra env factory keyword (repeatable), e.g. for other env plugins")
 
@@ -570,6 +810,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="sb3-hir",
         description="Hindsight instruction relabeling and DAgger collection for Stable-Baselines3.",
     )
+    parser.add_argument("--version", action="version", version=f"sb3-hir {__version__}")
+    parser.add_argument("--verbose", action="store_true",
+                        help="also show what third-party packages print when imported (e.g. gymnasium-robotics)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("plugins", help="list installed plugins, their components and broken plugins")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -582,7 +825,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--algo", default="dqn", metavar="ALGO", help=f"one of {', '.join(ALGOS)} (default dqn)")
     p.add_argument("--relabel", nargs="+", metavar="NAME",
                    help="runs to compare: some, all, none or relabeler plugin names (default: some none; "
-                        "none for recurrent-ppo)")
+                        f"none for recurrent-ppo); relabelers installed: {_names('relabeler')}")
     p.add_argument("--relabel-ratio", type=float, metavar="X", default=0.8,
                    help="share of relabeled samples (default 0.8)")
     p.add_argument("--timesteps", type=int, metavar="N", default=60_000, help="env steps per run (default 60000)")
@@ -590,9 +833,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, metavar="N", default=0, help="seed of envs, networks and relabeling (default 0)")
     p.add_argument("--eval-freq", type=int, metavar="N", help="evaluate every N timesteps (default timesteps/12)")
     p.add_argument("--eval-episodes", type=int, metavar="N", default=50, help="episodes per evaluation (default 50)")
-    p.add_argument("--out", metavar="DIR", help="run directory (default runs/train-<time>)")
+    _add_run_options(p, "train")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    _add_env_options(p)
+    _add_goal_spec_options(p)
+    _add_env_options(p, "Box(-1, 1, (2,)) MazeRunner actions, for sac / tqc / recurrent-ppo")
     p.set_defaults(func=_train)
 
     p = sub.add_parser(
@@ -603,13 +847,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "table (rounds.md, rounds.csv) and a learning curve to --out.")
     p.add_argument("--rounds", type=int, metavar="N", default=6, help="DAgger rounds (default 6)")
     p.add_argument("--beta-schedule", default="exponential", metavar="NAME",
-                   help="beta_schedule plugin name (default exponential: beta = 0.5 ** round)")
+                   help="beta_schedule plugin name (default exponential: beta = 0.5 ** round); installed: "
+                        f"{_names('beta_schedule')}")
     p.add_argument("--beta-kwarg", action="append", default=[], metavar="KEY=VALUE",
                    help="beta schedule argument (repeatable), e.g. rampdown_rounds=4 for linear")
     p.add_argument("--expert", default="shortest-path", metavar="NAME",
-                   help="expert plugin name (default shortest-path)")
+                   help=f"expert plugin name (default shortest-path); installed: {_names('expert')}")
     p.add_argument("--relabel", default="none", metavar="NAME",
-                   help="relabel demos for goal-conditioned BC: none (default), some, all or a relabeler plugin")
+                   help="relabel demos for goal-conditioned BC: none (default), some, all or a relabeler plugin "
+                        f"({_names('relabeler')})")
     p.add_argument("--steps-per-round", type=int, metavar="N", default=4_000,
                    help="labelled steps per round (default 4000)")
     p.add_argument("--bc-epochs", type=int, metavar="N", default=4,
@@ -619,9 +865,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, metavar="N", default=0, help="seed (default 0)")
     p.add_argument("--eval-episodes", type=int, metavar="N", default=50,
                    help="evaluation episodes after each round (default 50)")
-    p.add_argument("--out", metavar="DIR", help="run directory (default runs/dagger-<time>)")
+    _add_run_options(p, "dagger")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    _add_env_options(p)
+    _add_goal_spec_options(p)
+    _add_env_options(p, "Box(-1, 1, (2,)) MazeRunner actions (the learner's and the expert's)")
     p.set_defaults(func=_dagger)
 
     p = sub.add_parser("render", help="write a GIF/PNG of one episode of a saved model",
@@ -640,8 +887,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _headless_gl() -> None:
+    """Without a display, MuJoCo renders through EGL unless the user chose a backend (read at mujoco's import)."""
+    if not os.environ.get("MUJOCO_GL") and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ["MUJOCO_GL"] = "egl"
+        os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+
+
+@contextlib.contextmanager
+def _quiet_imports(verbose: bool) -> Iterator[None]:
+    """Keep what third-party packages print when imported (gymnasium loads every env plugin, and
+    gymnasium-robotics prints a notice about Adroit envs) off the CLI's output, unless ``--verbose``."""
+    if verbose:
+        yield
+        return
+    captured = io.StringIO()
+    with contextlib.redirect_stderr(captured), contextlib.redirect_stdout(captured):
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _headless_gl()
+    with _quiet_imports("--verbose" in argv):
+        import gymnasium  # noqa: F401  (loads gymnasium's env plugins now, quietly)
+
+        parser = build_parser()
+    args = parser.parse_args(argv)
     try:
         return int(args.func(args))
     except UsageError as exc:

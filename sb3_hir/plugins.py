@@ -5,18 +5,31 @@ on its own (pluggy's ``load_setuptools_entrypoints`` stops at the first failure)
 reported and skipped while the others load. sb3-hir's own components arrive through the same path, from the
 ``builtin`` entry point of the ``sb3-hir`` distribution.
 
+Problems stay contained, each reported once as a :class:`PluginWarning` so one bad plugin cannot break the
+others:
+
+- a plugin that fails to import, register or run its hooks is skipped (and listed by :meth:`PluginManager.broken`);
+- a hook implementation without a spec (a misspelt ``register_*``) would never be called, so a warning names it
+  and its plugin; the plugin's other hooks still run;
+- a name two plugins register for one kind is a conflict: only look-ups of that exact kind and name raise
+  :class:`DuplicateComponentError`, naming every provider; :func:`available` leaves the name out (it cannot be
+  created) and :func:`conflicts` lists it, so other names and listings keep working.
+
 Environment variables, read when the manager loads:
 
 - ``SB3_HIR_LOAD_PLUGINS=a,b``: allow-list of plugins (entry-point or distribution names) besides the
-  built-in one; set and empty means built-in only.
+  built-in one; set and empty means built-in only. Names no installed plugin has are warned about, as a
+  misspelt name would otherwise silently load nothing.
 - ``SB3_HIR_BLOCK_PLUGINS=a,b``: block-list, applied after the allow-list (the built-in plugin cannot be
-  blocked).
-- ``SB3_HIR_STRICT_PLUGINS=1``: re-raise plugin errors instead of warning.
+  blocked); the way to settle a conflict. Unknown names are warned about too.
+- ``SB3_HIR_STRICT_PLUGINS=1``: raise instead of warning: broken plugins and unknown hooks raise
+  :class:`PluginError`, conflicts :class:`DuplicateComponentError`, unknown list entries :class:`PluginError`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import importlib.metadata as importlib_metadata
 import os
 import re
@@ -58,7 +71,7 @@ class DuplicateComponentError(PluginError):
 
 
 class PluginWarning(UserWarning):
-    """A plugin failed and was skipped; the other plugins still load."""
+    """A plugin failed, conflicts or is misconfigured; the other plugins still load."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +99,11 @@ class ComponentInfo:
 
 @dataclass(frozen=True)
 class PluginInfo:
-    """A loaded (or broken) plugin; ``error`` is set when it is broken."""
+    """A loaded (or broken) plugin; ``error`` is set when it is broken.
+
+    ``components`` is everything the plugin registers; ``conflicts`` the part of it another plugin registers
+    too, which cannot be looked up until one of them is blocked.
+    """
 
     name: str
     distribution: str | None
@@ -94,6 +111,7 @@ class PluginInfo:
     module: str | None
     components: dict[str, tuple[str, ...]] = field(default_factory=dict)
     error: str | None = None
+    conflicts: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def broken(self) -> bool:
@@ -108,6 +126,8 @@ class PluginInfo:
         }
         if self.error is None:
             out["components"] = {kind: list(names) for kind, names in self.components.items()}
+            if self.conflicts:  # only when there are some, so the usual listing keeps its shape
+                out["conflicts"] = {kind: list(names) for kind, names in self.conflicts.items()}
         else:
             out["error"] = self.error
         return out
@@ -131,7 +151,58 @@ def normalize_name(name: str) -> str:
 
 
 def _split_list(value: str) -> set[str]:
-    return {normalize_name(part.strip()) for part in value.split(",") if part.strip()}
+    return {normalize_name(part) for part in _entries(value)}
+
+
+def _entries(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _installed(entry_points: Iterable[importlib_metadata.EntryPoint]) -> list[tuple[str, str | None]]:
+    pairs = {(ep.name, ep.dist.name if getattr(ep, "dist", None) is not None else None) for ep in entry_points}
+    return sorted(pairs, key=lambda pair: (pair[0], pair[1] or ""))
+
+
+def installed_plugins() -> list[tuple[str, str | None]]:
+    """``(entry-point name, distribution name)`` of every installed plugin, loaded or not, sorted.
+
+    These are the names ``SB3_HIR_LOAD_PLUGINS``, ``SB3_HIR_BLOCK_PLUGINS`` and ``--sb3-hir-plugins`` accept,
+    so a misspelt entry can be reported against them.
+    """
+    return _installed(importlib_metadata.entry_points(group=ENTRY_POINT_GROUP))
+
+
+def unknown_plugin_names(value: str, installed: Iterable[tuple[str, str | None]] | None = None) -> list[str]:
+    """Entries of the comma-separated ``value`` that name no installed plugin (entry-point or distribution name).
+
+    :param installed: as :func:`installed_plugins` returns; read afresh by default.
+    """
+    installed = installed_plugins() if installed is None else installed
+    known = {normalize_name(name) for pair in installed for name in pair if name}
+    return [entry for entry in _entries(value) if normalize_name(entry) not in known]
+
+
+def describe_installed(installed: Iterable[tuple[str, str | None]] | None = None) -> str:
+    """``"builtin (sb3-hir), example (sb3-hir-example)"``: installed plugins for error messages."""
+    installed = installed_plugins() if installed is None else installed
+    return ", ".join(f"{name} ({dist})" if dist else name for name, dist in installed) or "none"
+
+
+def _provider(info: ComponentInfo) -> str:
+    return f"{info.plugin!r} ({info.distribution or 'in-process'})"
+
+
+def _conflict_message(kind: str, name: str, infos: list[ComponentInfo]) -> str:
+    """One line naming every provider of ``kind`` ``name`` and how to keep just one of them."""
+    providers = ", ".join(_provider(info) for info in infos)
+    keep = next((info for info in infos if info.distribution == BUILTIN_DISTRIBUTION), infos[0])
+    block = list(dict.fromkeys(info.distribution for info in infos
+                               if info is not keep and info.distribution not in (None, BUILTIN_DISTRIBUTION)))
+    if block:
+        hint = f"block all but one with {BLOCK_ENV}, e.g. {BLOCK_ENV}={','.join(block)} keeps {keep.plugin!r}"
+    else:  # in-process plugins are not subject to the block-list
+        hint = f"unregister all but one of them ({BLOCK_ENV} applies to installed plugins only)"
+    return f"{kind} {name!r} is registered by {len(infos)} plugins: {providers}; {hint}"
 
 
 def check_kind(kind: str) -> str:
@@ -155,11 +226,17 @@ class PluginManager:
         self._load_entrypoints = load_entrypoints
         self._environ = os.environ if environ is None else environ
         self._entrypoints_loaded = False
+        self._load_error: PluginError | None = None
         self._collected = False
         # plugin name -> (distribution, version, module)
         self._meta: dict[str, tuple[str | None, str | None, str | None]] = {}
         self._broken: dict[str, PluginInfo] = {}
         self._components: dict[str, dict[str, ComponentInfo]] = {kind: {} for kind in KINDS}
+        # plugin name -> everything it registered, conflicting names included
+        self._registered: dict[str, list[ComponentInfo]] = {}
+        self._conflicts: dict[tuple[str, str], list[ComponentInfo]] = {}
+        # conflicts already warned about, so re-collecting after register/unregister does not repeat them
+        self._warned: set[tuple[str, str, tuple[str, ...]]] = set()
 
     # -- configuration ---------------------------------------------------------------------------------------
     @property
@@ -176,11 +253,55 @@ class PluginManager:
         block = self._environ.get(BLOCK_ENV)
         return not (block is not None and names & _split_list(block))
 
+    def _warn(self, message: str, error: type[PluginError] = PluginError) -> None:
+        """Warn, or raise ``error`` in strict mode: misconfigurations are fatal only when asked for."""
+        if self.strict:
+            raise error(message)
+        warnings.warn(f"{message}. Set {STRICT_ENV}=1 to raise instead.", PluginWarning, stacklevel=4)
+
+    def _check_lists(self, installed: list[tuple[str, str | None]]) -> None:
+        """Warn about list entries naming no installed plugin: a typo would otherwise load or block nothing."""
+        for variable in (LOAD_ENV, BLOCK_ENV):
+            unknown = unknown_plugin_names(self._environ.get(variable) or "", installed)
+            if unknown:
+                self._warn(f"{variable} names unknown plugin(s) {', '.join(map(repr, unknown))}; installed "
+                           f"plugins: {describe_installed(installed)}")
+
+    def _check_hooks(self, plugin_name: str, plugin: Any, distribution: str | None) -> None:
+        """Report hook implementations without a spec: pluggy never calls them, so a misspelt hook is silent.
+
+        ``check_pending`` says whether any registered plugin has one; this plugin's are then read from its hook
+        callers, so each plugin is reported once, when it registers.
+        """
+        try:
+            self._pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            cause: pluggy.PluginValidationError = exc
+        else:
+            return
+        unknown = sorted(
+            caller.name for caller in self._pm.get_hookcallers(plugin) or ()
+            if not caller.has_spec()
+            and any(impl.plugin is plugin and not impl.optionalhook for impl in caller.get_hookimpls())
+        )
+        if not unknown:
+            return
+        hints = [f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
+                 for name in unknown for close in [difflib.get_close_matches(name, HOOKS.values(), n=1)]]
+        message = (f"sb3-hir plugin {plugin_name!r} ({distribution or 'in-process'}) defines unknown hook(s) "
+                   f"{', '.join(hints)}, which are never called; known hooks: {', '.join(HOOKS.values())}")
+        if self.strict:
+            self._pm.unregister(plugin, name=plugin_name)
+            self._meta.pop(plugin_name, None)
+            raise PluginError(message) from cause
+        self._warn(message)
+
     # -- loading ---------------------------------------------------------------------------------------------
     def register(self, plugin: Any, name: str | None = None) -> str:
         """Register an in-process plugin (a module or object with hook implementations).
 
-        Registering invalidates the collected components, so the next look-up sees the new plugin.
+        Registering invalidates the collected components, so the next look-up sees the new plugin. Unknown
+        hook names warn (raise :class:`PluginError` in strict mode, leaving the plugin unregistered).
         """
         self._ensure_entrypoints()
         plugin_name = self._pm.register(plugin, name=name)
@@ -189,10 +310,20 @@ class PluginManager:
         module = getattr(plugin, "__name__", None) or _qualname(type(plugin))
         self._meta[plugin_name] = (None, None, module)
         self._collected = False
+        self._check_hooks(plugin_name, plugin, None)
         return plugin_name
 
     def unregister(self, name: str) -> None:
-        """Remove a plugin by name; its components disappear on the next look-up."""
+        """Remove a plugin by name (in-process or installed); its components disappear on the next look-up.
+
+        Entry points are loaded first, so unregistering an installed plugin before any look-up sticks instead of
+        the plugin arriving with the first look-up. An unknown name raises :class:`PluginError` listing the
+        registered ones: a typo would otherwise leave the plugin in place unnoticed.
+        """
+        self._ensure_entrypoints()
+        if not self._pm.has_plugin(name) and name not in self._broken:
+            registered = ", ".join(sorted({n for n, _ in self._pm.list_name_plugin()} | set(self._broken)))
+            raise PluginError(f"no plugin named {name!r} is registered; registered: {registered or 'none'}")
         self._pm.unregister(name=name)
         self._meta.pop(name, None)
         self._broken.pop(name, None)
@@ -214,12 +345,28 @@ class PluginManager:
         self._broken[plugin] = PluginInfo(plugin, distribution, version, module, error=message)
 
     def _ensure_entrypoints(self) -> None:
+        """Load the installed plugins once; in strict mode a failure is re-raised by every later call.
+
+        Otherwise a caller that catches the first error (``--help`` listing names, say) would leave a half-loaded
+        manager that answers later look-ups as if nothing had failed.
+        """
+        if self._load_error is not None:
+            raise self._load_error
         if self._entrypoints_loaded:
             return
         self._entrypoints_loaded = True
         if not self._load_entrypoints:
             return
-        for entry_point in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            self._load_installed()
+        except PluginError as exc:
+            self._load_error = exc
+            raise
+
+    def _load_installed(self) -> None:
+        entry_points = importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
+        self._check_lists(_installed(entry_points))
+        for entry_point in entry_points:
             dist = getattr(entry_point, "dist", None)
             distribution = dist.name if dist is not None else None
             version = dist.version if dist is not None else None
@@ -240,6 +387,7 @@ class PluginManager:
                 self._fail(name, distribution, version, entry_point.value, exc, "registration")
                 continue
             self._meta[name] = (distribution, version, entry_point.value)
+            self._check_hooks(name, module, distribution)
 
     def _collect(self) -> None:
         self._ensure_entrypoints()
@@ -249,7 +397,8 @@ class PluginManager:
         for kind, hook_name in HOOKS.items():
             for impl in getattr(self._pm.hook, hook_name).get_hookimpls():
                 impls.setdefault(impl.plugin_name, []).append((kind, impl))
-        components: dict[str, dict[str, ComponentInfo]] = {kind: {} for kind in KINDS}
+        registered: dict[str, list[ComponentInfo]] = {}
+        claims: dict[tuple[str, str], list[ComponentInfo]] = {}
         for plugin_name, _plugin in self._pm.list_name_plugin():
             if plugin_name in self._broken:
                 continue
@@ -264,18 +413,27 @@ class PluginManager:
             except Exception as exc:
                 self._fail(plugin_name, distribution, version, module, exc, stage)
                 continue
+            registered[plugin_name] = staged
             for info in staged:
-                existing = components[info.kind].get(info.name)
-                if existing is not None:
-                    raise DuplicateComponentError(
-                        f"{info.kind} {info.name!r} is registered by both plugin {existing.plugin!r} "
-                        f"({existing.distribution or 'in-process'}) and plugin {info.plugin!r} "
-                        f"({info.distribution or 'in-process'}); uninstall one of them or block it with "
-                        f"{BLOCK_ENV}."
-                    )
-                components[info.kind][info.name] = info
-        self._components = components
+                claims.setdefault((info.kind, info.name), []).append(info)
+        components: dict[str, dict[str, ComponentInfo]] = {kind: {} for kind in KINDS}
+        conflicts: dict[tuple[str, str], list[ComponentInfo]] = {}
+        for (kind, name), infos in sorted(claims.items(), key=lambda item: (KINDS.index(item[0][0]), item[0][1])):
+            if len(infos) == 1:
+                components[kind][name] = infos[0]
+            else:  # the built-in plugin first (it cannot be blocked), then in registration order
+                conflicts[(kind, name)] = sorted(infos, key=lambda info: info.distribution != BUILTIN_DISTRIBUTION)
+        if self.strict and conflicts:
+            (kind, name), infos = next(iter(conflicts.items()))
+            raise DuplicateComponentError(_conflict_message(kind, name, infos))
+        self._components, self._registered, self._conflicts = components, registered, conflicts
         self._collected = True
+        for (kind, name), infos in conflicts.items():
+            key = (kind, name, tuple(info.plugin for info in infos))
+            if key not in self._warned:
+                self._warned.add(key)
+                self._warn(f"sb3-hir: {_conflict_message(kind, name, infos)}. Until then looking up {kind} "
+                           f"{name!r} raises DuplicateComponentError; its other names still work")
 
     @staticmethod
     def _make_register(kind: str, plugin: str, distribution: str | None, version: str | None,
@@ -295,13 +453,28 @@ class PluginManager:
 
     # -- look-ups --------------------------------------------------------------------------------------------
     def available(self, kind: str) -> dict[str, ComponentInfo]:
-        """Names of ``kind`` that can be created, with the plugin providing each."""
+        """Names of ``kind`` that can be created, with the plugin providing each.
+
+        A name several plugins register is left out, as looking it up raises; :meth:`conflicts` lists it.
+        """
         check_kind(kind)
         self._collect()
         return dict(sorted(self._components[kind].items()))
 
+    def conflicts(self) -> dict[tuple[str, str], list[ComponentInfo]]:
+        """``(kind, name)`` -> every registration of it, for names more than one plugin registers.
+
+        In hook order, then by name; providers with the built-in plugin first, then in registration order.
+        Listings (``sb3-hir plugins``) show these so a conflict is visible before a look-up of it fails.
+        """
+        self._collect()
+        return {key: list(infos) for key, infos in self._conflicts.items()}
+
     def info(self, kind: str, name: str) -> ComponentInfo:
+        """What ``name`` resolves to; raises for unknown names and for names several plugins register."""
         available = self.available(kind)
+        if (kind, name) in self._conflicts:
+            raise DuplicateComponentError(_conflict_message(kind, name, self._conflicts[(kind, name)]))
         if name not in available:
             listing = ", ".join(f"{n!r} (from {i.plugin})" for n, i in available.items()) or "none installed"
             broken = f"; broken plugins: {', '.join(sorted(self._broken))}" if self._broken else ""
@@ -330,18 +503,22 @@ class PluginManager:
             if plugin_name in self._broken:
                 continue
             distribution, version, module = self._meta.get(plugin_name, (None, None, None))
-            components = {
-                kind: tuple(name for name, info in sorted(self._components[kind].items())
-                            if info.plugin == plugin_name)
-                for kind in KINDS
-            }
-            components = {kind: names for kind, names in components.items() if names}
-            loaded.append(PluginInfo(plugin_name, distribution, version, module, components))
+            registered = self._registered.get(plugin_name, [])
+            components = _names_by_kind(registered)
+            conflicts = _names_by_kind(info for info in registered if (info.kind, info.name) in self._conflicts)
+            loaded.append(PluginInfo(plugin_name, distribution, version, module, components, conflicts=conflicts))
         return loaded + list(self._broken.values())
 
     def broken(self) -> list[PluginInfo]:
         self._collect()
         return list(self._broken.values())
+
+
+def _names_by_kind(infos: Iterable[ComponentInfo]) -> dict[str, tuple[str, ...]]:
+    """Sorted names per kind, kinds in hook order and only those with names."""
+    infos = list(infos)
+    by_kind = {kind: tuple(sorted(info.name for info in infos if info.kind == kind)) for kind in KINDS}
+    return {kind: names for kind, names in by_kind.items() if names}
 
 
 _manager: PluginManager | None = None
@@ -378,6 +555,11 @@ def register(plugin: Any, name: str | None = None) -> str:
     return get_plugin_manager().register(plugin, name=name)
 
 
+def unregister(name: str) -> None:
+    """See :meth:`PluginManager.unregister`."""
+    get_plugin_manager().unregister(name)
+
+
 def available(kind: str) -> dict[str, ComponentInfo]:
     """See :meth:`PluginManager.available`."""
     return get_plugin_manager().available(kind)
@@ -401,6 +583,11 @@ def resolve(kind: str, spec: Any, **kwargs: Any) -> Any:
 def plugins() -> list[PluginInfo]:
     """See :meth:`PluginManager.plugins`."""
     return get_plugin_manager().plugins()
+
+
+def conflicts() -> dict[tuple[str, str], list[ComponentInfo]]:
+    """See :meth:`PluginManager.conflicts`."""
+    return get_plugin_manager().conflicts()
 
 
 def names(kind: str) -> Iterable[str]:

@@ -2,7 +2,8 @@
 
 It gives every pytest run (sb3-hir's own and users'):
 
-- the option ``--sb3-hir-plugins a,b`` restricting plugin-parametrized tests to the named plugins;
+- the option ``--sb3-hir-plugins a,b`` restricting plugin-parametrized tests to the named plugins; a name no
+  installed plugin has is a usage error, as it would otherwise skip every parametrized test and pass;
 - the fixture ``sb3_hir_plugins``: a fresh :class:`~sb3_hir.plugins.PluginManager` per test, installed as the
   process-wide manager for the test's duration, so plugins registered in one test never leak into another;
 - parametrization by fixture name: a test taking ``sb3_hir_env_name`` (or ``sb3_hir_relabeler_name``,
@@ -43,8 +44,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    _allow_lists.append(config.getoption("sb3_hir_plugins", None))
+    allowed = config.getoption("sb3_hir_plugins", None)
+    # Pushed before the check: pytest unconfigures (and so pops) even when configuring raised.
+    _allow_lists.append(allowed)
     config.stash[_NAMES_KEY] = {}
+    if allowed is not None:
+        _check_allow_list(allowed)
+
+
+def _check_allow_list(allowed: str) -> None:
+    """Reject names no installed plugin has, naming the installed ones: a typo must not leave CI green."""
+    installed = plugins.installed_plugins()
+    unknown = plugins.unknown_plugin_names(allowed, installed)
+    if unknown:
+        raise pytest.UsageError(
+            f"{OPTION} names unknown plugin(s) {', '.join(map(repr, unknown))}; installed plugins (entry-point "
+            f"and distribution names): {plugins.describe_installed(installed)}"
+        )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -215,6 +215,9 @@ def test_construction_errors() -> None:
     with pytest.raises(ValueError, match="num_goals"):
         HindsightInstructionReplayBuffer(10, make_space(2), spaces.Discrete(2),
                                          relabeler=HindsightInstructionRelabeler(3))
+    for kwargs, named in ((dict(num_goals=2), "num_goals"), (dict(goal_spec="tolerance"), "goal_spec")):
+        with pytest.raises(ValueError, match=rf"relabeler_kwargs must not set {named}: the buffer derives"):
+            HindsightInstructionReplayBuffer(10, make_space(2), spaces.Discrete(2), relabeler_kwargs=kwargs)
 
 
 def test_accepts_instances_and_small_bookkeeping_dtype() -> None:

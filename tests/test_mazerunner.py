@@ -103,8 +103,19 @@ def test_largest_valid_num_goals_always_fits() -> None:
         assert len({tuple(g) for g in env.goal_positions.tolist()}) == 13
 
 
-def test_even_maze_dim_rounds_up_and_spaces_follow() -> None:
-    env = MazeRunnerEnv(maze_dim=10, num_goals=4)
+@pytest.mark.parametrize("maze_dim, match", [
+    (10, r"maze_dim must be an odd int in \[5, 501\].*got 10; use 9 or 11"),
+    (10**4, r"maze_dim must be an odd int in \[5, 501\].*larger mazes outgrow memory.*got 10000"),
+])
+def test_even_or_huge_maze_dim_is_rejected_not_changed(maze_dim, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        MazeRunnerEnv(maze_dim=maze_dim)
+    with pytest.raises(ValueError, match=match):
+        gymnasium.make("sb3_hir/MazeRunner-v0", maze_dim=maze_dim)
+
+
+def test_spaces_follow_the_maze_size() -> None:
+    env = MazeRunnerEnv(maze_dim=11, num_goals=4)
     obs, _ = env.reset(seed=0)
     assert env.maze_dim == 11 and env.maze.shape == (11, 11)
     assert env.observation_space["goals"].shape == (4, 2)
@@ -166,7 +177,7 @@ def test_random_maze_is_a_real_maze_and_seeded() -> None:
 @settings(max_examples=150, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
-    maze_dim=st.integers(5, 21),
+    maze_dim=st.integers(2, 10).map(lambda half: 2 * half + 1),  # odd sizes 5..21
     num_goals=st.integers(1, 12),
     randomized=st.booleans(),
 )

@@ -1,6 +1,8 @@
 """MazeRunner, sb3-hir's default multi-goal environment, and its shortest-path expert.
 
-Importing this package registers the gymnasium id ``sb3_hir/MazeRunner-v0``. ``ShortestPathExpert`` is loaded on
+:func:`register_gymnasium_envs` registers the gymnasium id ``sb3_hir/MazeRunner-v0``; gymnasium calls it through
+the ``gymnasium.envs`` entry point whenever it is imported (as it loads gymnasium-robotics), and importing this
+package calls it too. ``ShortestPathExpert`` is loaded on
 first access, so env worker processes that only need the env do not import torch / stable-baselines3.
 """
 
@@ -8,20 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import gymnasium
-
 from sb3_hir.envs.mazerunner import MazeRunnerEnv
+from sb3_hir.envs.registration import MAZERUNNER_ID, register_gymnasium_envs
 
 if TYPE_CHECKING:
     from sb3_hir.envs.expert import ShortestPathExpert
 
-__all__ = ["MAZERUNNER_ID", "MazeRunnerEnv", "ShortestPathExpert"]
+__all__ = ["MAZERUNNER_ID", "MazeRunnerEnv", "ShortestPathExpert", "register_gymnasium_envs"]
 
-#: gymnasium id of :class:`MazeRunnerEnv`; the env enforces its own ``time_limit``, so no TimeLimit wrapper.
-MAZERUNNER_ID = "sb3_hir/MazeRunner-v0"
-
-if MAZERUNNER_ID not in gymnasium.registry:
-    gymnasium.register(id=MAZERUNNER_ID, entry_point="sb3_hir.envs.mazerunner:MazeRunnerEnv")
+register_gymnasium_envs()
 
 
 def __getattr__(name: str) -> Any:

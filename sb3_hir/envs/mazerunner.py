@@ -254,6 +254,10 @@ def wall_distances(maze: np.ndarray) -> np.ndarray:
     return np.maximum(_wall_runs(maze.astype(bool), _grid(n)), 0).reshape(n, n, 4)
 
 
+#: Largest maze side: the per-size tables and the maze are O(n^2) (a 10**4 side would need gigabytes).
+MAX_MAZE_DIM = 501
+
+
 def _check_int(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
         raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
@@ -282,7 +286,7 @@ class MazeRunnerEnv(gym.Env):
     :data:`ACTION_DIRECTIONS`), ``agent_pos``, ``goals_reached``, ``t``. For n = 5 the spawn area starts at row 1
     so that the border stays walled.
 
-    :param maze_dim: side n (>= 5); even values become n + 1.
+    :param maze_dim: side n, odd, in ``[5, MAX_MAZE_DIM]`` (501).
     :param num_goals: k, at most :func:`min_reachable_goal_cells` (4n - 15 for n >= 7, 2 for n = 5): the cells
         every maze guarantees reachable from the start (the spawn area), so goal sampling can never fail.
     :param time_limit: steps per episode (>= 1).
@@ -311,7 +315,10 @@ class MazeRunnerEnv(gym.Env):
     ) -> None:
         super().__init__()
         n = _check_int("maze_dim", maze_dim, 5)
-        n += 1 - n % 2
+        if n % 2 == 0 or n > MAX_MAZE_DIM:
+            raise ValueError(f"maze_dim must be an odd int in [5, {MAX_MAZE_DIM}] (walls sit on even rows and "
+                             f"columns; larger mazes outgrow memory), got {maze_dim!r}"
+                             + (f"; use {n - 1} or {n + 1}" if n % 2 == 0 and n < MAX_MAZE_DIM else ""))
         k = _check_int("num_goals", num_goals, 1)
         bound = min_reachable_goal_cells(n)
         if k > bound:
