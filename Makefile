@@ -3,6 +3,7 @@
 # Two install profiles, each in its own virtual environment, pinned by its own constraints file:
 #   .venv          "dagger":  gymnasium 0.29 with imitation 1.0 (the 'dagger' extra) and gymnasium-robotics 1.2;
 #                             everything, the main job included.
+#   Both install the 'sweep' extra (Ray Tune, Optuna) for `sb3-hir sweep`.
 #   .venv-current  "current": the newest SB3 / sb3-contrib and gymnasium 1.x with gymnasium-robotics 1.4, without
 #                             imitation (what `pip install sb3-hir` gives); DAgger tests skip there, with the reason.
 PYTHON ?= python3
@@ -23,10 +24,10 @@ define install_profile
 endef
 
 $(VENV)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml) .ci/constraints-dagger.txt
-	$(call install_profile,$(VENV),test$(comma)dagger,.ci/constraints-dagger.txt)
+	$(call install_profile,$(VENV),test$(comma)dagger$(comma)sweep,.ci/constraints-dagger.txt)
 
 $(VENV_CURRENT)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml) .ci/constraints-current.txt
-	$(call install_profile,$(VENV_CURRENT),test,.ci/constraints-current.txt)
+	$(call install_profile,$(VENV_CURRENT),test$(comma)sweep,.ci/constraints-current.txt)
 
 comma := ,
 

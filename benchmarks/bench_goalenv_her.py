@@ -24,8 +24,12 @@ Each run is evaluated at every budget of ``--budgets`` inside the same training 
 ``--eval-episodes`` deterministic episodes on fixed seeds; success = the env's own test held at some step. Prints
 mean +- std over seeds per budget, and the target check: ours not below HER by more than the spread at every budget.
 
+With ``--ray`` the (seed, buffer) runs are Ray Tune trials (:mod:`ray_trials`: one torch thread each,
+``--cpus-per-trial`` CPUs reserved, a local Ray instance or ``--ray-address``), in parallel; each run is seeded as
+in the sequential loop, so the printed lines and table are the same, printed once all trials are done.
+
 Usage: ``python benchmarks/bench_goalenv_her.py [--env planar|bitflip|<GoalEnv id>] [--budgets 2000 4000 8000]
-[--seeds 0 1 2] [--max-episode-steps 50] [--eval-episodes 50]``
+[--seeds 0 1 2] [--max-episode-steps 50] [--eval-episodes 50] [--ray [--ray-address auto] [--cpus-per-trial 1]]``
 """
 
 from __future__ import annotations
@@ -101,6 +105,8 @@ if PLANAR_ID not in gym.registry:
 
 BITFLIP = "bitflip"
 PLANAR = "planar"
+#: Options that choose where the runs execute, not what they compute (left out of the runs' configs).
+RAY_OPTIONS = ("ray", "ray_address", "cpus_per_trial")
 
 
 def env_id(args: argparse.Namespace) -> str:
@@ -192,6 +198,20 @@ def evaluate(agent: str, model: OffPolicyAlgorithm, args: argparse.Namespace, se
     return float(np.mean(successes))
 
 
+def run_seed(config: dict[str, Any]) -> dict[str, Any]:
+    """One training run: ``config`` holds ``agent`` (``"HIR"`` or ``"HER"``), ``seed`` and ``options`` (the command
+    line options as a dict). Returns ``success`` (budget as a string -> success rate) and ``seconds`` (training
+    time). A plain function of a plain dict, so that it runs alike in this process or as a Ray Tune trial."""
+    args = argparse.Namespace(**config["options"])
+    agent, seed = config["agent"], config["seed"]
+    model = build(agent, args, seed)
+    callback = BudgetEval(args.budgets, lambda m: evaluate(agent, m, args, seed))
+    begin = time.perf_counter()
+    model.learn(total_timesteps=args.budgets[-1], callback=callback)
+    seconds = time.perf_counter() - begin
+    return {"success": {str(b): value for b, value in callback.results.items()}, "seconds": seconds}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default=PLANAR, help="planar, bitflip, or a GoalEnv id such as PointMaze_UMaze-v3")
@@ -216,7 +236,14 @@ def main() -> None:
     parser.add_argument("--goal-selection", choices=["future", "episode"], default="future")
     parser.add_argument("--relabel-ratio", type=float, default=0.8, help="HIR relabel_ratio (HER: n_sampled_goal=4)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 avoids oversubscribing shared cores)")
+    parser.add_argument("--ray", action="store_true",
+                        help="run the (seed, buffer) pairs as Ray Tune trials (one torch thread each), same table")
+    parser.add_argument("--ray-address", default=None,
+                        help="with --ray: a Ray cluster to join ('auto', 'ray://host:10001'); default a local one")
+    parser.add_argument("--cpus-per-trial", type=int, default=1, help="with --ray: CPUs reserved per trial")
     args = parser.parse_args()
+    if args.ray and args.threads != 1:
+        parser.error("--threads: Ray trials use one torch thread each; use --cpus-per-trial to reserve cores")
     args.budgets = sorted(args.budgets)
     th.set_num_threads(args.threads)
 
@@ -224,17 +251,28 @@ def main() -> None:
     agents = {f"{algo} + HIR buffer": "HIR", f"{algo} + HerReplayBuffer": "HER"}
     results: dict[str, dict[int, list[float]]] = {a: {b: [] for b in args.budgets} for a in agents}
     times: dict[str, list[float]] = {a: [] for a in agents}
-    for seed in args.seeds:
-        for name, agent in agents.items():
-            model = build(agent, args, seed)
-            callback = BudgetEval(args.budgets, lambda m, agent=agent, seed=seed: evaluate(agent, m, args, seed))
-            begin = time.perf_counter()
-            model.learn(total_timesteps=args.budgets[-1], callback=callback)
-            times[name].append(time.perf_counter() - begin)
-            for budget in args.budgets:
-                results[name][budget].append(callback.results.get(budget, float("nan")))
-            curve = " ".join(f"{b}:{callback.results.get(b, float('nan')):.2f}" for b in args.budgets)
-            print(f"seed {seed} {name:<22} success at budgets {curve}  ({times[name][-1]:.0f}s)", flush=True)
+    runs = [(seed, name) for seed in args.seeds for name in agents]
+    options = {k: v for k, v in vars(args).items() if k not in RAY_OPTIONS}
+    configs = [dict(agent=agents[name], seed=seed, options=options) for seed, name in runs]
+
+    def report(seed: int, name: str, out: dict[str, Any]) -> None:
+        times[name].append(out["seconds"])
+        success = {int(b): value for b, value in out["success"].items()}
+        for budget in args.budgets:
+            results[name][budget].append(success.get(budget, float("nan")))
+        curve = " ".join(f"{b}:{success.get(b, float('nan')):.2f}" for b in args.budgets)
+        print(f"seed {seed} {name:<22} success at budgets {curve}  ({times[name][-1]:.0f}s)", flush=True)
+
+    if args.ray:
+        from ray_trials import run_as_trials
+
+        outs = run_as_trials(run_seed, configs, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,
+                             name="bench_goalenv_her")
+        for (seed, name), out in zip(runs, outs, strict=True):
+            report(seed, name, out)
+    else:
+        for (seed, name), config in zip(runs, configs, strict=True):
+            report(seed, name, run_seed(config))
 
     label = f"bitflip n_bits={args.n_bits}" if args.env == BITFLIP else f"{env_id(args)} max_episode_steps=" \
         f"{args.max_episode_steps}"

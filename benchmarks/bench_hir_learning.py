@@ -20,8 +20,13 @@ It prints mean +- std over seeds per budget and two verdicts at the last budget:
 ``none``, and each new variant against its ``old-`` counterpart (a win needs the difference of means to exceed the
 sum of both standard deviations).
 
+With ``--ray`` the (seed, variant) runs are Ray Tune trials (:mod:`ray_trials`: one torch thread each,
+``--cpus-per-trial`` CPUs reserved, a local Ray instance or ``--ray-address``), in parallel; each run is seeded as
+in the sequential loop, so the printed lines and tables are the same, printed once all trials are done. The
+``old-`` variants read git history from this script's repository, whatever the trial's working directory.
+
 Usage: ``python benchmarks/bench_hir_learning.py [--seeds 0 1 2] [--budgets 10000 20000 30000] [--maze-dim 7]
-[--goals 3] [--variants none some all some-n3 old-some old-all]``
+[--goals 3] [--variants none some all some-n3 old-some old-all] [--ray [--ray-address auto] [--cpus-per-trial 1]]``
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ from sb3_hir.extractors import KeySelectExtractor
 VARIANTS = ("none", "some", "all", "some-n3", "old-some", "old-all")
 #: The last commit with the per-episode buffer (see the module docstring).
 OLD_COMMIT = "9196df8"
+#: Options that choose where the runs execute, not what they compute (left out of the runs' configs).
+RAY_OPTIONS = ("ray", "ray_address", "cpus_per_trial")
 
 
 def old_buffer_class() -> type:
@@ -144,6 +151,15 @@ def evaluate(model: DQN, seed: int, args: argparse.Namespace) -> tuple[float, fl
     return float(np.mean(goals)), float(np.mean(successes))
 
 
+def run_trial(config: dict[str, Any]) -> dict[str, Any]:
+    """One training run: ``config`` holds ``variant``, ``seed`` and ``options`` (the command line options as a
+    dict). Returns ``curve`` (budget as a string -> ``[goals reached, success rate]``) and ``seconds``. A plain
+    function of a plain dict, so that it runs alike in this process or as a Ray Tune trial."""
+    t0 = time.perf_counter()
+    curve = train(config["variant"], config["seed"], argparse.Namespace(**config["options"]))
+    return {"curve": {str(b): list(value) for b, value in curve.items()}, "seconds": time.perf_counter() - t0}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -167,25 +183,44 @@ def main() -> None:
     parser.add_argument("--exploration-final-eps", type=float, default=0.05)
     parser.add_argument("--net-arch", type=int, nargs="+", default=[128, 128])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest for these MLPs)")
+    parser.add_argument("--ray", action="store_true",
+                        help="run the (seed, variant) pairs as Ray Tune trials (one torch thread each), same table")
+    parser.add_argument("--ray-address", default=None,
+                        help="with --ray: a Ray cluster to join ('auto', 'ray://host:10001'); default a local one")
+    parser.add_argument("--cpus-per-trial", type=int, default=1, help="with --ray: CPUs reserved per trial")
     args = parser.parse_args()
+    if args.ray and args.threads != 1:
+        parser.error("--threads: Ray trials use one torch thread each; use --cpus-per-trial to reserve cores")
     args.budgets = sorted(args.budgets)
     th.set_num_threads(args.threads)
 
     print(f"DQN on MazeRunner(maze_dim={args.maze_dim}, num_goals={args.goals}, time_limit={args.time_limit}), "
           f"{args.n_envs} envs, budgets {args.budgets}, seeds {args.seeds}, relabel_ratio {args.relabel_ratio}; "
           f"eval: {args.eval_episodes} episodes, deterministic policy", flush=True)
-    print(f"hyperparameters: {vars(args)}", flush=True)
+    options = {k: v for k, v in vars(args).items() if k not in RAY_OPTIONS}
+    print(f"hyperparameters: {options}", flush=True)
     results: dict[str, dict[int, list[tuple[float, float]]]] = {v: {b: [] for b in args.budgets} for v in args.variants}
     start = time.perf_counter()
-    for seed in args.seeds:
-        for variant in args.variants:
-            t0 = time.perf_counter()
-            curve = train(variant, seed, args)
-            for budget in args.budgets:
-                results[variant][budget].append(curve.get(budget, (float("nan"), float("nan"))))
-            text = " ".join(f"{b}:{curve[b][0]:.2f}/{curve[b][1]:.2f}" for b in args.budgets if b in curve)
-            print(f"  seed {seed} {variant:<8} goals/success at budgets {text}  ({time.perf_counter() - t0:.0f} s)",
-                  flush=True)
+    runs = [(seed, variant) for seed in args.seeds for variant in args.variants]
+    configs = [dict(variant=variant, seed=seed, options=options) for seed, variant in runs]
+
+    def report(seed: int, variant: str, out: dict[str, Any]) -> None:
+        curve = {int(b): tuple(value) for b, value in out["curve"].items()}
+        for budget in args.budgets:
+            results[variant][budget].append(curve.get(budget, (float("nan"), float("nan"))))
+        text = " ".join(f"{b}:{curve[b][0]:.2f}/{curve[b][1]:.2f}" for b in args.budgets if b in curve)
+        print(f"  seed {seed} {variant:<8} goals/success at budgets {text}  ({out['seconds']:.0f} s)", flush=True)
+
+    if args.ray:
+        from ray_trials import run_as_trials
+
+        outs = run_as_trials(run_trial, configs, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,
+                             name="bench_hir_learning")
+        for (seed, variant), out in zip(runs, outs, strict=True):
+            report(seed, variant, out)
+    else:
+        for (seed, variant), config in zip(runs, configs, strict=True):
+            report(seed, variant, run_trial(config))
 
     print()
     stats: dict[str, dict[int, np.ndarray]] = {}

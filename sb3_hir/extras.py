@@ -2,7 +2,8 @@
 
 The core (relabeling, buffer, wrappers, MazeRunner, ``sb3-hir train``, the checks) needs only SB3 and gymnasium,
 so it installs on the newest gymnasium. imitation pins gymnasium 0.29, so DAgger and everything that builds on
-imitation come with the ``dagger`` extra: ``pip install 'sb3-hir[dagger]'``.
+imitation come with the ``dagger`` extra: ``pip install 'sb3-hir[dagger]'``. Ray Tune and Optuna, for
+``sb3-hir sweep``, come with the ``sweep`` extra.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from types import ModuleType
 __all__ = ["EXTRAS", "MissingExtraError", "has", "require"]
 
 #: Top-level module -> the extra of ``sb3-hir`` that installs it.
-EXTRAS = {"imitation": "dagger"}
+EXTRAS = {"imitation": "dagger", "ray": "sweep", "optuna": "sweep"}
 
 
 class MissingExtraError(ImportError):

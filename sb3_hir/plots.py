@@ -177,3 +177,36 @@ def save_episode_png(
     if title:
         fig.suptitle(title)
     return _save_figure(fig, path)
+
+
+def plot_sweep_curves(curves: Mapping[str, Sequence[np.ndarray]], path: str | os.PathLike[str], *,
+                      title: str = "") -> Path:
+    """Success rate and goals reached against timesteps: per configuration, the mean over seeds and a ±1 std band.
+
+    :param curves: configuration -> one ``(evaluations, 3)`` array per seed: timesteps, success rate, goals reached.
+        Seeds are aligned on the timesteps all of them evaluated at.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for label, runs in curves.items():
+        common = sorted(set.intersection(*(set(np.asarray(run)[:, 0].tolist()) for run in runs)))
+        if not common:
+            continue
+        stacked = np.stack([np.asarray([row for row in np.asarray(run) if row[0] in common]) for run in runs])
+        for ax, column in zip(axes, (1, 2), strict=True):
+            mean, std = stacked[:, :, column].mean(axis=0), stacked[:, :, column].std(axis=0)
+            ax.plot(common, mean, label=f"{label} ({len(runs)} seeds)")
+            ax.fill_between(common, mean - std, mean + std, alpha=0.2)
+    for ax, name in zip(axes, ("success rate", "goals reached"), strict=True):
+        ax.set_xlabel("timesteps")
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return _save_figure(fig, path)

@@ -76,7 +76,7 @@ def test_without_the_dagger_extra_dagger_is_one_clear_line():
 
 def test_library_modules_never_import_the_cli():
     for path in (ROOT / "sb3_hir").rglob("*.py"):
-        if path.name == "cli.py":
+        if "cli" in path.relative_to(ROOT / "sb3_hir").parts[:1]:  # the sb3_hir.cli package is the command
             continue
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):

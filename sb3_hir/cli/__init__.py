@@ -198,12 +198,40 @@ def _algo_class(name: str) -> Any:
     return getattr(importlib.import_module(algo.module), algo.cls)
 
 
-def _policy_kwargs(algo: Algo) -> dict[str, Any]:
+def _policy_kwargs(algo: Algo, hidden: int | None = None) -> dict[str, Any]:
     from sb3_hir.extractors import KeySelectExtractor
 
     # The policy sees the observation and the instruction; "achieved" is only there for relabeling.
+    policy_kwargs = dict(algo.defaults["policy_kwargs"])
+    if hidden is not None:
+        policy_kwargs["net_arch"] = [hidden, hidden]
     return dict(features_extractor_class=KeySelectExtractor, features_extractor_kwargs=dict(keys=["obs", "goals"]),
-                **algo.defaults["policy_kwargs"])
+                **policy_kwargs)
+
+
+def _report_evaluations(evaluator: Any, report: Any, run: str) -> Any:
+    """An SB3 callback that passes each new evaluation of ``evaluator`` to ``report`` (a sweep's Tune reporter)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class ReportEvaluations(BaseCallback):
+        reported = 0
+
+        def _flush(self) -> None:
+            history = evaluator.history
+            while len(history.timesteps) > self.reported:
+                i = self.reported
+                report(dict(run=run, timesteps=int(history.timesteps[i]), success_rate=float(history.success_rate[i]),
+                            goals_reached=float(history.goals_reached[i])))
+                self.reported += 1
+
+        def _on_step(self) -> bool:
+            self._flush()
+            return True
+
+        def _on_training_end(self) -> None:  # the evaluator's final evaluation comes after the last step
+            self._flush()
+
+    return ReportEvaluations()
 
 
 def _resolve_relabels(algo_name: str, relabels: Sequence[str] | None) -> list[str]:
@@ -435,15 +463,24 @@ def _set_threads() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------- train
-def _train(args: argparse.Namespace) -> int:
+def _check_train_args(args: argparse.Namespace) -> tuple[str, dict[str, Any], list[str]]:
+    """``train``'s checks that need no env: (algorithm, env kwargs, relabel runs), or a UsageError."""
     algo_name = _one_of("algorithm", args.algo, list(ALGOS))
-    for option in ("timesteps", "n_envs", "eval_freq", "eval_episodes"):
+    for option in ("timesteps", "n_envs", "eval_freq", "eval_episodes", "n_steps", "hidden"):
         _check_positive("--" + option.replace("_", "-"), getattr(args, option))
+    if args.learning_rate is not None and not args.learning_rate > 0:
+        raise UsageError(f"--learning-rate must be > 0; got {args.learning_rate}")
+    if args.n_steps > 1 and not ALGOS[algo_name].off_policy:
+        raise UsageError(f"--n-steps applies to off-policy algorithms; --algo {algo_name} is on-policy")
     if not 0.0 <= args.relabel_ratio <= 1.0:
         raise UsageError(f"--relabel-ratio must be in [0, 1]; got {args.relabel_ratio}")
     _check_seed(args.seed)
-    env_kwargs = _env_kwargs(args)
-    relabels = _resolve_relabels(algo_name, args.relabel)
+    return algo_name, _env_kwargs(args), _resolve_relabels(algo_name, args.relabel)
+
+
+def _train(args: argparse.Namespace, report: Any = None) -> int:
+    """``sb3-hir train``; ``report`` (a sweep's reporter) receives every evaluation as a dict."""
+    algo_name, env_kwargs, relabels = _check_train_args(args)
     probe = _make_env(args.env, env_kwargs)
     num_goals = _check_instruction_env(probe, args.env)
     _check_algo_env(algo_name, probe, args.env)
@@ -481,31 +518,40 @@ def _train(args: argparse.Namespace) -> int:
         venv = make_vec_env(env_fn, n_envs=args.n_envs, seed=args.seed)
         eval_env = make_vec_env(env_fn, n_envs=min(args.eval_episodes, 10), seed=eval_seed)
         kwargs = {k: v for k, v in algo.defaults.items() if k != "policy_kwargs"}
+        if args.learning_rate is not None:
+            kwargs["learning_rate"] = args.learning_rate
         if algo.off_policy:
             kwargs.update(buffer_size=min(max(args.timesteps, 1_000), 1_000_000),
                           learning_starts=min(1_000, args.timesteps // 10), train_freq=1,
                           gradient_steps=max(1, args.n_envs // 2))
-            if relabel != "none":
+            if relabel != "none" or args.n_steps > 1:
+                # With relabel none and n-step returns: the same buffer serving recorded rows only (SB3's own
+                # n-step buffer refuses Dict observations).
                 buffer_kwargs: dict[str, Any] = (
                     dict(relabeler="hindsight-instruction", strategy=relabel) if relabel in STRATEGIES
                     else dict(relabeler=relabel))
                 if relabel in STRATEGIES:
                     buffer_kwargs["goal_spec"] = spec
+                ratio = args.relabel_ratio if relabel != "none" else 0.0
                 kwargs.update(replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(
-                    relabel_ratio=args.relabel_ratio, seed=args.seed, **buffer_kwargs))
+                    relabel_ratio=ratio, seed=args.seed, n_steps=args.n_steps, gamma=kwargs["gamma"],
+                    **buffer_kwargs))
         try:
-            model = algo_cls(algo.policy, venv, seed=args.seed, policy_kwargs=_policy_kwargs(algo), verbose=0,
-                             **kwargs)
+            model = algo_cls(algo.policy, venv, seed=args.seed, policy_kwargs=_policy_kwargs(algo, args.hidden),
+                             verbose=0, **kwargs)
         except ValueError as exc:
             raise UsageError(f"cannot build {label}: {exc}") from exc
         model.set_logger(configure_logger(str(run_dir), _log_formats()))
         callback = InstructionEvalCallback(eval_env, eval_freq=eval_freq, n_eval_episodes=args.eval_episodes,
                                            seed=eval_seed, verbose=1)
+        callbacks: list[Any] = [callback]
+        if report is not None:
+            callbacks.append(_report_evaluations(callback, report, label))
         print(f"== {label}: relabel {relabel!r}, logs in {run_dir}")
         start = time.perf_counter()
         interrupted = False
         try:
-            model.learn(args.timesteps, callback=callback, progress_bar=not args.no_progress)
+            model.learn(args.timesteps, callback=callbacks, progress_bar=not args.no_progress)
         except KeyboardInterrupt:
             interrupted = True  # save what this run has, write the table of the runs so far, then stop
         minutes = (time.perf_counter() - start) / 60
@@ -513,6 +559,8 @@ def _train(args: argparse.Namespace) -> int:
             model.save(tmp)
         _write_text(run_dir / "run.json", json.dumps(dict(
             algo=algo_name, env=args.env, env_kwargs=env_kwargs, relabel=relabel, goal_spec=spec_label,
+            relabel_ratio=args.relabel_ratio, n_steps=args.n_steps, learning_rate=args.learning_rate,
+            hidden=args.hidden,
             seed=args.seed, timesteps=args.timesteps, timesteps_done=int(model.num_timesteps), n_envs=args.n_envs,
             interrupted=interrupted), indent=2) + "\n")
         history = callback.history
@@ -828,6 +876,10 @@ def build_parser() -> argparse.ArgumentParser:
                         f"none for recurrent-ppo); relabelers installed: {_names('relabeler')}")
     p.add_argument("--relabel-ratio", type=float, metavar="X", default=0.8,
                    help="share of relabeled samples (default 0.8)")
+    p.add_argument("--n-steps", type=int, metavar="N", default=1,
+                   help="n-step returns of the replay buffer (off-policy; default 1)")
+    p.add_argument("--learning-rate", type=float, metavar="X", help="learning rate (default: the algorithm's, below)")
+    p.add_argument("--hidden", type=int, metavar="N", help="width of the two hidden layers (default 256)")
     p.add_argument("--timesteps", type=int, metavar="N", default=60_000, help="env steps per run (default 60000)")
     p.add_argument("--n-envs", type=int, metavar="N", default=8, help="parallel training envs (default 8)")
     p.add_argument("--seed", type=int, metavar="N", default=0, help="seed of envs, networks and relabeling (default 0)")
@@ -838,6 +890,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_goal_spec_options(p)
     _add_env_options(p, "Box(-1, 1, (2,)) MazeRunner actions, for sac / tqc / recurrent-ppo")
     p.set_defaults(func=_train)
+    train_parser = p
 
     p = sub.add_parser(
         "dagger", help="DAgger against an expert (default: MazeRunner's shortest-path expert), BC after each round",
@@ -884,6 +937,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE",
                    help="output .gif or .png (default: MODEL-episode.gif and .png beside MODEL)")
     p.set_defaults(func=_render)
+
+    from sb3_hir.cli import sweep
+
+    sweep.add_parser(sub, train_parser, UsageError)
     return parser
 
 

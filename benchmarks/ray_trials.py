@@ -1,0 +1,167 @@
+"""Run a benchmark's independent runs (seeds, variants) as Ray Tune trials, one trial per run.
+
+Why: a multi-seed benchmark is a loop of independent training runs; Ray Tune schedules them over the cores of
+one machine or the nodes of a cluster (``address="auto"`` or ``"ray://..."``) without a home-made process pool,
+and hands back each run's results so that the benchmark prints the same table as its sequential loop.
+
+:func:`run_as_trials` calls a module-level ``fn(config) -> dict`` once per config, each in its own trial with one
+torch thread, and returns the results in the order of the configs. The benchmark modules live in ``benchmarks/``,
+which is not a package: workers import ``fn`` by module name, with this directory (and that of the script run as
+``__main__``) on their ``PYTHONPATH``. On a cluster the same paths must exist on every node (a shared checkout).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+#: The key under which each config carries its position in ``configs`` (removed before ``fn`` sees it).
+INDEX = "_trial_index"
+
+
+def _reference(fn: Callable[[dict], dict]) -> tuple[str, str, str | None]:
+    """``(module, qualname, directory to put on the workers' path)`` for a module-level function.
+
+    A function of the script run as ``__main__`` is referred to by the script's file name, so that workers import
+    the script as a module (its top-level code, such as gymnasium registrations, runs there too) instead of
+    receiving a pickled copy of the function without it.
+    """
+    module, qualname = fn.__module__, fn.__qualname__
+    if "<" in qualname:
+        raise ValueError(f"run_as_trials needs a module-level function, not {qualname!r}")
+    if module != "__main__":
+        return module, qualname, None
+    main_file = getattr(sys.modules["__main__"], "__file__", None)
+    if main_file is None:
+        raise ValueError(f"{qualname!r} is defined in an interactive __main__ that Ray workers cannot import")
+    path = Path(main_file).resolve()
+    return path.stem, qualname, str(path.parent)
+
+
+def _trainable(params: dict[str, Any]) -> None:
+    """One trial: import ``fn`` by name, call it on the config with one torch thread, report its results."""
+    import torch
+    from ray import tune
+
+    torch.set_num_threads(1)
+    module, qualname = params["fn"]
+    fn = importlib.import_module(module)
+    for name in qualname.split("."):
+        fn = getattr(fn, name)
+    config = {k: v for k, v in params["config"].items() if k != INDEX}
+    tune.report({"results": fn(config)})
+
+
+def run_as_trials(
+    fn: Callable[[dict], dict],
+    configs: list[dict],
+    *,
+    cpus_per_trial: int = 1,
+    address: str | None = None,
+    name: str = "benchmark",
+    storage_path: str | None = None,
+) -> list[dict]:
+    """``[fn(config) for config in configs]``, each call a Ray Tune trial reserving ``cpus_per_trial`` CPUs.
+
+    :param fn: a module-level function taking a plain dict and returning a picklable (JSON-like) dict.
+    :param configs: one plain dict per trial.
+    :param cpus_per_trial: CPUs reserved per trial (trials still use one torch thread each).
+    :param address: ``None`` starts a private local Ray instance (``"local"``: never one that another process
+        started with ``ray start`` and may stop under us); ``"auto"`` (``RAY_ADDRESS``, else the cluster of
+        ``ray start``) or ``"ray://host:port"`` joins a cluster. Ignored if Ray is already initialised (its caller
+        then makes ``fn``'s module importable by the workers).
+    :param name: the Tune experiment name.
+    :param storage_path: where Tune keeps its trial directories; by default a temporary directory removed at the
+        end.
+    :returns: ``fn``'s results in the order of ``configs``.
+    :raises RuntimeError: naming the configs whose trials failed, with their errors.
+    """
+    import ray
+    from ray import tune
+
+    if not configs:
+        return []
+    module, qualname, directory = _reference(fn)
+    started = not ray.is_initialized()
+    if started:
+        paths = [str(Path(__file__).resolve().parent)]
+        if directory is not None and directory not in paths:
+            paths.append(directory)
+        if os.environ.get("PYTHONPATH"):
+            paths.append(os.environ["PYTHONPATH"])
+        ray.init(address=address or "local", include_dashboard=False, logging_level=logging.ERROR,
+                 runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}})
+    temporary = storage_path is None
+    storage = tempfile.mkdtemp(prefix="ray_trials_") if temporary else str(Path(storage_path).resolve())
+    try:
+        tuner = tune.Tuner(
+            tune.with_resources(_trainable, {"cpu": cpus_per_trial}),
+            param_space={
+                "fn": (module, qualname),
+                "config": tune.grid_search([{**config, INDEX: i} for i, config in enumerate(configs)]),
+            },
+            tune_config=tune.TuneConfig(
+                num_samples=1,
+                reuse_actors=False,
+                trial_name_creator=_trial_name,
+                trial_dirname_creator=_trial_name,
+            ),
+            run_config=tune.RunConfig(storage_path=storage, name=name, verbose=0,
+                                      failure_config=tune.FailureConfig(max_failures=0)),
+        )
+        with _quiet_tune():
+            grid = tuner.fit()
+        results: dict[int, dict] = {}
+        errors: dict[int, str] = {}
+        for result in grid:
+            index = result.config["config"][INDEX]
+            if result.error is not None:
+                errors[index] = str(result.error).strip().splitlines()[-1]
+            elif "results" not in (result.metrics or {}):
+                errors[index] = "the trial reported no results"
+            else:
+                results[index] = result.metrics["results"]
+        for index in range(len(configs)):
+            if index not in results and index not in errors:
+                errors[index] = "no trial ran"
+        if errors:
+            lines = [f"  config {i} {configs[i]}: {errors[i]}" for i in sorted(errors)]
+            raise RuntimeError(f"{len(errors)} of {len(configs)} Ray Tune trials failed:\n" + "\n".join(lines))
+        return [results[i] for i in range(len(configs))]
+    finally:
+        if temporary:
+            shutil.rmtree(storage, ignore_errors=True)
+        if started:
+            ray.shutdown()
+
+
+def _trial_name(trial: Any) -> str:
+    return f"trial_{trial.config['config'][INDEX]:04d}"
+
+
+@contextmanager
+def _quiet_tune() -> Iterator[None]:
+    """Tune's console reporter without its banner (the legacy one honours ``verbose=0``), and no result loggers.
+
+    Tune reads both settings from the environment only; the trial directories are temporary by default, and the
+    results come back in memory, so the CSV/JSON/TensorBoard files would be written for nothing.
+    """
+    settings = {"RAY_AIR_NEW_OUTPUT": "0", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1"}
+    saved = {key: os.environ.get(key) for key in settings}
+    os.environ.update(settings)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

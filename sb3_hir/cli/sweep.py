@@ -1,0 +1,362 @@
+"""``sb3-hir sweep``: ``train`` over a grid of options and seeds, or an Optuna search, as Ray Tune trials.
+
+Every claim in this project compares seeds and configurations; one process runs them one after another. A sweep
+hands them to Ray Tune instead: on this machine by default (``ray.init()``), or on an existing Ray cluster
+(``--address auto`` / ``ray://host:10001``). Each trial is one ``train`` run (one relabel value, one seed) that
+writes the run directory ``train`` writes, ``--out``/runs/seed<N>-<digest of its options>, and reports every
+evaluation to Tune. On a cluster, ``--out`` must be on storage every node shares (as Tune's own storage must).
+When the trials end, the sweep writes ``results.md`` / ``results.json`` (mean ± std over seeds per configuration)
+and ``learning_curve.png`` (mean and spread bands) in ``--out``; an interrupted sweep resumes with ``--resume``
+(Tune's restore), without rerunning finished trials.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sb3_hir.extras import MissingExtraError, require
+
+#: train options a trial sets itself (or that do not apply to a sweep).
+TRIAL_OWNED = {"out", "overwrite", "seed", "no_progress", "help"}
+
+#: ``--search optuna``: the documented search space (train options and their ranges).
+OPTUNA_SPACE: dict[str, tuple[str, Any]] = {
+    "learning_rate": ("loguniform", (1e-4, 3e-3)),
+    "relabel_ratio": ("uniform", (0.5, 0.95)),
+    "relabel": ("choice", ["some", "all"]),
+    "n_steps": ("choice", [1, 3]),
+    "hidden": ("choice", [64, 128, 256]),
+}
+
+METRIC = "goals_reached"
+
+
+def add_parser(sub: Any, train: argparse.ArgumentParser, usage_error: type[Exception]) -> None:
+    """The ``sweep`` sub-command: every ``train`` option, each accepting several values."""
+    p = sub.add_parser(
+        "sweep", help="train over a grid of options x seeds (or an Optuna search) as Ray Tune trials",
+        description="Runs one train run per combination of the given option values and --seeds as a Ray Tune "
+                    "trial, locally or on a Ray cluster, then writes results.md/json (mean +- std over seeds) and "
+                    "a learning curve with spread bands to --out. Needs the 'sweep' extra.")
+    for action in train._actions:
+        if action.dest in TRIAL_OWNED or not action.option_strings:
+            continue
+        if isinstance(action, argparse._StoreTrueAction):
+            p.add_argument(*action.option_strings, dest=action.dest, action="store_true", help=action.help)
+        elif isinstance(action, argparse._AppendAction):
+            p.add_argument(*action.option_strings, dest=action.dest, action="append", default=[],
+                           metavar=action.metavar, help=action.help)
+        else:
+            p.add_argument(*action.option_strings, dest=action.dest, nargs="+", type=action.type,
+                           metavar=action.metavar, help=f"{action.help}; several values are swept over")
+    g = p.add_argument_group("sweep")
+    g.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="N", help="seeds of every configuration")
+    g.add_argument("--out", metavar="DIR", help="sweep directory (default runs/sweep-<time>-<pid>-<random>)")
+    g.add_argument("--overwrite", action="store_true", help="clear a non-empty --out made by an earlier sb3-hir run")
+    g.add_argument("--resume", action="store_true", help="resume the interrupted sweep in --out (Tune's restore)")
+    g.add_argument("--address", metavar="ADDR",
+                   help="join a Ray cluster (auto, or ray://host:10001); default: start Ray on this machine")
+    g.add_argument("--cpus-per-trial", type=int, default=1, metavar="N", help="CPUs per trial (default 1)")
+    g.add_argument("--max-concurrent", type=int, metavar="N", help="trials at once (default: as the CPUs allow)")
+    g.add_argument("--search", choices=["grid", "optuna"], default="grid",
+                   help="grid (default) or optuna: search " + ", ".join(OPTUNA_SPACE) + " with ASHA early stopping")
+    g.add_argument("--trials", type=int, default=8, metavar="N", help="--search optuna: number of trials")
+    p.set_defaults(func=lambda args: run(args, usage_error))
+
+
+# ---------------------------------------------------------------------------------------------------- the grid
+def sweep_values(args: argparse.Namespace, train: argparse.ArgumentParser) -> tuple[dict[str, list[Any]], list[str]]:
+    """The swept options (dest -> values, in train's order) and the fixed argv (flags and KEY=VALUE options)."""
+    values: dict[str, list[Any]] = {}
+    fixed: list[str] = []
+    for action in train._actions:
+        if action.dest in TRIAL_OWNED or not action.option_strings:
+            continue
+        value = getattr(args, action.dest, None)
+        flag = action.option_strings[-1]
+        if isinstance(action, argparse._StoreTrueAction):
+            fixed += [flag] if value else []
+        elif isinstance(action, argparse._AppendAction):
+            for item in value or []:
+                fixed += [flag, item]
+        elif value is not None:
+            values[action.dest] = list(dict.fromkeys(value))  # repeated values are one configuration
+    return values, fixed
+
+
+def expand_grid(values: dict[str, list[Any]], seeds: Sequence[int]) -> list[dict[str, Any]]:
+    """Every combination of the option values, times every seed: one dict of train options per trial."""
+    keys = list(values)
+    return [{**dict(zip(keys, combo, strict=True)), "seed": seed}
+            for combo in itertools.product(*(values[key] for key in keys)) for seed in dict.fromkeys(seeds)]
+
+
+def train_argv(options: dict[str, Any], fixed: Sequence[str], train: argparse.ArgumentParser) -> list[str]:
+    """The ``sb3-hir train`` arguments of one trial's options."""
+    flags = {action.dest: action.option_strings[-1] for action in train._actions if action.option_strings}
+    argv: list[str] = []
+    for dest, value in options.items():
+        argv += [flags[dest], _format(value)]
+    return [*argv, *fixed]
+
+
+def _format(value: Any) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def configuration(options: dict[str, Any], swept: Sequence[str]) -> str:
+    """A configuration's label: its swept options (the seed is what varies inside one)."""
+    shown = [f"{key.replace('_', '-')}={_format(options[key])}" for key in swept if key in options]
+    return " ".join(shown) or "default"
+
+
+# ---------------------------------------------------------------------------------------------------- a trial
+def _trial(config: dict[str, Any]) -> None:
+    """One Tune trial: a ``train`` run writing its run directory inside the trial's directory."""
+    import ray
+    import torch
+    from ray import tune
+
+    from sb3_hir import cli
+
+    torch.set_num_threads(1)
+    run = config["run"]
+    options = dict(run["options"])
+    # Our own directory per (options, seed), not Tune's trial directory: a reused worker process may still see
+    # the previous trial's context, and the name must survive a resume.
+    out = Path(run["out"]) / "runs" / run_name(options)
+    parser = cli.build_parser()
+    argv = ["train", *train_argv(options, run["fixed"], _train_parser(parser)), "--out", str(out), "--overwrite",
+            "--no-progress"]
+    args = parser.parse_args(argv)
+    node = ray.get_runtime_context().get_node_id()
+
+    def report(metrics: dict[str, Any]) -> None:
+        tune.report({**metrics, "node": node})
+
+    try:
+        cli._train(args, report=report)
+    except cli.UsageError as exc:  # bad values of this trial's options: one line in the sweep's results
+        raise ValueError(str(exc)) from None
+
+
+def run_name(options: dict[str, Any]) -> str:
+    """A trial's run directory name: its seed and a digest of its options (stable across a resume)."""
+    import hashlib
+
+    digest = hashlib.sha1(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    return f"seed{options.get('seed', 0)}-{digest}"
+
+
+def _train_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices["train"]
+
+
+# ---------------------------------------------------------------------------------------------------- the sweep
+def run(args: argparse.Namespace, usage_error: type[Exception]) -> int:
+    """``sb3-hir sweep``."""
+    from sb3_hir import cli
+
+    try:
+        require("ray.tune", "sb3-hir sweep")
+        if args.search == "optuna":
+            require("optuna", "sb3-hir sweep --search optuna")
+    except MissingExtraError as exc:
+        raise usage_error(str(exc)) from None
+    train = _train_parser(cli.build_parser())
+    values, fixed = sweep_values(args, train)
+    for option, value in (("--cpus-per-trial", args.cpus_per_trial), ("--max-concurrent", args.max_concurrent),
+                          ("--trials", args.trials)):
+        cli._check_positive(option, value)
+    for seed in args.seeds:
+        cli._check_seed(seed)
+    if args.search == "optuna":
+        conflicting = [key for key, given in values.items() if len(given) > 1 or key in OPTUNA_SPACE]
+        if conflicting:
+            raise usage_error(f"--search optuna searches {', '.join(OPTUNA_SPACE)} itself and takes one value of "
+                              f"each other option; drop --{', --'.join(k.replace('_', '-') for k in conflicting)}")
+        if len(args.seeds) != 1:
+            raise usage_error("--search optuna runs one seed per trial; give one --seeds value")
+    if args.resume and not args.out:
+        raise usage_error("--resume needs --out DIR, the sweep to resume")
+    trials = expand_grid(values, args.seeds) if args.search == "grid" else []
+    if args.search == "grid":
+        # Every configuration passes train's checks that need no env before any trial starts (a typo fails
+        # here, not in trial 7); what only a run can find (an env rejecting its options) fails that trial alone.
+        for options in {json.dumps({k: v for k, v in t.items() if k != "seed"}, sort_keys=True): t
+                        for t in trials}.values():
+            trial_args = cli.build_parser().parse_args(["train", *train_argv(options, fixed, train)])
+            try:
+                cli._check_train_args(trial_args)
+            except cli.UsageError as exc:
+                swept = [key for key, given in values.items() if len(given) > 1]
+                raise usage_error(f"{configuration(options, swept)}: {exc}") from None
+    if args.resume:
+        out = Path(args.out)
+        if not (out / "tune").is_dir():
+            raise usage_error(f"--resume: {str(out)!r} holds no sweep to resume (no tune/ directory)")
+        lock = cli._lock(out)
+    else:
+        out, lock = cli._prepare_out("sweep", args.out, args.overwrite)
+    out = out.resolve()
+    try:
+        return _run_tune(args, out, trials, values, fixed, train)
+    finally:
+        lock.close()
+
+
+def _run_tune(args: argparse.Namespace, out: Path, trials: list[dict[str, Any]], values: dict[str, list[Any]],
+              fixed: list[str], train: argparse.ArgumentParser) -> int:
+    import ray
+    from ray import tune
+
+    from sb3_hir import cli
+
+    started = not ray.is_initialized()
+    if started:
+        # "local" always starts a fresh instance: without an address, ray.init would join any Ray cluster that
+        # another process happens to run on this machine.
+        ray.init(address=args.address or "local", include_dashboard=False, logging_level="ERROR",
+                 log_to_driver=False)
+    try:
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        concurrent = args.max_concurrent or max(1, cpus // args.cpus_per_trial)
+        trainable = tune.with_resources(_trial, {"cpu": args.cpus_per_trial})
+        swept = [key for key, given in values.items() if len(given) > 1]
+        if args.search == "optuna":
+            swept = list(OPTUNA_SPACE)
+        if args.resume:
+            tuner = tune.Tuner.restore(str(out / "tune"), trainable=trainable, resume_errored=False,
+                                       restart_errored=False)
+            swept = json.loads((out / "sweep.json").read_text())["swept"]
+        else:
+            # What a resume needs besides Tune's own state: which options were swept, for the labels.
+            cli._write_text(out / "sweep.json", json.dumps(dict(swept=swept, search=args.search), indent=2) + "\n")
+            if args.search == "grid":
+                tuner = tune.Tuner(
+                    trainable,
+                    param_space={"run": tune.grid_search([{"options": t, "fixed": fixed, "out": str(out)}
+                                                          for t in trials])},
+                    tune_config=tune.TuneConfig(max_concurrent_trials=concurrent, reuse_actors=True,
+                                                trial_dirname_creator=_trial_dirname),
+                    run_config=_run_config(out),
+                )
+            else:
+                tuner = _optuna_tuner(args, trainable, values, fixed, concurrent, out)
+        print(f"sb3-hir sweep: {len(trials) or args.trials} trials, {concurrent} at once on {cpus} CPUs "
+              f"({'cluster ' + args.address if args.address else 'this machine'}) -> {out}", flush=True)
+        grid = tuner.fit()
+    finally:
+        if started:
+            ray.shutdown()
+    rows, curves, failed = _collect(grid, swept)
+    _write_results(out, rows, curves, failed, swept)
+    table = (out / "results.md").read_text()
+    print(f"\n{table}")
+    if args.search == "optuna" and rows:
+        best = grid.get_best_result(metric=METRIC, mode="max", scope="last", filter_nan_and_inf=True)
+        options = dict(best.config["run"]["options"])
+        command = "sb3-hir train " + " ".join(train_argv(options, best.config["run"]["fixed"], train))
+        cli._write_text(out / "best.txt", command + "\n")
+        print(f"best configuration ({METRIC} {best.metrics.get(METRIC, math.nan):.2f}): {command}")
+    return 1 if failed and not rows else 0
+
+
+def _trial_dirname(trial: Any) -> str:
+    """``trial-<id>-seed<N>`` (Tune's default name strings every option together)."""
+    return f"trial-{trial.trial_id}-seed{trial.config['run']['options'].get('seed', 0)}"
+
+
+def _run_config(out: Path) -> Any:
+    from ray import tune
+
+    return tune.RunConfig(storage_path=str(out), name="tune", verbose=0,
+                          failure_config=tune.FailureConfig(max_failures=0, fail_fast=False))
+
+
+def _optuna_tuner(args: argparse.Namespace, trainable: Any, values: dict[str, list[Any]], fixed: list[str],
+                  concurrent: int, out: Path) -> Any:
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler
+    from ray.tune.search.optuna import OptunaSearch
+
+    kinds = {"loguniform": tune.loguniform, "uniform": tune.uniform, "choice": tune.choice}
+    space = {key: kinds[kind](*bounds) if kind != "choice" else tune.choice(bounds)
+             for key, (kind, bounds) in OPTUNA_SPACE.items()}
+    options = {key: given[0] for key, given in values.items()}
+    timesteps = int(options.get("timesteps", 60_000))
+    scheduler = ASHAScheduler(time_attr="timesteps", max_t=timesteps, grace_period=max(1, timesteps // 4),
+                              reduction_factor=2)
+    return tune.Tuner(
+        trainable,
+        param_space={"run": {"options": {**options, **space, "seed": args.seeds[0]}, "fixed": fixed, "out": str(out)}},
+        tune_config=tune.TuneConfig(search_alg=OptunaSearch(seed=args.seeds[0]), scheduler=scheduler,
+                                    num_samples=args.trials, metric=METRIC, mode="max",
+                                    max_concurrent_trials=concurrent, trial_dirname_creator=_trial_dirname,
+                                    reuse_actors=True),
+        run_config=_run_config(out),
+    )
+
+
+def _collect(grid: Any, swept: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, list[Any]], list[str]]:
+    """Per configuration: the final evaluation of each seed, and each seed's curve; and the failed trials."""
+    finals: dict[str, list[dict[str, Any]]] = {}
+    curves: dict[str, list[Any]] = {}
+    failed: list[str] = []
+    for result in grid:
+        options = result.config["run"]["options"]
+        label = configuration(options, swept)
+        if result.error is not None:
+            lines = [line.strip() for line in str(result.error).splitlines() if line.strip()]
+            first = (lines[-1] if lines else type(result.error).__name__)[:300]  # the trial's own exception
+            failed.append(f"{label} seed {options['seed']}: {first}")
+            continue
+        frame = result.metrics_dataframe
+        if frame is None or frame.empty or "timesteps" not in frame:
+            failed.append(f"{label} seed {options['seed']}: no evaluation reported")
+            continue
+        last = frame.iloc[-1]
+        finals.setdefault(label, []).append(dict(seed=options["seed"], success_rate=float(last["success_rate"]),
+                                                 goals_reached=float(last["goals_reached"]),
+                                                 timesteps=int(last["timesteps"]), node=str(last.get("node", ""))))
+        curves.setdefault(label, []).append(frame[["timesteps", "success_rate", "goals_reached"]].to_numpy())
+    rows = []
+    for label, runs in finals.items():
+        rows.append(dict(configuration=label, seeds=sorted(r["seed"] for r in runs), runs=runs,
+                         success_rate=_mean_std([r["success_rate"] for r in runs]),
+                         goals_reached=_mean_std([r["goals_reached"] for r in runs])))
+    return rows, curves, failed
+
+
+def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+    import numpy as np
+
+    return float(np.mean(values)), float(np.std(values))
+
+
+def _write_results(out: Path, rows: list[dict[str, Any]], curves: dict[str, list[Any]], failed: list[str],
+                   swept: Sequence[str]) -> None:
+    from sb3_hir import cli
+    from sb3_hir.plots import plot_sweep_curves
+
+    table = cli._format_table(
+        ["configuration", "seeds", "success rate", "goals reached"],
+        [[r["configuration"], " ".join(map(str, r["seeds"])),
+          f"{r['success_rate'][0]:.2f} ± {r['success_rate'][1]:.2f}",
+          f"{r['goals_reached'][0]:.2f} ± {r['goals_reached'][1]:.2f}"] for r in rows])
+    lines = [table, ""] + ([f"failed trials ({len(failed)}):", *[f"- {line}" for line in failed], ""] if failed
+                           else [])
+    cli._write_text(out / "results.md", "\n".join(lines))
+    cli._write_text(out / "results.json", json.dumps(dict(swept=list(swept), configurations=rows, failed=failed),
+                                                     indent=2) + "\n")
+    if curves:
+        plot_sweep_curves(curves, out / "learning_curve.png", title=f"sb3-hir sweep: mean and spread over seeds "
+                                                                     f"({os.path.basename(out)})")
