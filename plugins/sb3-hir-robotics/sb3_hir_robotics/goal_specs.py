@@ -15,9 +15,17 @@ import gymnasium as gym
 
 from sb3_hir.goals import ToleranceGoalSpec
 from sb3_hir.instruction import InstructionWrapper
-from sb3_hir_robotics.maze import MAZE_DISTANCE_THRESHOLD
 
-__all__ = ["DistanceThresholdGoalSpec", "declare_goal_spec", "env_distance_threshold", "find_instruction_wrapper"]
+__all__ = [
+    "MAZE_DISTANCE_THRESHOLD",
+    "DistanceThresholdGoalSpec",
+    "declare_goal_spec",
+    "env_distance_threshold",
+    "find_instruction_wrapper",
+]
+
+#: Success radius hard-coded in gymnasium-robotics' maze envs (``maze_v4.MazeEnv``), in maze units.
+MAZE_DISTANCE_THRESHOLD = 0.45
 
 
 def env_distance_threshold(env: gym.Env) -> float:

@@ -18,6 +18,7 @@ import numpy as np
 from gymnasium.envs.registration import load_env_creator
 
 from sb3_hir.instruction import InstructionWrapper
+from sb3_hir_robotics.goal_specs import MAZE_DISTANCE_THRESHOLD, declare_goal_spec
 
 __all__ = [
     "DEFAULT_MASK_VALUE",
@@ -29,8 +30,6 @@ __all__ = [
     "outside_mask_value",
 ]
 
-#: Success radius hard-coded in gymnasium-robotics' maze envs (``maze_v4.MazeEnv``), in maze units.
-MAZE_DISTANCE_THRESHOLD = 0.45
 
 #: Mask of a reached maze goal: below every coordinate of the standard maps (the Large map spans +-6), so a
 #: real goal never equals it, and the same value across maps so a policy sees one mask.
@@ -191,8 +190,6 @@ def make_pointmaze_instruction(
         if isinstance(num_goals, bool) or not isinstance(num_goals, int) or num_goals < 1:
             raise ValueError(f"num_goals must be an int >= 1; got {num_goals!r}")
         sampler.check(env, num_goals)
-        from sb3_hir_robotics.goal_specs import declare_goal_spec  # goal_specs imports this module
-
         return declare_goal_spec(InstructionWrapper(env, sampler, num_goals=num_goals, goal_reward=goal_reward))
     except Exception:
         env.close()
