@@ -81,11 +81,12 @@ def test_an_interrupted_sweep_resumes_without_rerunning_finished_trials(tmp_path
             "--max-concurrent", "1", "--out", str(out)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     deadline = time.time() + 240
-    while time.time() < deadline and not list((out / "runs").glob("*/results.json")):
+    while time.time() < deadline and not list((out / "runs").glob(f"*/{sweep.EVALUATIONS}")):
         time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=240)
-    finished = {p.parent.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*/results.json")}
+    finished = {p.parent.name: (p.parent / "results.json").stat().st_mtime_ns
+                for p in (out / "runs").glob(f"*/{sweep.EVALUATIONS}")}
     assert 1 <= len(finished) < 4
     resumed = subprocess.run([*argv[:3], "sweep", "--resume", "--out", str(out)], capture_output=True, text=True,
                              env=ENV, timeout=400)

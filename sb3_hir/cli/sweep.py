@@ -37,6 +37,9 @@ OPTUNA_SPACE: dict[str, tuple[str, Any]] = {
 
 METRIC = "goals_reached"
 
+#: Written in a trial's run directory when its run has finished: the evaluations it reported.
+EVALUATIONS = "sweep-evaluations.json"
+
 
 def add_parser(sub: Any, train: argparse.ArgumentParser, usage_error: type[Exception]) -> None:
     """The ``sweep`` sub-command: every ``train`` option, each accepting several values."""
@@ -137,14 +140,22 @@ def _trial(config: dict[str, Any]) -> None:
             "--no-progress"]
     args = parser.parse_args(argv)
     node = ray.get_runtime_context().get_node_id()
+    done = out / EVALUATIONS
+    if done.is_file():  # the run finished before an interrupt, but Tune had not recorded it: report, don't rerun
+        for metrics in json.loads(done.read_text()):
+            tune.report({**metrics, "node": node})
+        return
+    reported: list[dict[str, Any]] = []
 
     def report(metrics: dict[str, Any]) -> None:
+        reported.append(metrics)
         tune.report({**metrics, "node": node})
 
     try:
         cli._train(args, report=report)
     except cli.UsageError as exc:  # bad values of this trial's options: one line in the sweep's results
         raise ValueError(str(exc)) from None
+    cli._write_text(done, json.dumps(reported) + "\n")
 
 
 def run_name(options: dict[str, Any]) -> str:
