@@ -43,6 +43,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from gymnasium_robotics.core import GoalEnv
+from ray_trials import run_all
 from stable_baselines3 import DQN, SAC, HerReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -263,16 +264,10 @@ def main() -> None:
         curve = " ".join(f"{b}:{success.get(b, float('nan')):.2f}" for b in args.budgets)
         print(f"seed {seed} {name:<22} success at budgets {curve}  ({times[name][-1]:.0f}s)", flush=True)
 
-    if args.ray:
-        from ray_trials import run_as_trials
-
-        outs = run_as_trials(run_seed, configs, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,
-                             name="bench_goalenv_her")
-        for (seed, name), out in zip(runs, outs, strict=True):
-            report(seed, name, out)
-    else:
-        for (seed, name), config in zip(runs, configs, strict=True):
-            report(seed, name, run_seed(config))
+    outs = run_all(run_seed, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,
+                   name="bench_goalenv_her")
+    for (seed, name), out in zip(runs, outs, strict=True):
+        report(seed, name, out)
 
     label = f"bitflip n_bits={args.n_bits}" if args.env == BITFLIP else f"{env_id(args)} max_episode_steps=" \
         f"{args.max_episode_steps}"

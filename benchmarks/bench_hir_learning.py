@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 import torch as th
+from ray_trials import run_all
 from stable_baselines3 import DQN
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -211,16 +212,10 @@ def main() -> None:
         text = " ".join(f"{b}:{curve[b][0]:.2f}/{curve[b][1]:.2f}" for b in args.budgets if b in curve)
         print(f"  seed {seed} {variant:<8} goals/success at budgets {text}  ({out['seconds']:.0f} s)", flush=True)
 
-    if args.ray:
-        from ray_trials import run_as_trials
-
-        outs = run_as_trials(run_trial, configs, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,
-                             name="bench_hir_learning")
-        for (seed, variant), out in zip(runs, outs, strict=True):
-            report(seed, variant, out)
-    else:
-        for (seed, variant), config in zip(runs, configs, strict=True):
-            report(seed, variant, run_trial(config))
+    outs = run_all(run_trial, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,
+                   name="bench_hir_learning")
+    for (seed, variant), out in zip(runs, outs, strict=True):
+        report(seed, variant, out)
 
     print()
     stats: dict[str, dict[int, np.ndarray]] = {}

@@ -143,6 +143,17 @@ def run_as_trials(
             ray.shutdown()
 
 
+def run_all(fn: Callable[[dict], dict], configs: list[dict], *, use_ray: bool, cpus_per_trial: int = 1,
+            address: str | None = None, name: str = "benchmark") -> Iterator[dict]:
+    """Each config's result, in the order of ``configs``: as Ray Tune trials (``use_ray``), or one after another
+    in this process, yielded as each run finishes, so a benchmark prints the same lines either way."""
+    if use_ray:
+        yield from run_as_trials(fn, configs, cpus_per_trial=cpus_per_trial, address=address, name=name)
+    else:
+        for config in configs:
+            yield fn(config)
+
+
 def _trial_name(trial: Any) -> str:
     return f"trial_{trial.config['config'][INDEX]:04d}"
 
