@@ -1,4 +1,4 @@
-"""A features extractor that lets the policy see only some keys of a Dict observation.
+"""Features extractors: one that lets the policy see only some keys of a Dict observation, one that adds memory.
 
 Hindsight instruction relabeling needs the "achieved" value in every stored observation, but a policy
 that also reads it is conditioned on a quantity that only exists for relabeling (for MazeRunner it
@@ -24,16 +24,24 @@ instruction. The recommended setup for every off-policy algorithm::
 
 SAC, TD3, DDPG and TQC build their critics with the same extractor class and kwargs, so the same
 ``policy_kwargs`` work there.
+
+:class:`HistoryExtractor` does the same and also encodes the window a :class:`~sb3_hir.history.HistoryWrapper`
+adds, which gives DQN, SAC, TQC and imitation's BC a recurrent learner without changing them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.torch_layers import CombinedExtractor
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, CombinedExtractor
+from torch import nn
 
-__all__ = ["KeySelectExtractor"]
+__all__ = ["HistoryExtractor", "KeySelectExtractor"]
+
+#: ``encoder=`` names of :class:`HistoryExtractor`.
+HISTORY_ENCODERS = ("gru", "conv")
 
 
 class KeySelectExtractor(CombinedExtractor):
@@ -79,3 +87,80 @@ class KeySelectExtractor(CombinedExtractor):
         self.keys: tuple[str, ...] = tuple(selected)
         sub_space = spaces.Dict({key: observation_space.spaces[key] for key in self.keys})
         super().__init__(sub_space, cnn_output_dim=cnn_output_dim, normalized_image=normalized_image)
+
+
+class HistoryExtractor(BaseFeaturesExtractor):
+    """Encode a :class:`~sb3_hir.history.HistoryWrapper` window and concatenate it with the selected current keys.
+
+    The current keys go through :class:`KeySelectExtractor` (flattened, as SB3's ``CombinedExtractor`` does), so
+    the policy conditions on the instruction directly and on the past through the encoding. Use it through
+    ``policy_kwargs`` in DQN, QR-DQN, SAC, TD3, TQC or an ``ActorCriticPolicy`` (imitation's BC, PPO)::
+
+        policy_kwargs=dict(
+            features_extractor_class=HistoryExtractor,
+            features_extractor_kwargs=dict(keys=["obs", "goals"], history_key="history"),
+        )
+
+    The window's rows are oldest first, so the GRU's last hidden state summarizes the episode's most recent
+    ``length`` steps; padding rows before a reset are zeros with a valid flag of 0, so they leave the same
+    state in every episode. ``"conv"`` is a two-layer 1-D convolution over time with max-pooling over valid steps
+    (cheaper, but order-blind beyond its receptive field). ``benchmarks/bench_history.py`` measures both.
+
+    :param observation_space: the full Dict observation space, with the window under ``history_key``.
+    :param keys: current keys the policy sees besides the window (e.g. ``["obs", "goals"]``).
+    :param history_key: the window's key.
+    :param encoder: ``"gru"`` or ``"conv"``.
+    :param hidden_size: size of the window's encoding.
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Dict,
+        keys: Sequence[str] = ("obs", "goals"),
+        history_key: str = "history",
+        encoder: str = "gru",
+        hidden_size: int = 64,
+    ) -> None:
+        if not isinstance(observation_space, spaces.Dict):
+            raise ValueError(
+                f"observation_space must be a gymnasium.spaces.Dict; got {type(observation_space).__name__}"
+            )
+        window = observation_space.spaces.get(history_key)
+        if not isinstance(window, spaces.Box) or len(window.shape) != 2:
+            raise ValueError(
+                f"history_key {history_key!r} must name a (length, width) Box in the observation space, as "
+                f"HistoryWrapper adds; keys present: {list(observation_space.spaces)}"
+            )
+        selected = [keys] if isinstance(keys, str) else list(keys)
+        if history_key in selected:
+            raise ValueError(f"keys must not include the history key {history_key!r}; it is encoded separately")
+        if encoder not in HISTORY_ENCODERS:
+            raise ValueError(f"encoder must be one of {HISTORY_ENCODERS}; got {encoder!r}")
+        if isinstance(hidden_size, bool) or not isinstance(hidden_size, int) or hidden_size < 1:
+            raise ValueError(f"hidden_size must be an int >= 1; got {hidden_size!r}")
+        current = KeySelectExtractor(observation_space, keys=selected)
+        super().__init__(observation_space, features_dim=current.features_dim + hidden_size)
+        self.current = current
+        self.history_key = history_key
+        self.encoder = encoder
+        width = int(window.shape[1])
+        if encoder == "gru":
+            self.gru = nn.GRU(width, hidden_size, batch_first=True)
+        else:
+            self.conv = nn.Sequential(
+                nn.Conv1d(width, hidden_size, kernel_size=3, padding=1),
+                nn.ReLU(),
+                nn.Conv1d(hidden_size, hidden_size, kernel_size=3, padding=1),
+                nn.ReLU(),
+            )
+
+    def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
+        window = observations[self.history_key].float()
+        if self.encoder == "gru":
+            _, last = self.gru(window)
+            encoded = last[-1]
+        else:
+            hidden = self.conv(window.transpose(1, 2))  # (batch, hidden, length)
+            valid = window[:, :, -1:].transpose(1, 2) > 0.5
+            encoded = hidden.masked_fill(~valid, 0.0).amax(dim=2)  # ReLU outputs are >= 0, so 0 is neutral
+        return th.cat([self.current(observations), encoded], dim=1)

@@ -307,9 +307,9 @@ def check_instruction_env(
        :mod:`sb3_hir.contract`): each episode is played again from the same seed, with the same actions, under
        ``counterfactual`` hindsight instructions drawn by the relabeler (by a ``"all"`` hindsight-instruction
        relabeler when it draws none) and one instruction of achieved values in reverse order of visit; the env's
-       rewards, terminations, goal observations, achieved values and ``is_success`` must equal
-       ``relabeler.replay(episode, goals)`` step by step. This is what relabeling assumes: the env, given the
-       relabeled instruction, would have produced the relabeled episode;
+       rewards, terminations, goal observations, every other observation key (a history window included)
+       and ``is_success`` must equal ``relabeler.replay(episode, goals)`` step by step. This is what relabeling
+       assumes: the env, given the relabeled instruction, would have produced the relabeled episode;
     6. for envs that cannot take an instruction, a termination on the step that reaches a goal other than the
        last is flagged: replay keeps it under every instruction (as a fall), which is wrong when the goal caused
        it. Envs whose terminations never depend on the goals opt out with
@@ -381,6 +381,10 @@ def _counterfactual_instructions(relabeler: Any, episode: Episode, rng: np.rando
     return instructions
 
 
+_GOAL_FREE = ("replay keeps every key but the instruction as recorded, so this key must not depend on the instruction "
+              "(a history window must hold no goals or rewards)")
+
+
 def _check_counterfactual(check: str, env: gym.Env, relabeler: Any, rollout: _Rollout, count: int) -> None:
     """Play the rollout's actions from its seed under hindsight instructions; the env must match ``replay``."""
     spec = relabeler.goal_spec
@@ -399,6 +403,11 @@ def _check_counterfactual(check: str, env: gym.Env, relabeler: Any, rollout: _Ro
                   "the env, so relabeled data would teach a task the env does not pose.")
 
         obs, _ = env.reset(seed=rollout.seed, options={RESET_GOALS_OPTION: goals})
+        other_keys = [key for key in replayed.observations if key != spec.goals_key and key in obs]
+        for key in other_keys:
+            if not np.array_equal(obs[key], replayed.observations[key][0]):
+                fail(0, f"observation[{key!r}] = {_show(obs[key])} after reset != the recorded "
+                        f"{_show(replayed.observations[key][0])}: {_GOAL_FREE}")
         if not np.array_equal(obs[spec.goals_key], expected_goals[0]):
             fail(0, f"observation[{spec.goals_key!r}] = {_show(obs[spec.goals_key])} after reset, expected the "
                     f"instruction {_show(expected_goals[0])}: the env (or a wrapper) ignored options['goals']")
@@ -418,6 +427,10 @@ def _check_counterfactual(check: str, env: gym.Env, relabeler: Any, rollout: _Ro
             if not np.array_equal(obs[spec.goals_key], expected_goals[step]):
                 fail(step, f"env observation[{spec.goals_key!r}] = {_show(obs[spec.goals_key])} != replayed "
                            f"{_show(expected_goals[step])}", before)
+            for key in other_keys:
+                if not np.array_equal(obs[key], replayed.observations[key][step]):
+                    fail(step, f"env observation[{key!r}] = {_show(obs[key])} != the recorded "
+                               f"{_show(replayed.observations[key][step])}: {_GOAL_FREE}", before)
             success = bool(spec.is_masked(expected_goals[step]).all())
             if bool(info.get("is_success", False)) != success:
                 fail(step, f"info['is_success'] = {_show(info.get('is_success'))}, replayed {success}", before)

@@ -104,6 +104,9 @@ ALGOS: dict[str, Algo] = {
         policy_kwargs=dict(net_arch=[128], lstm_hidden_size=128))),
 }
 
+#: `train --history` default: the window length measured best within the default budget (README, "Memory").
+TRAIN_HISTORY = 0
+
 #: `--relabel` shorthands: the built-in hindsight-instruction relabeler with this strategy.
 STRATEGIES = ("some", "all", "none")
 
@@ -159,11 +162,34 @@ def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return kwargs
 
 
-def _make_env(name: str, kwargs: dict[str, Any], **extra: Any) -> Any:
+def _make_env(name: str, kwargs: dict[str, Any], history: int = 0, **extra: Any) -> Any:
+    """The env plugin ``name``; with ``history`` > 0, wrapped in a HistoryWrapper of that many steps."""
     try:
-        return plugin_registry.create("env", name, **kwargs, **extra)
+        env = plugin_registry.create("env", name, **kwargs, **extra)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"env {name!r} rejected its options {kwargs}: {exc}") from exc
+    if history:
+        from sb3_hir.history import HistoryWrapper
+
+        try:
+            env = HistoryWrapper(env, length=history)
+        except ValueError as exc:
+            raise UsageError(f"--history {history}: env {name!r} cannot carry a history window: {exc}") from exc
+    return env
+
+
+def _env_factory(name: str, kwargs: dict[str, Any], history: int = 0) -> Any:
+    """A picklable-enough zero-argument factory for ``make_vec_env`` (the checks ran on a probe already)."""
+
+    def env_fn() -> Any:
+        env = plugin_registry.create("env", name, **kwargs)
+        if history:
+            from sb3_hir.history import HistoryWrapper
+
+            env = HistoryWrapper(env, length=history)
+        return env
+
+    return env_fn
 
 
 def _check_instruction_env(env: Any, env_name: str) -> int:
@@ -198,13 +224,16 @@ def _algo_class(name: str) -> Any:
     return getattr(importlib.import_module(algo.module), algo.cls)
 
 
-def _policy_kwargs(algo: Algo, hidden: int | None = None) -> dict[str, Any]:
-    from sb3_hir.extractors import KeySelectExtractor
+def _policy_kwargs(algo: Algo, hidden: int | None = None, history: int = 0, encoder: str = "gru") -> dict[str, Any]:
+    from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
 
     # The policy sees the observation and the instruction; "achieved" is only there for relabeling.
     policy_kwargs = dict(algo.defaults["policy_kwargs"])
     if hidden is not None:
         policy_kwargs["net_arch"] = [hidden, hidden]
+    if history:  # the window is encoded next to the current observation and instruction
+        return dict(features_extractor_class=HistoryExtractor,
+                    features_extractor_kwargs=dict(keys=["obs", "goals"], encoder=encoder), **policy_kwargs)
     return dict(features_extractor_class=KeySelectExtractor, features_extractor_kwargs=dict(keys=["obs", "goals"]),
                 **policy_kwargs)
 
@@ -407,7 +436,7 @@ def _check_goal_spec(probe: Any, env_name: str, spec: Any, num_goals: int, label
 
 def _save_episode_pictures(model: Any, env_name: str, env_kwargs: dict[str, Any], folder: Path, seed: int,
                            stem: str = "episode", gif: bool = True, png: bool = True,
-                           best_of: int = 1) -> tuple[Any, int] | None:
+                           best_of: int = 1, history: int = 0) -> tuple[Any, int] | None:
     """Record deterministic episodes (seeds ``seed``, ``seed + 1``, ...) and draw the one that got furthest.
 
     Up to ``best_of`` episodes are played, stopping at the first success; the picture's title says which one it
@@ -415,7 +444,7 @@ def _save_episode_pictures(model: Any, env_name: str, env_kwargs: dict[str, Any]
     or None when the env cannot render.
     """
     try:
-        return _draw_episode(model, env_name, env_kwargs, folder, seed, stem, gif, png, best_of)
+        return _draw_episode(model, env_name, env_kwargs, folder, seed, stem, gif, png, best_of, history)
     except Exception as exc:  # e.g. no OpenGL on a headless machine: the run and its results matter more
         detail = " ".join(str(exc).split())[:300]
         print(f"warning: no episode picture ({type(exc).__name__}: {detail}); the run's results are kept. On a "
@@ -424,11 +453,11 @@ def _save_episode_pictures(model: Any, env_name: str, env_kwargs: dict[str, Any]
 
 
 def _draw_episode(model: Any, env_name: str, env_kwargs: dict[str, Any], folder: Path, seed: int, stem: str,
-                  gif: bool, png: bool, best_of: int) -> tuple[Any, int] | None:
+                  gif: bool, png: bool, best_of: int, history: int = 0) -> tuple[Any, int] | None:
     from sb3_hir.plots import record_episode, save_episode_gif, save_episode_png
 
     try:
-        env = _make_env(env_name, env_kwargs, render_mode="rgb_array")
+        env = _make_env(env_name, env_kwargs, history=history, render_mode="rgb_array")
     except UsageError:
         print(f"note: env {env_name!r} has no rgb_array render mode; no episode picture", file=sys.stderr)
         return None
@@ -468,6 +497,7 @@ def _check_train_args(args: argparse.Namespace) -> tuple[str, dict[str, Any], li
     algo_name = _one_of("algorithm", args.algo, list(ALGOS))
     for option in ("timesteps", "n_envs", "eval_freq", "eval_episodes", "n_steps", "hidden"):
         _check_positive("--" + option.replace("_", "-"), getattr(args, option))
+    _check_history(args)
     if args.learning_rate is not None and not args.learning_rate > 0:
         raise UsageError(f"--learning-rate must be > 0; got {args.learning_rate}")
     if args.n_steps > 1 and not ALGOS[algo_name].off_policy:
@@ -481,7 +511,7 @@ def _check_train_args(args: argparse.Namespace) -> tuple[str, dict[str, Any], li
 def _train(args: argparse.Namespace, report: Any = None) -> int:
     """``sb3-hir train``; ``report`` (a sweep's reporter) receives every evaluation as a dict."""
     algo_name, env_kwargs, relabels = _check_train_args(args)
-    probe = _make_env(args.env, env_kwargs)
+    probe = _make_env(args.env, env_kwargs, history=args.history)
     num_goals = _check_instruction_env(probe, args.env)
     _check_algo_env(algo_name, probe, args.env)
     spec, spec_label = _goal_spec(args, probe, args.env)
@@ -504,10 +534,8 @@ def _train(args: argparse.Namespace, report: Any = None) -> int:
     eval_freq = args.eval_freq or max(args.timesteps // 12, 1)
     eval_seed = args.seed + 10_000
     print(f"sb3-hir train: {algo_name} on {args.env} {env_kwargs}, {args.timesteps} timesteps x {len(relabels)} runs "
-          f"({', '.join(relabels)}), goal spec {spec_label}, seed {args.seed} -> {out}")
-
-    def env_fn() -> Any:
-        return plugin_registry.create("env", args.env, **env_kwargs)
+          f"({', '.join(relabels)}), goal spec {spec_label}, {_memory_label(args)}, seed {args.seed} -> {out}")
+    env_fn = _env_factory(args.env, env_kwargs, args.history)
 
     curves: dict[str, Any] = {}
     results: list[dict[str, Any]] = []
@@ -537,8 +565,8 @@ def _train(args: argparse.Namespace, report: Any = None) -> int:
                     relabel_ratio=ratio, seed=args.seed, n_steps=args.n_steps, gamma=kwargs["gamma"],
                     **buffer_kwargs))
         try:
-            model = algo_cls(algo.policy, venv, seed=args.seed, policy_kwargs=_policy_kwargs(algo, args.hidden),
-                             verbose=0, **kwargs)
+            model = algo_cls(algo.policy, venv, seed=args.seed, verbose=0, **kwargs,
+                             policy_kwargs=_policy_kwargs(algo, args.hidden, args.history, args.history_encoder))
         except ValueError as exc:
             raise UsageError(f"cannot build {label}: {exc}") from exc
         model.set_logger(configure_logger(str(run_dir), _log_formats()))
@@ -560,7 +588,7 @@ def _train(args: argparse.Namespace, report: Any = None) -> int:
         _write_text(run_dir / "run.json", json.dumps(dict(
             algo=algo_name, env=args.env, env_kwargs=env_kwargs, relabel=relabel, goal_spec=spec_label,
             relabel_ratio=args.relabel_ratio, n_steps=args.n_steps, learning_rate=args.learning_rate,
-            hidden=args.hidden,
+            hidden=args.hidden, history=args.history, history_encoder=args.history_encoder,
             seed=args.seed, timesteps=args.timesteps, timesteps_done=int(model.num_timesteps), n_envs=args.n_envs,
             interrupted=interrupted), indent=2) + "\n")
         history = callback.history
@@ -572,7 +600,8 @@ def _train(args: argparse.Namespace, report: Any = None) -> int:
         plot_learning_curves({f"relabel {relabel}": history}, run_dir / "learning_curve.png", num_goals=num_goals,
                              title=f"{algo_name} on {args.env}, relabel {relabel}")
         if not interrupted:
-            _save_episode_pictures(model, args.env, env_kwargs, run_dir, seed=eval_seed, best_of=10)
+            _save_episode_pictures(model, args.env, env_kwargs, run_dir, seed=eval_seed, best_of=10,
+                                   history=args.history)
         venv.close()
         eval_env.close()
         results.append(dict(run=label + (" (interrupted)" if interrupted else ""), relabel=relabel,
@@ -607,6 +636,7 @@ def _dagger(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     for option in ("rounds", "steps_per_round", "n_envs", "eval_episodes", "bc_epochs", "batch_size"):
         _check_positive("--" + option.replace("_", "-"), getattr(args, option))
+    _check_history(args)
     _check_seed(args.seed)
     if args.batch_size > args.steps_per_round:
         raise UsageError(f"--batch-size {args.batch_size} is larger than the labelled steps of a round "
@@ -621,7 +651,7 @@ def _dagger(args: argparse.Namespace) -> int:
     except (TypeError, ValueError) as exc:
         raise UsageError(f"beta schedule {args.beta_schedule!r} rejected {beta_kwargs}: {exc}") from exc
     env_kwargs = _env_kwargs(args)
-    probe = _make_env(args.env, env_kwargs)
+    probe = _make_env(args.env, env_kwargs, history=args.history)
     num_goals = _check_instruction_env(probe, args.env)
     spec, spec_label = _goal_spec(args, probe, args.env)
     if relabel != "none":
@@ -639,23 +669,24 @@ def _dagger(args: argparse.Namespace) -> int:
 
     from sb3_hir.callbacks import EvalHistory, evaluate_instruction_policy
     from sb3_hir.dagger import PolicyRunner, SimpleDAggerTrainer
-    from sb3_hir.extractors import KeySelectExtractor
+    from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
     from sb3_hir.plots import plot_learning_curves
 
     _set_threads()
     torch.manual_seed(args.seed)
     out, _lock_handle = _prepare_out("dagger", args.out, args.overwrite)
     eval_seed = args.seed + 10_000
-
-    def env_fn() -> Any:
-        return plugin_registry.create("env", args.env, **env_kwargs)
-
+    env_fn = _env_factory(args.env, env_kwargs, args.history)
     venv = make_vec_env(env_fn, n_envs=args.n_envs, seed=args.seed)
     eval_env = make_vec_env(env_fn, n_envs=min(args.eval_episodes, 10), seed=eval_seed)
     rng = np.random.default_rng(args.seed)
-    policy = ActorCriticPolicy(
-        venv.observation_space, venv.action_space, lr_schedule=lambda _: 0.0, net_arch=[256, 256],
-        features_extractor_class=KeySelectExtractor, features_extractor_kwargs=dict(keys=["obs", "goals"]))
+    extractor: dict[str, Any] = dict(features_extractor_class=KeySelectExtractor,
+                                     features_extractor_kwargs=dict(keys=["obs", "goals"]))
+    if args.history:
+        extractor = dict(features_extractor_class=HistoryExtractor,
+                         features_extractor_kwargs=dict(keys=["obs", "goals"], encoder=args.history_encoder))
+    policy = ActorCriticPolicy(venv.observation_space, venv.action_space, lr_schedule=lambda _: 0.0,
+                               net_arch=[256, 256], **extractor)
     log = imit_logger.configure(out / "logs", _log_formats())
     bc_trainer = bc.BC(observation_space=venv.observation_space, action_space=venv.action_space, rng=rng,
                        policy=policy, batch_size=args.batch_size, device="cpu", custom_logger=log)
@@ -673,7 +704,7 @@ def _dagger(args: argparse.Namespace) -> int:
                                                eval_env, args.eval_episodes, seed=eval_seed)
     print(f"sb3-hir dagger: {args.rounds} rounds of >= {args.steps_per_round} steps on {args.env} {env_kwargs}, "
           f"beta schedule {args.beta_schedule} {beta_kwargs or ''}, expert {args.expert} (success "
-          f"{expert_score.success_rate:.2f}), seed {args.seed} -> {out}")
+          f"{expert_score.success_rate:.2f}), {_memory_label(args)}, seed {args.seed} -> {out}")
 
     history = EvalHistory()
     records: list[dict[str, Any]] = []
@@ -718,7 +749,8 @@ def _dagger(args: argparse.Namespace) -> int:
     plot_learning_curves({"DAgger learner (BC)": history, f"expert ({args.expert})": expert_history},
                          out / "learning_curve.png", num_goals=num_goals, xlabel="round",
                          title=f"DAgger on {args.env}, beta schedule {args.beta_schedule}")
-    _save_episode_pictures(trainer.policy, args.env, env_kwargs, out, seed=eval_seed, best_of=10)
+    _save_episode_pictures(trainer.policy, args.env, env_kwargs, out, seed=eval_seed, best_of=10,
+                           history=args.history)
     rows = [[r["round"], f"{r['beta']:.2f}", r["episodes"], r["timesteps"], f"{r['learner_share']:.0%}",
              r["demo_timesteps"], f"{r['success_rate']:.2f}", f"{r['goals_reached']:.2f} / {num_goals}"]
             for r in records]
@@ -733,6 +765,26 @@ def _dagger(args: argparse.Namespace) -> int:
     print(f"\nDAgger learner after each round ({args.eval_episodes} evaluation episodes, seed {eval_seed}); demos "
           f"and checkpoints in {out}\n{table}\n{expert_line}")
     return 0
+
+
+def _check_history(args: argparse.Namespace) -> None:
+    from sb3_hir.extractors import HISTORY_ENCODERS
+
+    if args.history is None or isinstance(args.history, bool) or args.history < 0:
+        raise UsageError(f"--history must be an int >= 0 (0: no memory); got {args.history}")
+    _one_of("history encoder", args.history_encoder, list(HISTORY_ENCODERS))
+
+
+def _memory_label(args: argparse.Namespace) -> str:
+    return f"history {args.history} ({args.history_encoder})" if args.history else "no history"
+
+
+def _add_history_options(p: argparse.ArgumentParser, default: int) -> None:
+    p.add_argument("--history", type=int, metavar="N", default=default,
+                   help="memory: the last N observations and actions enter the observation (HistoryWrapper) and the "
+                        f"policy encodes them (HistoryExtractor); 0 for none (default {default})")
+    p.add_argument("--history-encoder", default="gru", metavar="NAME",
+                   help="how the policy encodes the window: gru or conv (default gru)")
 
 
 def _check_expert(name: str, env_name: str, env_kwargs: dict[str, Any]) -> None:
@@ -789,7 +841,8 @@ def _render(args: argparse.Namespace) -> int:
         model = _algo_class(algo_name).load(model_path, device="cpu")
     except Exception as exc:  # a zip of another algorithm or not a model at all
         raise UsageError(f"cannot load {model_path} as {algo_name}: {type(exc).__name__}: {exc}") from exc
-    probe = _make_env(env_name, env_kwargs)
+    history = int(run.get("history") or 0)
+    probe = _make_env(env_name, env_kwargs, history=history)
     for what in ("observation_space", "action_space"):
         if getattr(probe, what) != getattr(model, what):
             probe.close()
@@ -799,7 +852,8 @@ def _render(args: argparse.Namespace) -> int:
     probe.close()
     drawn = _save_episode_pictures(model, env_name, env_kwargs, out.parent, seed=args.seed, stem=out.stem,
                                    gif=out.suffix == ".gif" or args.out is None,
-                                   png=out.suffix == ".png" or args.out is None, best_of=args.best_of)
+                                   png=out.suffix == ".png" or args.out is None, best_of=args.best_of,
+                                   history=history)
     if drawn is None:
         raise UsageError(f"env {env_name!r} does not render rgb_array frames")
     episode, played = drawn
@@ -880,6 +934,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="n-step returns of the replay buffer (off-policy; default 1)")
     p.add_argument("--learning-rate", type=float, metavar="X", help="learning rate (default: the algorithm's, below)")
     p.add_argument("--hidden", type=int, metavar="N", help="width of the two hidden layers (default 256)")
+    _add_history_options(p, TRAIN_HISTORY)
     p.add_argument("--timesteps", type=int, metavar="N", default=60_000, help="env steps per run (default 60000)")
     p.add_argument("--n-envs", type=int, metavar="N", default=8, help="parallel training envs (default 8)")
     p.add_argument("--seed", type=int, metavar="N", default=0, help="seed of envs, networks and relabeling (default 0)")
@@ -914,6 +969,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bc-epochs", type=int, metavar="N", default=4,
                    help="BC epochs over all demos after each round (default 4)")
     p.add_argument("--batch-size", type=int, metavar="N", default=256, help="BC batch size (default 256)")
+    _add_history_options(p, 0)
     p.add_argument("--n-envs", type=int, metavar="N", default=8, help="parallel envs (default 8)")
     p.add_argument("--seed", type=int, metavar="N", default=0, help="seed (default 0)")
     p.add_argument("--eval-episodes", type=int, metavar="N", default=50,

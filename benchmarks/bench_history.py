@@ -1,0 +1,193 @@
+"""Does a goal-free memory in the observation help DQN + hindsight instruction relabeling on MazeRunner?
+
+Every run trains SB3's DQN, unchanged, with :class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer` on
+MazeRunner, with the same hyperparameters (``sb3-hir train``'s DQN defaults), seeds and env streams. Only the memory
+differs. Variants (``--variants``) are ``<relabel>`` or ``<relabel>-<encoder>``:
+
+* ``some``: no memory, :class:`~sb3_hir.extractors.KeySelectExtractor` over ``obs`` and ``goals`` (today's default);
+* ``some-gru`` / ``some-conv``: :class:`~sb3_hir.history.HistoryWrapper` (the last ``--history`` observations and
+  previous actions) and :class:`~sb3_hir.extractors.HistoryExtractor` with that encoder;
+* ``none`` / ``none-gru``: the same without relabeling (SB3's DictReplayBuffer).
+
+Each run is evaluated at every budget of ``--budgets`` inside one training run: ``--eval-episodes`` episodes of the
+deterministic policy on fixed eval seeds (the same for all variants), recording goals reached and success (all k
+in order). The table also gives each variant's training seconds, the extractor's cost against ``KeySelectExtractor``.
+The verdict at the last budget: memory against no memory, goals reached, target ratio >= 1.5 with the difference of
+means beyond the sum of both standard deviations.
+
+With ``--ray`` the (seed, variant) runs are Ray Tune trials (see :mod:`ray_trials`), same table.
+
+Usage: ``python benchmarks/bench_history.py [--seeds 0 1 2] [--budgets 20000 40000 60000] [--variants some some-gru
+some-conv] [--history 16] [--ray]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import numpy as np
+import torch as th
+from bench_hir_learning import BudgetEval
+from ray_trials import run_all
+from stable_baselines3 import DQN
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
+from sb3_hir.history import HistoryWrapper
+
+VARIANTS = ("some", "some-gru", "some-conv", "none", "none-gru")
+RAY_OPTIONS = ("ray", "ray_address", "cpus_per_trial")
+
+
+def make_env_fn(args: argparse.Namespace, encoder: str):
+    def env_fn() -> Any:
+        env = MazeRunnerEnv(maze_dim=args.maze_dim, num_goals=args.goals, time_limit=args.time_limit)
+        return HistoryWrapper(env, length=args.history) if encoder else env
+
+    return env_fn
+
+
+def policy_kwargs(encoder: str, args: argparse.Namespace) -> dict[str, Any]:
+    if not encoder:
+        return dict(features_extractor_class=KeySelectExtractor, features_extractor_kwargs=dict(keys=["obs", "goals"]),
+                    net_arch=args.net_arch)
+    return dict(features_extractor_class=HistoryExtractor, net_arch=args.net_arch,
+                features_extractor_kwargs=dict(keys=["obs", "goals"], encoder=encoder, hidden_size=args.hidden_size))
+
+
+def evaluate(model: DQN, seed: int, args: argparse.Namespace, encoder: str) -> tuple[float, float]:
+    """Mean goals reached per episode and success rate of the deterministic policy."""
+    n_envs = 10
+    per_env = -(-args.eval_episodes // n_envs)
+    venv = make_vec_env(make_env_fn(args, encoder), n_envs=n_envs, seed=10_000 + seed, vec_env_cls=DummyVecEnv)
+    obs = venv.reset()
+    done_count = np.zeros(n_envs, dtype=int)
+    goals, successes = [], []
+    while (done_count < per_env).any():
+        actions, _ = model.predict(obs, deterministic=True)
+        obs, _, dones, infos = venv.step(actions)
+        for i in np.flatnonzero(dones):
+            if done_count[i] < per_env:
+                goals.append(infos[i]["goals_reached"])
+                successes.append(infos[i]["is_success"])
+            done_count[i] += 1
+    venv.close()
+    return float(np.mean(goals)), float(np.mean(successes))
+
+
+def train(variant: str, seed: int, args: argparse.Namespace) -> tuple[dict[int, tuple[float, float]], float]:
+    relabel, _, encoder = variant.partition("-")
+    venv = make_vec_env(make_env_fn(args, encoder), n_envs=args.n_envs, seed=seed, vec_env_cls=DummyVecEnv)
+    buffer: dict[str, Any] = {}
+    if relabel != "none":
+        buffer = dict(replay_buffer_class=HindsightInstructionReplayBuffer,
+                      replay_buffer_kwargs=dict(strategy=relabel, relabel_ratio=args.relabel_ratio, seed=seed))
+    model = DQN("MultiInputPolicy", venv, learning_rate=args.learning_rate, buffer_size=args.budgets[-1],
+                learning_starts=args.learning_starts, batch_size=args.batch_size, gamma=args.gamma, train_freq=1,
+                gradient_steps=args.gradient_steps, target_update_interval=args.target_update_interval,
+                exploration_fraction=args.exploration_fraction, exploration_final_eps=args.exploration_final_eps,
+                policy_kwargs=policy_kwargs(encoder, args), seed=seed, verbose=0, **buffer)
+    evaluating = [0.0]
+
+    def timed_eval(m: DQN) -> tuple[float, float]:
+        t0 = time.perf_counter()
+        result = evaluate(m, seed, args, encoder)
+        evaluating[0] += time.perf_counter() - t0
+        return result
+
+    callback = BudgetEval(args.budgets, timed_eval)
+    t0 = time.perf_counter()
+    model.learn(args.budgets[-1], callback=callback)
+    seconds = time.perf_counter() - t0 - evaluating[0]
+    venv.close()
+    return callback.results, seconds
+
+
+def run_trial(config: dict[str, Any]) -> dict[str, Any]:
+    """One training run (a plain function of a plain dict, for this process or a Ray Tune trial)."""
+    curve, seconds = train(config["variant"], config["seed"], argparse.Namespace(**config["options"]))
+    return {"curve": {str(b): list(v) for b, v in curve.items()}, "seconds": seconds}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--variants", nargs="+", default=["some", "some-gru", "some-conv"], choices=VARIANTS)
+    parser.add_argument("--budgets", type=int, nargs="+", default=[20_000, 40_000, 60_000])
+    parser.add_argument("--maze-dim", type=int, default=9)
+    parser.add_argument("--goals", type=int, default=3)
+    parser.add_argument("--time-limit", type=int, default=100)
+    parser.add_argument("--history", type=int, default=16, help="steps in the HistoryWrapper window")
+    parser.add_argument("--hidden-size", type=int, default=64, help="HistoryExtractor encoding size")
+    parser.add_argument("--n-envs", type=int, default=8)
+    parser.add_argument("--eval-episodes", type=int, default=50)
+    parser.add_argument("--relabel-ratio", type=float, default=0.8)
+    parser.add_argument("--learning-rate", type=float, default=5e-4)
+    parser.add_argument("--learning-starts", type=int, default=1_000)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--gamma", type=float, default=0.97)
+    parser.add_argument("--gradient-steps", type=int, default=4)
+    parser.add_argument("--target-update-interval", type=int, default=2_000)
+    parser.add_argument("--exploration-fraction", type=float, default=0.3)
+    parser.add_argument("--exploration-final-eps", type=float, default=0.05)
+    parser.add_argument("--net-arch", type=int, nargs="+", default=[256, 256])
+    parser.add_argument("--ray", action="store_true", help="run the (seed, variant) pairs as Ray Tune trials")
+    parser.add_argument("--ray-address", default=None, help="with --ray: a Ray cluster to join; default a local one")
+    parser.add_argument("--cpus-per-trial", type=int, default=1, help="with --ray: CPUs reserved per trial")
+    args = parser.parse_args()
+    args.budgets = sorted(args.budgets)
+    th.set_num_threads(1)
+    print(f"DQN on MazeRunner(maze_dim={args.maze_dim}, num_goals={args.goals}, time_limit={args.time_limit}), "
+          f"{args.n_envs} envs, history {args.history}, budgets {args.budgets}, seeds {args.seeds}; eval "
+          f"{args.eval_episodes} episodes, deterministic policy", flush=True)
+    options = {k: v for k, v in vars(args).items() if k not in RAY_OPTIONS}
+    runs = [(seed, variant) for seed in args.seeds for variant in args.variants]
+    configs = [dict(variant=variant, seed=seed, options=options) for seed, variant in runs]
+    start = time.perf_counter()
+    outs = run_all(run_trial, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,
+                   name="bench_history")
+    results: dict[str, dict[int, list[tuple[float, float]]]] = {v: {b: [] for b in args.budgets} for v in args.variants}
+    seconds: dict[str, list[float]] = {v: [] for v in args.variants}
+    for (seed, variant), out in zip(runs, outs, strict=True):
+        curve = {int(b): tuple(v) for b, v in out["curve"].items()}
+        for budget in args.budgets:
+            results[variant][budget].append(curve[budget])
+        seconds[variant].append(out["seconds"])
+        text = " ".join(f"{b}:{curve[b][0]:.2f}/{curve[b][1]:.2f}" for b in args.budgets)
+        print(f"  seed {seed} {variant:<10} goals/success {text}  ({out['seconds']:.0f} s training)", flush=True)
+    print()
+    header = " | ".join(f"{b}: goals / success" for b in args.budgets)
+    print(f"| variant | {header} | train s |")
+    print("|---|" + "---:|" * (len(args.budgets) + 1))
+    stats = {v: {b: np.array(per[b]) for b in args.budgets} for v, per in results.items()}
+    for variant in args.variants:
+        cells = []
+        for budget in args.budgets:
+            arr = stats[variant][budget]
+            (g, s_), (gs, ss) = arr.mean(axis=0), arr.std(axis=0)
+            cells.append(f"{g:.2f} ± {gs:.2f} / {s_:.2f} ± {ss:.2f}")
+        sec = np.array(seconds[variant])
+        print(f"| {variant} | " + " | ".join(cells) + f" | {sec.mean():.0f} ± {sec.std():.0f} |")
+    print(f"(mean ± std over {len(args.seeds)} seeds; goals reached of {args.goals}; total "
+          f"{(time.perf_counter() - start) / 60:.1f} min)")
+    last = args.budgets[-1]
+    for variant in args.variants:
+        relabel, _, encoder = variant.partition("-")
+        if not encoder or relabel not in stats:
+            continue
+        x, y = stats[variant][last][:, 0], stats[relabel][last][:, 0]
+        ratio, diff, spread = x.mean() / max(y.mean(), 1e-9), x.mean() - y.mean(), x.std() + y.std()
+        ok = ratio >= 1.5 and diff > spread
+        print(f"{'PASS' if ok else 'MISS'}  {variant} goals >= 1.5x {relabel} at {last}, beyond the spread: "
+              f"{ratio:.2f}x ({diff:+.2f}, spread {spread:.2f})")
+        cost = np.mean(seconds[variant]) / np.mean(seconds[relabel])
+        print(f"      training cost of {variant} against {relabel} (KeySelectExtractor): {cost:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

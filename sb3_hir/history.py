@@ -1,0 +1,189 @@
+"""A goal-free memory in the observation, so that unchanged SB3 algorithms and imitation's BC get a recurrent learner.
+
+SB3 has no recurrent DQN, SAC, TD3 or TQC, and imitation's ``bc.BC`` trains only feed-forward policies, yet
+MazeRunner (a new, unseen maze every episode) needs memory. :class:`HistoryWrapper` puts the last ``length`` steps
+of chosen observation keys, each with the action that led to it, into one more Dict key. Every algorithm, replay
+buffer and collector then stores and serves the window like any other observation, and
+:class:`~sb3_hir.extractors.HistoryExtractor` encodes it inside the policy.
+
+Why the window never holds goals or rewards: hindsight relabeling rewrites an episode's instruction, and
+:meth:`~sb3_hir.relabel.InstructionRelabeler.replay` keeps every other observation key as recorded. That is only
+faithful for keys the instruction cannot change. The agent's own observations and actions qualify (the env would
+have produced them under any instruction until it ends the episode); the instruction, the reached-goal mask and the
+reward do not. The wrapper therefore refuses the instruction's key, and rewards never enter.
+
+Row ``i`` of the window, oldest first, is ``[observation keys at step t - length + 1 + i, flattened | the action
+taken before that observation (one-hot for discrete spaces) | valid]``; the last row is the current observation.
+Before an episode's first step the rows are zeros with ``valid = 0``, so an episode start is visible to the encoder.
+The wrapper sits on each sub-env (a ``gymnasium.Wrapper``, not a VecEnv wrapper), so ``SubprocVecEnv`` builds the
+window in the worker processes and SB3's auto-reset gives ``terminal_observation`` the ended episode's window::
+
+    from stable_baselines3.common.env_util import make_vec_env
+    from sb3_hir.history import HistoryWrapper
+
+    venv = make_vec_env("sb3_hir/MazeRunner-v0", n_envs=8, wrapper_class=HistoryWrapper,
+                        wrapper_kwargs=dict(length=16))
+
+``VecNormalize`` works on top (it normalizes each window entry with its own statistics, padding included); for
+relabeling, normalize with ``norm_obs_keys`` that leave the instruction out, as for any Dict env.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from sb3_hir.contract import ENV_GOAL_SPEC, declared
+
+__all__ = ["HISTORY_KEY", "HistoryWrapper"]
+
+#: The Dict key the window goes under, unless ``key=`` says otherwise.
+HISTORY_KEY = "history"
+#: Keys that carry the instruction in this project's envs; they may never enter the window.
+_INSTRUCTION_KEYS = ("goals",)
+
+
+def _action_width(space: spaces.Space) -> int:
+    if isinstance(space, spaces.Discrete):
+        return int(space.n)
+    if isinstance(space, spaces.MultiDiscrete):
+        return int(np.sum(space.nvec))
+    if isinstance(space, (spaces.Box, spaces.MultiBinary)):
+        return int(np.prod(space.shape))
+    raise ValueError(
+        f"env.action_space must be Discrete, MultiDiscrete, MultiBinary or Box to enter the history; got {space!r}"
+    )
+
+
+class HistoryWrapper(gym.Wrapper):
+    """Add ``key``: the last ``length`` observations of ``keys`` with the previous actions, zero-padded at a reset.
+
+    The window is a float32 ``Box(length, width)``; ``width`` is the flattened size of ``keys`` plus the action
+    encoding (``include_action``) plus one valid channel. :attr:`layout` names the columns of each part.
+
+    :param env: env with a Dict observation space (MazeRunner, ``InstructionWrapper``, any Dict env).
+    :param length: steps in the window, current one included (>= 1).
+    :param keys: observation keys that enter the window (Box or Discrete); never the instruction key.
+    :param key: name of the new observation key.
+    :param include_action: append the action taken before each observation (one-hot for ``Discrete``).
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        length: int = 16,
+        keys: str | Iterable[str] = ("obs",),
+        key: str = HISTORY_KEY,
+        include_action: bool = True,
+    ) -> None:
+        super().__init__(env)
+        space = env.observation_space
+        if not isinstance(space, spaces.Dict):
+            raise ValueError(f"env must have a Dict observation space to add a history key to; got {space!r}")
+        if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 1:
+            raise ValueError(f"length must be an int >= 1 (steps in the window); got {length!r}")
+        selected = [keys] if isinstance(keys, str) else list(keys)
+        if not selected or not all(isinstance(k, str) for k in selected) or len(set(selected)) != len(selected):
+            raise ValueError(f"keys must be one or more distinct str observation keys; got {keys!r}")
+        unknown = [k for k in selected if k not in space.spaces]
+        if unknown:
+            raise ValueError(f"keys {unknown} are not in the observation space; keys present: {list(space.spaces)}")
+        spec = declared(env, ENV_GOAL_SPEC)
+        forbidden = {*_INSTRUCTION_KEYS, *([spec.goals_key] if hasattr(spec, "goals_key") else [])}
+        goal_keys = [k for k in selected if k in forbidden]
+        if goal_keys:
+            raise ValueError(
+                f"keys must not include the instruction key {goal_keys}: a window that depends on the instruction "
+                "would make relabeled observations unfaithful (see sb3_hir.history)"
+            )
+        if not isinstance(key, str) or key in space.spaces:
+            raise ValueError(
+                f"key must be a str not already in the observation space {list(space.spaces)}; got {key!r}"
+            )
+        lows, highs, self._sizes = [], [], []
+        for name in selected:
+            sub = space.spaces[name]
+            if isinstance(sub, spaces.Box):
+                lows.append(np.asarray(sub.low, dtype=np.float32).ravel())
+                highs.append(np.asarray(sub.high, dtype=np.float32).ravel())
+            elif isinstance(sub, spaces.Discrete):
+                lows.append(np.array([sub.start], dtype=np.float32))
+                highs.append(np.array([sub.start + sub.n - 1], dtype=np.float32))
+            else:
+                raise ValueError(f"keys must name Box or Discrete observation keys; {name!r} is {sub!r}")
+            self._sizes.append(lows[-1].size)
+        self.include_action = bool(include_action)
+        action_width = _action_width(env.action_space) if self.include_action else 0
+        if self.include_action:
+            if isinstance(env.action_space, spaces.Box):
+                lows.append(np.asarray(env.action_space.low, dtype=np.float32).ravel())
+                highs.append(np.asarray(env.action_space.high, dtype=np.float32).ravel())
+            else:
+                lows.append(np.zeros(action_width, dtype=np.float32))
+                highs.append(np.ones(action_width, dtype=np.float32))
+        self._action_bounds = (lows[-1], highs[-1]) if self.include_action else None
+        lows.append(np.zeros(1, dtype=np.float32))
+        highs.append(np.ones(1, dtype=np.float32))
+        # Padding rows are zeros, so every bound includes 0.
+        low = np.minimum(np.concatenate(lows), 0.0)
+        high = np.maximum(np.concatenate(highs), 0.0)
+        self.length = int(length)
+        self.keys: tuple[str, ...] = tuple(selected)
+        self.key = key
+        self.width = int(low.size)
+        #: Column slices of each part of a row: every observation key, then "action" and "valid".
+        self.layout: dict[str, slice] = {}
+        start = 0
+        for name, size in zip(self.keys, self._sizes, strict=True):
+            self.layout[name] = slice(start, start + size)
+            start += size
+        if self.include_action:
+            self.layout["action"] = slice(start, start + action_width)
+            start += action_width
+        self.layout["valid"] = slice(start, start + 1)
+        self._obs_width = sum(self._sizes)
+        self.observation_space = spaces.Dict(
+            {
+                **space.spaces,
+                key: spaces.Box(np.tile(low, (self.length, 1)), np.tile(high, (self.length, 1)), dtype=np.float32),
+            }
+        )
+        self._window = np.zeros((self.length, self.width), dtype=np.float32)
+
+    def _row(self, obs: dict[str, Any], action: Any) -> np.ndarray:
+        row = np.zeros(self.width, dtype=np.float32)
+        start = 0
+        for name, size in zip(self.keys, self._sizes, strict=True):
+            row[start : start + size] = np.asarray(obs[name], dtype=np.float32).ravel()
+            start += size
+        if self.include_action and action is not None:
+            space = self.env.action_space
+            if isinstance(space, spaces.Discrete):
+                row[start + int(action) - int(space.start)] = 1.0
+            elif isinstance(space, spaces.MultiDiscrete):
+                offsets = np.concatenate([[0], np.cumsum(space.nvec.ravel())[:-1]])
+                row[start + offsets + (np.asarray(action).ravel() - space.start.ravel())] = 1.0
+            else:
+                bounds = self._action_bounds
+                row[self.layout["action"]] = np.clip(np.asarray(action, dtype=np.float32).ravel(), *bounds)
+        row[-1] = 1.0
+        return row
+
+    def _push(self, obs: dict[str, Any], action: Any) -> dict[str, Any]:
+        window = self._window
+        window[:-1] = window[1:]
+        window[-1] = self._row(obs, action)
+        return {**obs, self.key: window.copy()}
+
+    def reset(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        obs, info = self.env.reset(**kwargs)
+        self._window[:] = 0.0
+        return self._push(obs, None), info
+
+    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return self._push(obs, action), reward, terminated, truncated, info

@@ -1,0 +1,67 @@
+"""``--history N`` for ``sb3-hir train``, ``render`` and ``dagger``: the memory reaches the saved models."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from stable_baselines3 import DQN, SAC
+from test_cli import TINY_ENV, TINY_TRAIN, assert_png, eval_rows
+
+from sb3_hir import cli
+from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
+
+
+@pytest.mark.parametrize(("algo", "extra", "encoder"), [("dqn", [], "gru"), ("sac", ["--continuous"], "conv")])
+def test_train_with_history_saves_a_history_model_that_render_replays(tmp_path, capsys, algo, extra, encoder):
+    out = tmp_path / "run"
+    argv = ["train", "--algo", algo, *TINY_TRAIN, *extra, "--relabel", "some", "--history", "5",
+            "--history-encoder", encoder, "--no-progress", "--out", str(out)]
+    assert cli.main(argv) == 0
+    assert f"history 5 ({encoder})" in capsys.readouterr().out
+    run_dir = out / f"{algo}-some"
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["history"] == 5 and run["history_encoder"] == encoder
+    model = (DQN if algo == "dqn" else SAC).load(run_dir / "model.zip", device="cpu")
+    assert model.observation_space["history"].shape == (5, 13 if algo == "dqn" else 10)
+    extractor = model.policy.q_net.features_extractor if algo == "dqn" else model.policy.actor.features_extractor
+    assert isinstance(extractor, HistoryExtractor) and extractor.encoder == encoder
+    assert eval_rows(run_dir / "progress.csv")
+    assert_png(run_dir / "episode.png")
+    picture = tmp_path / "again.png"
+    assert cli.main(["render", str(run_dir / "model.zip"), "--out", str(picture)]) == 0
+    assert_png(picture)
+
+
+def test_train_without_history_keeps_the_memoryless_extractor(tmp_path):
+    out = tmp_path / "run"
+    assert cli.main(["train", *TINY_TRAIN, "--relabel", "none", "--history", "0", "--no-progress",
+                     "--out", str(out)]) == 0
+    model = DQN.load(out / "dqn-none" / "model.zip", device="cpu")
+    assert "history" not in model.observation_space.spaces
+    assert isinstance(model.policy.q_net.features_extractor, KeySelectExtractor)
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["train", "--history", "-1"], "--history must be an int >= 0"),
+    (["train", "--history", "4", "--history-encoder", "lstm"], "unknown history encoder 'lstm'"),
+    pytest.param(["dagger", "--history", "-3"], "--history must be an int >= 0", marks=pytest.mark.dagger),
+])
+def test_history_bad_input_is_one_line_and_exit_code_2(capsys, argv, expected):
+    assert cli.main([*argv, *TINY_ENV]) == 2
+    err = capsys.readouterr().err.strip()
+    assert expected in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.dagger
+def test_dagger_with_history_trains_a_history_learner(tmp_path, capsys):
+    from sb3_hir.dagger import load_round_dir
+
+    out = tmp_path / "dagger"
+    assert cli.main(["dagger", "--rounds", "2", "--steps-per-round", "120", "--n-envs", "2", "--eval-episodes", "2",
+                     "--batch-size", "32", "--bc-epochs", "1", "--history", "6", *TINY_ENV, "--no-progress",
+                     "--out", str(out)]) == 0
+    assert "history 6 (gru)" in capsys.readouterr().out
+    demos = load_round_dir(out / "demos" / "round-001")
+    assert demos and all(t.obs.get("history").shape == (len(t) + 1, 6, 13) for t in demos)
+    assert_png(out / "episode.png")
