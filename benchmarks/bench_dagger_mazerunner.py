@@ -13,7 +13,14 @@ right move in the dead ends where a feed-forward learner loops depends on walls 
 there need not transfer to new mazes (then the error on the policy's own states does not fall below BC's), while
 the learner's longer episodes spend the same label budget on fewer mazes.
 
-    python benchmarks/bench_dagger_mazerunner.py [--rounds 6] [--steps-per-round 250] [--seeds 0 1]
+With ``--history 0 16`` (the default) every arm runs twice: with the memoryless learner (the observation as it is)
+and with a history learner (:class:`~sb3_hir.history.HistoryWrapper` of 16 steps and
+:class:`~sb3_hir.extractors.HistoryExtractor`, the same BC otherwise). The verdicts: DAgger with memory against BC
+with the same learner at equal labels (beyond the spread: the sum of both standard deviations over seeds), and
+DAgger with memory against 0.95x the expert's success.
+
+    python benchmarks/bench_dagger_mazerunner.py [--rounds 6] [--steps-per-round 250] [--seeds 0 1 2]
+        [--history 0 16] [--encoder gru] [--ray]
 """
 
 from __future__ import annotations
@@ -28,27 +35,34 @@ import torch as th
 from imitation.algorithms import bc
 from imitation.data import types
 from imitation.util import logger as imit_logger
+from ray_trials import run_all
 from stable_baselines3.common.policies import BasePolicy, MultiInputActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from sb3_hir.dagger import DAggerCollector, DAggerTrainer, PolicyRunner
 from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
+from sb3_hir.extractors import HistoryExtractor
+from sb3_hir.history import HistoryWrapper
 
 MAZE_DIM, NUM_GOALS, TIME_LIMIT, N_ENVS = 9, 2, 100, 8
 
 
-def make_venv(seed: int) -> VecEnv:
-    venv = DummyVecEnv([lambda: MazeRunnerEnv(maze_dim=MAZE_DIM, num_goals=NUM_GOALS, time_limit=TIME_LIMIT)] * N_ENVS)
+def make_venv(seed: int, history: int = 0) -> VecEnv:
+    def env_fn():
+        env = MazeRunnerEnv(maze_dim=MAZE_DIM, num_goals=NUM_GOALS, time_limit=TIME_LIMIT)
+        return HistoryWrapper(env, length=history) if history else env
+
+    venv = DummyVecEnv([env_fn] * N_ENVS)
     venv.seed(seed)
     return venv
 
 
-def success_rate(policy, n_episodes: int, seed: int) -> float:
+def success_rate(policy, n_episodes: int, seed: int, history: int = 0) -> float:
     """Share of ``n_episodes`` held-out episodes (fixed seed) in which ``policy`` reaches both goals in order.
 
     ``policy`` is a policy, or a function building one for the evaluation venv (the expert needs the venv).
     """
-    venv = make_venv(seed)
+    venv = make_venv(seed, history)
     if not isinstance(policy, BasePolicy):
         policy = policy(venv)
     runner = PolicyRunner(policy, N_ENVS, deterministic=True)
@@ -62,9 +76,9 @@ def success_rate(policy, n_episodes: int, seed: int) -> float:
     return float(np.mean(successes[:n_episodes]))
 
 
-def per_step_error(policy, seed: int, own_states: bool, steps: int = 300) -> float:
+def per_step_error(policy, seed: int, own_states: bool, history: int = 0, steps: int = 300) -> float:
     """How often ``policy`` disagrees with the expert on held-out states: the expert's or its own (beta = 0)."""
-    venv = make_venv(seed)
+    venv = make_venv(seed, history)
     collector = DAggerCollector(venv, policy, 0.0 if own_states else 1.0, None, np.random.default_rng(seed))
     expert = PolicyRunner(ShortestPathExpert(venv), N_ENVS)
     obs = collector.reset()
@@ -81,10 +95,15 @@ def per_step_error(policy, seed: int, own_states: bool, steps: int = 300) -> flo
     return float(np.mean(policy.predict(states, deterministic=True)[0] != labels))
 
 
-def make_trainer(venv: VecEnv, scratch: str, beta_schedule, seed: int) -> DAggerTrainer:
+def make_trainer(venv: VecEnv, scratch: str, beta_schedule, seed: int, history: int = 0,
+                 encoder: str = "gru") -> DAggerTrainer:
     th.manual_seed(seed)
+    extractor = {}
+    if history:
+        extractor = dict(features_extractor_class=HistoryExtractor,
+                         features_extractor_kwargs=dict(keys=["obs", "goals"], encoder=encoder))
     policy = MultiInputActorCriticPolicy(venv.observation_space, venv.action_space, lambda _: 1e-3,
-                                         net_arch=[128, 128])
+                                         net_arch=[128, 128], **extractor)
     learner = bc.BC(observation_space=venv.observation_space, action_space=venv.action_space,
                     rng=np.random.default_rng(seed), policy=policy, batch_size=64,
                     custom_logger=imit_logger.configure(format_strs=[]))
@@ -113,68 +132,118 @@ def run_round(trainer: DAggerTrainer, expert: PolicyRunner, steps: int, n_batche
     return len(acted), int(acted.sum()), int(wrong.sum())
 
 
+ARMS = ("DAgger", "BC")
+
+
+def schedule_of(arm: str):
+    return (lambda r: max(0.0, 1.0 - r / 4)) if arm == "DAgger" else (lambda r: 1.0)
+
+
+def run_trial(config: dict) -> dict:
+    """One (seed, memory, arm) run: success after each round, labels, the learner's share and errors.
+
+    A plain function of a plain dict, so that it runs alike in this process or as a Ray Tune trial."""
+    args = argparse.Namespace(**config["options"])
+    seed, history, arm = config["seed"], config["history"], config["arm"]
+    th.set_num_threads(1)
+    warnings.filterwarnings("ignore", category=UserWarning, module="imitation")
+    eval_seed = 10_000 + seed
+    venv = make_venv(seed, history)
+    expert = PolicyRunner(ShortestPathExpert(venv), N_ENVS)
+    success, labels, acted, wrong = [], [], [], []
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as scratch:
+        trainer = make_trainer(venv, scratch, schedule_of(arm), seed, history, args.encoder)
+        for _ in range(args.rounds):
+            n, n_acted, n_wrong = run_round(trainer, expert, args.steps_per_round, args.batches_per_round)
+            labels.append(n)
+            acted.append(n_acted)
+            wrong.append(n_wrong)
+            success.append(success_rate(trainer.policy, args.eval_episodes, eval_seed, history))
+        final = [len(trainer.load_demos()), per_step_error(trainer.policy, eval_seed, False, history),
+                 per_step_error(trainer.policy, eval_seed, True, history)]
+    return dict(success=success, labels=labels, acted=acted, wrong=wrong, final=final,
+                seconds=time.perf_counter() - t0)
+
+
+def expert_trial(config: dict) -> dict:
+    args = argparse.Namespace(**config["options"])
+    return dict(success=success_rate(ShortestPathExpert, args.eval_episodes, 10_000 + config["seed"], 0))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--steps-per-round", type=int, default=250, help="vector steps (x 8 envs = labels)")
     parser.add_argument("--batches-per-round", type=int, default=1000)
     parser.add_argument("--eval-episodes", type=int, default=200)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--history", type=int, nargs="+", default=[0, 16],
+                        help="window lengths to compare (0: the memoryless learner)")
+    parser.add_argument("--encoder", default="gru", choices=["gru", "conv"], help="HistoryExtractor encoder")
+    parser.add_argument("--ray", action="store_true", help="run the (seed, memory, arm) runs as Ray Tune trials")
+    parser.add_argument("--ray-address", default=None, help="with --ray: a Ray cluster to join; default a local one")
     args = parser.parse_args()
     th.set_num_threads(1)
     warnings.filterwarnings("ignore", category=UserWarning, module="imitation")  # its DictObs/BC chatter
     start = time.perf_counter()
-    arms = {"DAgger": lambda r: max(0.0, 1.0 - r / 4), "BC (expert only)": lambda r: 1.0}
-    table = {arm: np.zeros((len(args.seeds), args.rounds)) for arm in arms}
-    labels = {arm: np.zeros(args.rounds, dtype=int) for arm in arms}
-    acted, wrong = np.zeros(args.rounds, dtype=int), np.zeros(args.rounds, dtype=int)
-    expert_rate = []
-    final = {arm: np.zeros((len(args.seeds), 3)) for arm in arms}  # episodes, error on expert / own states
-    for s, seed in enumerate(args.seeds):
-        eval_seed = 10_000 + seed
-        expert_rate.append(success_rate(ShortestPathExpert, args.eval_episodes, eval_seed))
-        for arm, schedule in arms.items():
-            venv = make_venv(seed)
-            expert = PolicyRunner(ShortestPathExpert(venv), N_ENVS)
-            with tempfile.TemporaryDirectory() as scratch:
-                trainer = make_trainer(venv, scratch, schedule, seed)
-                for r in range(args.rounds):
-                    n, n_acted, n_wrong = run_round(trainer, expert, args.steps_per_round, args.batches_per_round)
-                    labels[arm][r] += n
-                    if arm == "DAgger":
-                        acted[r] += n_acted
-                        wrong[r] += n_wrong
-                    table[arm][s, r] = success_rate(trainer.policy, args.eval_episodes, eval_seed)
-                final[arm][s] = (len(trainer.load_demos()), per_step_error(trainer.policy, eval_seed, False),
-                                 per_step_error(trainer.policy, eval_seed, True))
+    options = {k: v for k, v in vars(args).items() if k not in ("ray", "ray_address")}
+    runs = [(seed, h, arm) for seed in args.seeds for h in args.history for arm in ARMS]
+    configs = [dict(seed=seed, history=h, arm=arm, options=options) for seed, h, arm in runs]
+    outs = list(run_all(run_trial, configs, use_ray=args.ray, address=args.ray_address, name="bench_dagger_mazerunner"))
+    experts = list(run_all(expert_trial, [dict(seed=seed, options=options) for seed in args.seeds], use_ray=False))
+    by = {(h, arm): [out for (_, h2, arm2), out in zip(runs, outs, strict=True) if (h2, arm2) == (h, arm)]
+          for h in args.history for arm in ARMS}
+    expert = np.array([e["success"] for e in experts])
     print(f"MazeRunner {MAZE_DIM}x{MAZE_DIM}, k={NUM_GOALS}, time_limit={TIME_LIMIT}, {N_ENVS} envs; "
           f"{args.steps_per_round * N_ENVS} labels and {args.batches_per_round} BC batches (64) per round; "
-          f"success over {args.eval_episodes} held-out episodes, mean over seeds {args.seeds}")
-    print(f"shortest-path expert success: {np.mean(expert_rate):.3f}")
-    schedule = arms["DAgger"]
-    n_eval = args.eval_episodes * len(args.seeds)
-    print(f"{'round':>5} {'beta':>5} {'labels':>7} {'DAgger':>14} {'BC':>14} {'learner acted':>14} "
-          f"{'disagreed':>10}")
+          f"success over {args.eval_episodes} held-out episodes; mean ± std over seeds {args.seeds}; "
+          f"history encoder {args.encoder}")
+    print(f"shortest-path expert success: {expert.mean():.3f} ± {expert.std():.3f}")
+
+    def name(h: int) -> str:
+        return f"history {h}" if h else "memoryless"
+
+    header = " | ".join(f"{arm} ({name(h)})" for h in args.history for arm in ARMS)
+    print(f"\n| round | beta | labels | {header} |")
+    print("|---|---|---|" + "---|" * (2 * len(args.history)))
     for r in range(args.rounds):
-        n_labels = labels["DAgger"][: r + 1].sum() // len(args.seeds)
-        assert n_labels == labels["BC (expert only)"][: r + 1].sum() // len(args.seeds)
+        n_labels = int(np.sum(by[(args.history[0], "DAgger")][0]["labels"][: r + 1]))
         cells = []
-        for arm in arms:
-            p = table[arm][:, r].mean()
-            cells.append(f"{p:.3f} +- {np.sqrt(p * (1 - p) / n_eval):.3f}")
-        share = acted[r] / labels["DAgger"][r]
-        disagreed = f"{wrong[r] / acted[r]:.3f}" if acted[r] else "-"
-        print(f"{r:>5} {schedule(r):>5.2f} {n_labels:>7} {cells[0]:>14} {cells[1]:>14} {share:>14.2f} "
-              f"{disagreed:>10}")
-    print("(+- is the binomial standard error over the pooled evaluation episodes; 'learner acted' is the share "
-          "of DAgger's labels for that round collected where the learner's action was executed, 'disagreed' "
-          "the share of those where it differed from the expert's)")
-    print(f"final policies (round {args.rounds - 1}), mean over seeds:{'DAgger':>10}{'BC':>10}")
-    rows = ["episodes behind the labels", "held-out per-step error on expert states",
-            "held-out per-step error on its own states"]
-    for i, row in enumerate(rows):
-        fmt = ".0f" if i == 0 else ".3f"
-        print(f"  {row:<44}{final['DAgger'][:, i].mean():>10{fmt}}{final['BC (expert only)'][:, i].mean():>10{fmt}}")
+        for h in args.history:
+            for arm in ARMS:
+                assert int(np.sum(by[(h, arm)][0]["labels"][: r + 1])) == n_labels  # equal labels, every arm
+                rates = np.array([out["success"][r] for out in by[(h, arm)]])
+                cells.append(f"{rates.mean():.3f} ± {rates.std():.3f}")
+        print(f"| {r} | {schedule_of('DAgger')(r):.2f} | {n_labels} | " + " | ".join(cells) + " |")
+    print("\nper memory, DAgger's labels collected where the learner acted / of those, disagreed with the expert:")
+    for h in args.history:
+        outs_h = by[(h, "DAgger")]
+        acted = np.sum([o["acted"] for o in outs_h], axis=0)
+        wrong = np.sum([o["wrong"] for o in outs_h], axis=0)
+        labels = np.sum([o["labels"] for o in outs_h], axis=0)
+        text = "  ".join(f"r{r}: {acted[r] / labels[r]:.2f}/{(wrong[r] / acted[r]) if acted[r] else 0:.3f}"
+                         for r in range(args.rounds))
+        print(f"  {name(h):<12} {text}")
+    print("final policies, mean over seeds: episodes behind the labels / held-out per-step error on expert states / "
+          "on its own states; training seconds")
+    for h in args.history:
+        for arm in ARMS:
+            final = np.mean([o["final"] for o in by[(h, arm)]], axis=0)
+            sec = np.mean([o["seconds"] for o in by[(h, arm)]])
+            print(f"  {arm} ({name(h)}):{'':<4}{final[0]:.0f} / {final[1]:.3f} / {final[2]:.3f}; {sec:.0f} s")
+    last = args.rounds - 1
+    for h in args.history:
+        if not h:
+            continue
+        dagger = np.array([o["success"][last] for o in by[(h, "DAgger")]])
+        bc_ = np.array([o["success"][last] for o in by[(h, "BC")]])
+        diff, spread = dagger.mean() - bc_.mean(), dagger.std() + bc_.std()
+        print(f"{'PASS' if diff > spread else 'MISS'}  DAgger ({name(h)}) beats BC ({name(h)}) at equal labels "
+              f"(round {last}): {diff:+.3f} (spread {spread:.3f})")
+        ratio = dagger.mean() / max(expert.mean(), 1e-9)
+        print(f"{'PASS' if ratio >= 0.95 else 'MISS'}  DAgger ({name(h)}) >= 0.95x the expert's success: "
+              f"{ratio:.3f}x ({dagger.mean():.3f} vs {expert.mean():.3f})")
     print(f"total time {time.perf_counter() - start:.0f}s")
 
 

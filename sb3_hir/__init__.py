@@ -41,6 +41,8 @@ _LAZY: dict[str, str] = {
     "HindsightInstructionRelabeler": "sb3_hir.relabel",
     "HindsightInstructionReplayBuffer": "sb3_hir.buffers",
     "KeySelectExtractor": "sb3_hir.extractors",
+    "HistoryExtractor": "sb3_hir.extractors",
+    "HistoryWrapper": "sb3_hir.history",
     "MazeRunnerEnv": "sb3_hir.envs",
     "ShortestPathExpert": "sb3_hir.envs",
     "DAggerCollector": "sb3_hir.dagger",
@@ -61,6 +63,8 @@ __all__ = [
     "GoalSpec",
     "HindsightInstructionRelabeler",
     "HindsightInstructionReplayBuffer",
+    "HistoryExtractor",
+    "HistoryWrapper",
     "InstructionEvalCallback",
     "InstructionRelabeler",
     "InstructionWrapper",
@@ -85,8 +89,9 @@ if TYPE_CHECKING:
     from sb3_hir.dagger import DAggerCollector, DAggerTrainer, SimpleDAggerTrainer, reconstruct_trainer
     from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
     from sb3_hir.episodes import Episode
-    from sb3_hir.extractors import KeySelectExtractor
+    from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
     from sb3_hir.goals import ExactGoalSpec, GoalSpec, ToleranceGoalSpec
+    from sb3_hir.history import HistoryWrapper
     from sb3_hir.instruction import InstructionWrapper
     from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler
     from sb3_hir.vec_env import VecHideKeys

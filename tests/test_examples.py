@@ -119,3 +119,31 @@ def test_rl_zoo3_trains_with_the_hir_buffer(tmp_path):
     model = DQN.load(model_path, device="cpu")
     assert model.replay_buffer_class is HindsightInstructionReplayBuffer
     assert model.num_timesteps >= 200
+
+
+@pytest.mark.parametrize("history", [4, 0])
+def test_memory_example_dqn(tmp_path, history):
+    from stable_baselines3 import DQN
+
+    from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
+
+    proc = run_example("memory_mazerunner.py", "--history", str(history), "--maze_size", "7", "--goals", "2",
+                       "--time_limit", "20", "--timesteps", "300", "--n_envs", "2", "--eval_episodes", "2",
+                       "--out", str(tmp_path), cwd=tmp_path)
+    assert f"DQN + HIR, history {history}: success rate" in proc.stdout
+    model = DQN.load(tmp_path / f"dqn-history{history}.zip", device="cpu")
+    extractor = model.policy.q_net.features_extractor
+    assert isinstance(extractor, HistoryExtractor if history else KeySelectExtractor)
+    assert ("history" in model.observation_space.spaces) == bool(history)
+
+
+@pytest.mark.dagger
+def test_memory_example_bc_then_ppo(tmp_path):
+    from stable_baselines3 import PPO
+
+    proc = run_example("memory_mazerunner.py", "--learner", "bc-ppo", "--history", "4", "--maze_size", "7",
+                       "--goals", "2", "--time_limit", "20", "--timesteps", "600", "--labels", "200",
+                       "--bc_batches", "20", "--n_envs", "2", "--eval_episodes", "2", "--out", str(tmp_path),
+                       cwd=tmp_path)
+    assert "after BC on 200 expert labels: success rate" in proc.stdout
+    assert PPO.load(tmp_path / "ppo-warm-history4.zip", device="cpu").observation_space["history"].shape[0] == 4

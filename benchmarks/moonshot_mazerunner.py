@@ -1,0 +1,170 @@
+"""The moonshot: AMAGO's MazeRunner (11x11, k = 3, time limit 250) from sparse reward in one hour on 2 CPU cores.
+
+No expert: SB3's DQN, unchanged, learns from the env's own reward with sb3-hir's components only:
+:class:`~sb3_hir.history.HistoryWrapper` (goal-free memory in the observation),
+:class:`~sb3_hir.extractors.HistoryExtractor` (encodes it) and
+:class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer` (a fresh hindsight instruction per sampled
+transition). Training stops after ``--minutes`` of wall time, evaluations included; every ``--eval-minutes`` the
+deterministic policy plays ``--eval-episodes`` held-out episodes. The curve (success rate and goals reached against
+wall time and env steps) goes to ``--out`` as JSON and PNG, and each evaluation is printed as it happens.
+
+Target (issue 12): >= 50 % full-instruction success within the hour.
+
+Usage: ``python benchmarks/moonshot_mazerunner.py [--minutes 60] [--history 16] [--out moonshot]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import torch as th
+from stable_baselines3 import DQN
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
+from sb3_hir.history import HistoryWrapper
+
+
+def make_venv(args: argparse.Namespace, seed: int, n_envs: int):
+    def env_fn():
+        env = MazeRunnerEnv(maze_dim=args.maze_dim, num_goals=args.goals, time_limit=args.time_limit)
+        return HistoryWrapper(env, length=args.history) if args.history else env
+
+    return make_vec_env(env_fn, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv)
+
+
+def evaluate(model: DQN, args: argparse.Namespace) -> tuple[float, float]:
+    venv = make_venv(args, 10_000 + args.seed, 10)
+    per_env = -(-args.eval_episodes // 10)
+    obs = venv.reset()
+    done_count = np.zeros(10, dtype=int)
+    goals, successes = [], []
+    while (done_count < per_env).any():
+        actions, _ = model.predict(obs, deterministic=True)
+        obs, _, dones, infos = venv.step(actions)
+        for i in np.flatnonzero(dones):
+            if done_count[i] < per_env:
+                goals.append(infos[i]["goals_reached"])
+                successes.append(infos[i]["is_success"])
+            done_count[i] += 1
+    venv.close()
+    return float(np.mean(goals)), float(np.mean(successes))
+
+
+class WallClock(BaseCallback):
+    """Evaluate every ``eval_seconds`` of wall time and stop after ``limit_seconds`` (evaluations included)."""
+
+    def __init__(self, args: argparse.Namespace, out: Path) -> None:
+        super().__init__()
+        self.args = args
+        self.out = out
+        self.limit = args.minutes * 60
+        self.every = args.eval_minutes * 60
+        self.start = time.perf_counter()
+        self.next_eval = self.every
+        self.curve: list[dict[str, float]] = []
+
+    def record(self) -> None:
+        goals, success = evaluate(self.model, self.args)
+        minutes = (time.perf_counter() - self.start) / 60
+        self.curve.append(dict(minutes=round(minutes, 2), timesteps=int(self.num_timesteps), goals_reached=goals,
+                               success_rate=success))
+        print(f"{minutes:6.1f} min {self.num_timesteps:>8} steps: success {success:.3f}, goals reached "
+              f"{goals:.2f} / {self.args.goals}", flush=True)
+        save(self.curve, self.args, self.out)
+
+    def _on_step(self) -> bool:
+        elapsed = time.perf_counter() - self.start
+        if elapsed >= self.next_eval:
+            self.record()
+            self.next_eval += self.every
+        return time.perf_counter() - self.start < self.limit
+
+
+def save(curve: list[dict[str, float]], args: argparse.Namespace, out: Path) -> None:
+    """The curve as JSON and a two-panel PNG (against wall time and env steps), each written atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    data = dict(config={k: v for k, v in vars(args).items() if k != "out"}, curve=curve)
+    tmp = out / "curve.json.tmp"
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, out / "curve.json")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    for ax, key, label in ((axes[0], "minutes", "wall time (minutes)"), (axes[1], "timesteps", "env steps")):
+        x = [p[key] for p in curve]
+        ax.plot(x, [p["success_rate"] for p in curve], "o-", label="success rate (all goals in order)")
+        ax.plot(x, [p["goals_reached"] / args.goals for p in curve], "s--", label="goals reached / k")
+        ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+        ax.set_xlabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("share")
+    axes[0].set_ylim(0, 1)
+    axes[0].legend(loc="upper left", fontsize=8)
+    fig.suptitle(f"DQN + HIR + history {args.history} on MazeRunner {args.maze_dim}x{args.maze_dim}, k={args.goals}, "
+                 f"time limit {args.time_limit} (2 CPU cores)", fontsize=10)
+    fig.tight_layout()
+    tmp_png = out / "curve.tmp.png"
+    fig.savefig(tmp_png, dpi=100)
+    plt.close(fig)
+    os.replace(tmp_png, out / "curve.png")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=60.0)
+    parser.add_argument("--eval-minutes", type=float, default=5.0)
+    parser.add_argument("--eval-episodes", type=int, default=100)
+    parser.add_argument("--maze-dim", type=int, default=11)
+    parser.add_argument("--goals", type=int, default=3)
+    parser.add_argument("--time-limit", type=int, default=250)
+    parser.add_argument("--history", type=int, default=16)
+    parser.add_argument("--encoder", default="gru", choices=["gru", "conv"])
+    parser.add_argument("--steps", type=int, default=600_000, help="planned env steps (sets buffer and exploration)")
+    parser.add_argument("--n-envs", type=int, default=8)
+    parser.add_argument("--gamma", type=float, default=0.98)
+    parser.add_argument("--learning-rate", type=float, default=5e-4)
+    parser.add_argument("--gradient-steps", type=int, default=4)
+    parser.add_argument("--exploration-fraction", type=float, default=0.15)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="moonshot")
+    args = parser.parse_args()
+    th.set_num_threads(1)
+    out = Path(args.out)
+    venv = make_venv(args, args.seed, args.n_envs)
+    extractor = (dict(features_extractor_class=HistoryExtractor,
+                      features_extractor_kwargs=dict(keys=["obs", "goals"], encoder=args.encoder))
+                 if args.history else
+                 dict(features_extractor_class=KeySelectExtractor,
+                      features_extractor_kwargs=dict(keys=["obs", "goals"])))
+    model = DQN("MultiInputPolicy", venv, learning_rate=args.learning_rate, buffer_size=args.steps,
+                learning_starts=2_000, batch_size=128, gamma=args.gamma, train_freq=1,
+                gradient_steps=args.gradient_steps, target_update_interval=2_000,
+                exploration_fraction=args.exploration_fraction, exploration_final_eps=0.05,
+                replay_buffer_class=HindsightInstructionReplayBuffer,
+                replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8, seed=args.seed),
+                policy_kwargs=dict(net_arch=[256, 256], **extractor), seed=args.seed, verbose=0, device="cpu")
+    print(f"moonshot: {vars(args)}", flush=True)
+    clock = WallClock(args, out)
+    model.learn(args.steps, callback=clock)
+    clock.record()
+    best = max(clock.curve, key=lambda p: p["success_rate"])
+    print(f"{'PASS' if best['success_rate'] >= 0.5 else 'MISS'}  >= 50 % success within {args.minutes:.0f} min: "
+          f"best {best['success_rate']:.3f} at {best['minutes']:.1f} min ({best['timesteps']} steps); last "
+          f"{clock.curve[-1]['success_rate']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
