@@ -124,6 +124,7 @@ def test_optuna_search_writes_the_best_configuration_as_a_train_command(tmp_path
     parsed = cli.build_parser().parse_args(best.split()[1:])
     assert parsed.learning_rate is not None and 1e-4 <= parsed.learning_rate <= 3e-3
     assert parsed.relabel[0] in ("some", "all") and parsed.n_steps in (1, 3) and parsed.hidden in (64, 128, 256)
+    assert parsed.history in (0, 8, 16, 32)
     assert len(json.loads((out / "results.json").read_text())["configurations"]) == 2
 
 

@@ -33,6 +33,7 @@ OPTUNA_SPACE: dict[str, tuple[str, Any]] = {
     "relabel": ("choice", ["some", "all"]),
     "n_steps": ("choice", [1, 3]),
     "hidden": ("choice", [64, 128, 256]),
+    "history": ("choice", [0, 8, 16, 32]),
 }
 
 METRIC = "goals_reached"
