@@ -138,6 +138,7 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=5e-4)
     parser.add_argument("--gradient-steps", type=int, default=4)
     parser.add_argument("--exploration-fraction", type=float, default=0.15)
+    parser.add_argument("--n-steps", type=int, default=3, help="n-step hindsight returns of the buffer")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="moonshot")
     args = parser.parse_args()
@@ -154,7 +155,8 @@ def main() -> None:
                 gradient_steps=args.gradient_steps, target_update_interval=2_000,
                 exploration_fraction=args.exploration_fraction, exploration_final_eps=0.05,
                 replay_buffer_class=HindsightInstructionReplayBuffer,
-                replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8, seed=args.seed),
+                replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8, seed=args.seed, n_steps=args.n_steps,
+                                          gamma=args.gamma),
                 policy_kwargs=dict(net_arch=[256, 256], **extractor), seed=args.seed, verbose=0, device="cpu")
     print(f"moonshot: {vars(args)}", flush=True)
     clock = WallClock(args, out)
