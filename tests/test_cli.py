@@ -73,6 +73,7 @@ def test_train_run_directory_holds_logs_model_and_pictures(train_run, relabel):
 
     from sb3_hir.buffers import HindsightInstructionReplayBuffer
     from sb3_hir.envs import MazeRunnerEnv
+    from sb3_hir.history import HistoryWrapper
 
     run_dir = train_run[0] / f"dqn-{relabel}"
     rows = eval_rows(run_dir / "progress.csv")
@@ -97,11 +98,14 @@ def test_train_run_directory_holds_logs_model_and_pictures(train_run, relabel):
     model = DQN.load(run_dir / "model.zip", device="cpu")
     expected = HindsightInstructionReplayBuffer if relabel == "some" else DictReplayBuffer
     assert model.replay_buffer_class is expected
-    env = MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=20)
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["history"] == cli.TRAIN_HISTORY == 16  # memory by default
+    env = HistoryWrapper(MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=20), length=run["history"])
     obs, _ = env.reset(seed=0)
     action, _ = model.predict(obs, deterministic=True)
     assert env.action_space.contains(int(action))
-    run = json.loads((run_dir / "run.json").read_text())
+    with pytest.raises(ValueError, match="HistoryWrapper"):  # a plain env: told what to wrap it in
+        model.predict(MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=20).reset(seed=0)[0])
     assert run["algo"] == "dqn" and run["relabel"] == relabel
     assert run["env_kwargs"] == dict(maze_dim=7, num_goals=2, time_limit=20, randomized_actions=False,
                                      continuous=False)

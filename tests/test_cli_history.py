@@ -61,7 +61,7 @@ def test_dagger_with_history_trains_a_history_learner(tmp_path, capsys):
     assert cli.main(["dagger", "--rounds", "2", "--steps-per-round", "120", "--n-envs", "2", "--eval-episodes", "2",
                      "--batch-size", "32", "--bc-epochs", "1", "--history", "6", *TINY_ENV, "--no-progress",
                      "--out", str(out)]) == 0
-    assert "history 6 (gru)" in capsys.readouterr().out
+    assert "history 6 (conv)" in capsys.readouterr().out
     demos = load_round_dir(out / "demos" / "round-001")
     assert demos and all(t.obs.get("history").shape == (len(t) + 1, 6, 13) for t in demos)
     assert_png(out / "episode.png")

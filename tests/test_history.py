@@ -270,8 +270,9 @@ def test_short_dagger_round_with_the_history_learner_trains_its_encoder(tmp_path
     venv = make_vec_env(lambda: maze_with_history(length=4, time_limit=30), n_envs=2, seed=0, vec_env_cls=DummyVecEnv)
     bc_trainer = _history_bc(venv)
     extractor = bc_trainer.policy.features_extractor
-    assert isinstance(extractor, HistoryExtractor)
-    gru_before = [p.detach().clone() for p in extractor.gru.parameters()]
+    assert isinstance(extractor, HistoryExtractor) and extractor.encoder == "conv"  # the default
+    encoder_params = [p for name, p in extractor.named_parameters() if not name.startswith("current")]
+    encoder_before = [p.detach().clone() for p in encoder_params]
     trainer = SimpleDAggerTrainer(venv=venv, scratch_dir=tmp_path, expert_policy=ShortestPathExpert(venv),
                                   rng=np.random.default_rng(0), bc_trainer=bc_trainer)
     trainer.train(200, rollout_round_min_episodes=2, rollout_round_min_timesteps=100,
@@ -282,7 +283,7 @@ def test_short_dagger_round_with_the_history_learner_trains_its_encoder(tmp_path
     for t in trajs:  # the stored windows are the ones the env produced: valid rows grow by one per step
         valid = t.obs.get("history")[:, :, -1].sum(axis=1)
         np.testing.assert_array_equal(valid, np.minimum(np.arange(1, len(t) + 2), 4))
-    assert any(not th.equal(b, p) for b, p in zip(gru_before, extractor.gru.parameters(), strict=True))
+    assert any(not th.equal(b, p) for b, p in zip(encoder_before, encoder_params, strict=True))
     action, _ = trainer.policy.predict(venv.reset(), deterministic=True)
     assert action.shape == (2,)
 

@@ -304,7 +304,9 @@ def _optuna_tuner(args: argparse.Namespace, trainable: Any, values: dict[str, li
     space = {key: kinds[kind](*bounds) if kind != "choice" else tune.choice(bounds)
              for key, (kind, bounds) in OPTUNA_SPACE.items()}
     options = {key: given[0] for key, given in values.items()}
-    timesteps = int(options.get("timesteps", 60_000))
+    from sb3_hir.cli import TRAIN_TIMESTEPS
+
+    timesteps = int(options.get("timesteps", TRAIN_TIMESTEPS))
     scheduler = ASHAScheduler(time_attr="timesteps", max_t=timesteps, grace_period=max(1, timesteps // 4),
                               reduction_factor=2)
     return tune.Tuner(
