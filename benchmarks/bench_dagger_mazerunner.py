@@ -107,8 +107,9 @@ def make_trainer(venv: VecEnv, scratch: str, beta_schedule, seed: int, history: 
     learner = bc.BC(observation_space=venv.observation_space, action_space=venv.action_space,
                     rng=np.random.default_rng(seed), policy=policy, batch_size=64,
                     custom_logger=imit_logger.configure(format_strs=[]))
+    # The learner acts deterministically while collecting, the conditions the README's table was measured in.
     return DAggerTrainer(venv=venv, scratch_dir=scratch, rng=np.random.default_rng(seed), bc_trainer=learner,
-                         beta_schedule=beta_schedule, custom_logger=learner.logger)
+                         beta_schedule=beta_schedule, custom_logger=learner.logger, deterministic_learner=True)
 
 
 def run_round(trainer: DAggerTrainer, expert: PolicyRunner, steps: int, n_batches: int) -> tuple[int, int, int]:

@@ -10,7 +10,8 @@ wall time and env steps) goes to ``--out`` as JSON and PNG, and each evaluation 
 
 Target (issue 12): >= 50 % full-instruction success within the hour.
 
-Usage: ``python benchmarks/moonshot_mazerunner.py [--minutes 60] [--history 16] [--out moonshot]``
+Usage: ``python benchmarks/moonshot_mazerunner.py [--minutes 60] [--history 16] [--out moonshot]``;
+``--replot DIR`` redraws ``DIR/curve.png`` from ``DIR/curve.json`` without training.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def save(curve: list[dict[str, float]], args: argparse.Namespace, out: Path) -> 
     import matplotlib.pyplot as plt
 
     out.mkdir(parents=True, exist_ok=True)
-    data = dict(config={k: v for k, v in vars(args).items() if k != "out"}, curve=curve)
+    data = dict(config={k: v for k, v in vars(args).items() if k not in ("out", "replot")}, curve=curve)
     tmp = out / "curve.json.tmp"
     tmp.write_text(json.dumps(data, indent=2) + "\n")
     os.replace(tmp, out / "curve.json")
@@ -110,6 +111,7 @@ def save(curve: list[dict[str, float]], args: argparse.Namespace, out: Path) -> 
         ax.axhline(0.5, color="grey", lw=0.8, ls=":")
         ax.set_xlabel(label)
         ax.grid(alpha=0.3)
+    axes[1].xaxis.set_major_formatter(lambda x, _: f"{x / 1000:.0f}k")
     axes[0].set_ylabel("share")
     axes[0].set_ylim(0, 1)
     axes[0].legend(loc="upper left", fontsize=8)
@@ -141,7 +143,12 @@ def main() -> None:
     parser.add_argument("--n-steps", type=int, default=3, help="n-step hindsight returns of the buffer")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="moonshot")
+    parser.add_argument("--replot", metavar="DIR", help="redraw DIR/curve.png from DIR/curve.json and exit")
     args = parser.parse_args()
+    if args.replot:
+        data = json.loads((Path(args.replot) / "curve.json").read_text())
+        save(data["curve"], argparse.Namespace(**data["config"]), Path(args.replot))
+        return
     th.set_num_threads(1)
     out = Path(args.out)
     venv = make_venv(args, args.seed, args.n_envs)
