@@ -151,11 +151,11 @@ def mean_neglogp(policy, trajs) -> float:
 
 
 # ----------------------------------------------------------------------------------------------- Box path
-def test_box_path_labels_every_step_with_the_expert_and_writes_one_file(tmp_path):
+def test_box_path_labels_every_step_with_the_expert_and_writes_each_episode(tmp_path):
     log = StepLog(cartpole(n_envs=4, max_steps=30))
     expert = BalancePolicy(log.observation_space, log.action_space)
     learner = feed_forward(log)
-    collector = DAggerCollector(log, learner, 0.5, tmp_path, np.random.default_rng(0))
+    collector = DAggerCollector(log, learner, 0.5, tmp_path, np.random.default_rng(0), deterministic_learner=True)
     drive(collector, expert, 70)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # completing never reports partial episodes
@@ -173,9 +173,10 @@ def test_box_path_labels_every_step_with_the_expert_and_writes_one_file(tmp_path
         if mask.any():
             learner_acts, _ = learner.predict(t.obs[:-1][mask], deterministic=True)
             np.testing.assert_array_equal(t.executed_acts[mask], learner_acts)
-    # one file for the round, no temporary file left, and it holds exactly the round's episodes
-    assert files_in(tmp_path) == [collector.saved_files[0].name]
-    loaded = load_trajectories(collector.saved_files[0])
+    # one file per episode by default, no temporary file left, and they hold exactly the round's episodes
+    assert files_in(tmp_path) == sorted(p.name for p in collector.saved_files)
+    assert [len(load_trajectories(p)) for p in collector.saved_files] == [1] * len(trajs)
+    loaded = load_round_dir(tmp_path)
     assert [trajectory_fingerprint(t) for t in loaded] == [trajectory_fingerprint(t) for t in trajs]
     for a, b in zip(loaded, trajs, strict=True):
         assert (a.terminal, a.truncated, a.complete) == (b.terminal, b.truncated, b.complete)
@@ -247,7 +248,7 @@ def test_recurrent_learner_state_is_carried_per_sub_env_and_reset_at_episode_sta
                          policy_kwargs=dict(lstm_hidden_size=8, net_arch=[8]), seed=0, device="cpu")
     policy = model.policy
     expert = ShortestPathExpert(log)
-    collector = DAggerCollector(log, policy, 0.0, None, np.random.default_rng(0))
+    collector = DAggerCollector(log, policy, 0.0, None, np.random.default_rng(0), deterministic_learner=True)
     obs = collector.reset()
     # replay by hand: one state per sub-env, reset where an episode starts; and a control that never resets
     state, never_reset = None, None
@@ -362,8 +363,9 @@ def test_trainer_rounds_checkpoint_reload_with_weights_only_and_resume(tmp_path)
     trainer.train(150, rollout_round_min_timesteps=60, bc_train_kwargs=QUIET_BC)
     rounds = trainer.round_num
     assert rounds >= 2
-    for r in range(rounds):  # one file per round, no temporary file anywhere
-        assert len(round_files(tmp_path / "demos" / f"round-{r:03d}")) == 1
+    for r in range(rounds):  # one file per episode, no temporary file anywhere
+        round_dir = tmp_path / "demos" / f"round-{r:03d}"
+        assert len(round_files(round_dir)) == len(load_round_dir(round_dir)) > 0
     assert not [name for name in files_in(tmp_path) if name.startswith(".") or ".tmp" in name]
     # checkpoints hold tensors only: torch's default weights_only loader reads them
     state = json.loads((tmp_path / "checkpoint-latest.json").read_text())
@@ -539,7 +541,7 @@ def test_corrupt_round_file_names_the_file_and_can_be_skipped(tmp_path):
     assert [trajectory_fingerprint(t) for t in kept] == [trajectory_fingerprint(t) for t in expected]
     # the trainer takes the same option
     trainer = DAggerTrainer(venv=venv, scratch_dir=tmp_path, rng=np.random.default_rng(0),
-                            bc_trainer=make_bc(venv, batch_size=4), skip_corrupt=True)
+                            bc_trainer=make_bc(venv, batch_size=4), skip_corrupt=True, resume=True)
     with pytest.warns(RuntimeWarning, match="skipping"):
         trainer.extend_and_update(QUIET_BC)
     assert len(trainer._all_demos) == len(kept)
