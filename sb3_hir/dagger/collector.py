@@ -5,11 +5,15 @@ vectorised write per field and step, and an episode is cut out (one strided copy
 ``TrajectoryAccumulator`` does the same job with a Python dict per step and sub-env; on CartPole the arrays are
 5-13 % faster over a whole collection (``benchmarks/bench_dagger_collector.py``, issue 13), which is why ours stays.
 
-Durability. By default every finished episode is written to its own round file before ``step`` returns, so a
-``kill -9`` loses no finished episode (imitation writes one HuggingFace dataset per episode for the same reason).
-On a tiny local comparison (CartPole x 8, 200-step episodes) a compressed ``.npz`` per episode cost about as much
-as imitation's cheapest path without saving; batching files by count (``episodes_per_file=N``) saves little more
-and puts up to N - 1 finished episodes at risk, so it is an option, not the default.
+Durability. By default every finished episode is written to its own round file, renamed into place before
+``step`` returns, so a crash of the process (``kill -9``) loses no finished episode, as with imitation's
+per-episode save. Chosen by a tiny local comparison (CartPole x 8, 200-step episodes, 56 episodes): one file per
+episode *with* ``fsync`` ran at ~0.55x the speed of collecting in memory (6 ms per file, almost all of it the
+``fsync``); one file per episode *without* ``fsync`` at 0.8-1.0x and one file per 16 episodes at ~1.1x (two
+interleaved repeats each, noisy). Per episode without ``fsync`` is within the noise of batching and loses
+nothing to a crashed process, so it is the default, and flushing is left to the OS (Linux writes dirty pages
+back within 30 s, the bound for a power loss). ``fsync=True`` also survives a power loss, at ~6 ms per file;
+``episodes_per_file=N`` batches.
 """
 
 from __future__ import annotations
@@ -167,6 +171,7 @@ class DAggerCollector(VecEnvWrapper):
         learner, as imitation does (which changes the states DAgger visits).
     :param episodes_per_file: write a file every N finished episodes. The default 1 writes each episode as it
         ends (before ``step`` returns), so a crash loses no finished episode; N > 1 risks up to N - 1 of them.
+    :param fsync: flush every file to the disk (power-loss safe; ~6 ms per file on the development machine).
     :param skip_fingerprints: episodes already stored by an earlier, interrupted run of this round
         (:func:`~sb3_hir.dagger.storage.stored_fingerprints`): collected again, they are not written twice.
     :param relabeler: optional relabeler (plugin name or object) applied to the in-memory episodes
@@ -196,6 +201,7 @@ class DAggerCollector(VecEnvWrapper):
         on_flush: Callable[[pathlib.Path, list[DAggerTrajectory]], None] | None = None,
         buffer_steps: int = 256,
         skip_fingerprints: Collection[str] = (),
+        fsync: bool = False,
     ) -> None:
         super().__init__(venv)
         if isinstance(venv.observation_space, gym.spaces.Tuple):
@@ -212,6 +218,7 @@ class DAggerCollector(VecEnvWrapper):
         self.relabeler = resolve_relabeler(relabeler, venv.observation_space, relabeler_kwargs)
         self.relabel_labels = check_relabel_labels(relabel_labels)
         self._skip_fingerprints = set(skip_fingerprints)
+        self.fsync = bool(fsync)
         #: Episodes collected again that an earlier run had stored already (not written a second time).
         self.skipped_duplicates = 0
         self._next_index: int | None = None
@@ -376,7 +383,8 @@ class DAggerCollector(VecEnvWrapper):
             self._next_index = next_file_index(self.save_dir)
         path = new_round_file(self.save_dir, self.file_prefix, self._next_index)
         self._next_index += 1
-        path = save_trajectories(path, self._pending, meta={"beta": self._beta}, save_infos=self.save_infos)
+        path = save_trajectories(path, self._pending, meta={"beta": self._beta}, save_infos=self.save_infos,
+                                 fsync=self.fsync)
         written, self._pending = self._pending, []
         self.saved_files.append(path)
         if self.on_flush is not None:

@@ -72,12 +72,14 @@ def save_trajectories(
     *,
     meta: Mapping[str, Any] | None = None,
     save_infos: bool = True,
+    fsync: bool = True,
 ) -> pathlib.Path:
     """Write trajectories to one compressed ``.npz`` atomically; no pickles, so loading runs no code.
 
     Arrays are concatenated over episodes (``lengths`` splits them again); the JSON header and infos are stored
     as bytes. ``infos`` go through JSON: numpy values become lists/numbers, other objects their ``repr``, and the
-    duplicated ``terminal_observation`` is dropped.
+    duplicated ``terminal_observation`` is dropped. ``fsync=False`` skips flushing to the disk: the file still
+    appears whole or not at all and survives a crash of the process, but not a power loss.
     """
     path = pathlib.Path(path)
     trajs = [as_dagger_trajectory(t) for t in trajectories]
@@ -115,7 +117,7 @@ def save_trajectories(
         arrays["infos"] = _json_bytes(infos)
     header = {"format": ROUND_FILE_FORMAT, "n_episodes": len(trajs), "obs_keys": keys, "meta": dict(meta or {})}
     arrays["header"] = _json_bytes(header)
-    atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
+    atomic_write(path, lambda f: np.savez_compressed(f, **arrays), fsync=fsync)
     return path
 
 

@@ -119,6 +119,7 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
     :param deterministic_learner: the learner executes its most likely action; by default it samples, as in
         imitation.
     :param episodes_per_file: see :class:`DAggerCollector` (default 1: each episode on disk as it ends).
+    :param fsync: flush round files to the disk as they are written (see :class:`DAggerCollector`).
     :param relabeler: relabel the loaded episodes for goal-conditioned BC (plugin name or object).
     :param skip_corrupt: load the readable round files and warn about corrupt ones instead of raising.
     :param resume: continue the run already in ``scratch_dir`` (e.g. one killed before its first checkpoint):
@@ -145,6 +146,7 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
         relabel_labels: RelabelLabels = "auto",
         skip_corrupt: bool = False,
         resume: bool = False,
+        fsync: bool = False,
     ) -> None:
         super().__init__(custom_logger=custom_logger)
         self.rng = check_rng(rng)
@@ -177,6 +179,7 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
         self.deterministic_learner = bool(deterministic_learner)
         self.episodes_per_file = check_episodes_per_file(episodes_per_file)
         self.skip_corrupt = bool(skip_corrupt)
+        self.fsync = bool(fsync)
         self.round_num = _last_round_with_files(self.scratch_dir) if resume else 0
         self._last_loaded_round = -1
         self._all_demos: list[types.TrajectoryWithRew] = []
@@ -236,6 +239,7 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
             deterministic_learner=self.deterministic_learner,
             episodes_per_file=self.episodes_per_file,
             skip_fingerprints=self._stored_fingerprints(),
+            fsync=self.fsync,
         )
         self._collectors.append(collector)
         return collector
@@ -312,6 +316,7 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
             "relabel_labels": self.relabel_labels,
             "deterministic_learner": self.deterministic_learner,
             "episodes_per_file": self.episodes_per_file,
+            "fsync": self.fsync,
             "observation_space": str(self.venv.observation_space),
             "action_space": str(self.venv.action_space),
             "bc": {
@@ -437,6 +442,7 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
             "custom_logger": custom_logger,
             "deterministic_learner": state["deterministic_learner"],
             "episodes_per_file": state["episodes_per_file"],
+            "fsync": state.get("fsync", False),
             "relabeler": relabeler,
             "relabeler_kwargs": relabeler_kwargs,
             "relabel_labels": state["relabel_labels"],
