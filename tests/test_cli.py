@@ -144,6 +144,60 @@ def test_dagger_writes_rounds_demos_and_table(tmp_path):
     assert sum(line.startswith("| ") for line in proc.stdout.splitlines()) == 3  # header + 2 rounds
 
 
+TINY_DAGGER = ["--steps-per-round", "120", "--n-envs", "2", "--eval-episodes", "2", "--batch-size", "32",
+               "--bc-epochs", "1", "--no-progress", *TINY_ENV]
+
+
+@pytest.mark.dagger
+def test_dagger_refuses_a_non_empty_out_in_one_line_and_resume_continues_a_killed_run(tmp_path):
+    import signal
+    import time
+
+    from sb3_hir.dagger import round_files
+
+    out = tmp_path / "dagger"
+    proc = subprocess.Popen([sys.executable, "-m", "sb3_hir.cli", "dagger", "--rounds", "3", *TINY_DAGGER,
+                             "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+    try:
+        deadline = time.monotonic() + 240
+        while not (out / "checkpoint-002.json").exists():  # two rounds done (named by the next round)
+            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
+            assert time.monotonic() < deadline, "the run never finished its second round"
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stderr.close()
+    with open(out / "rounds.csv", newline="") as f:
+        before = list(csv.DictReader(f))
+    assert [r["round"] for r in before] == ["0", "1"]
+    kept = {r: set(round_files(out / "demos" / f"round-{r:03d}")) for r in (0, 1)}
+
+    # the same --out again is not a resume: refused in one line, exit code 2, nothing touched
+    again = run_cli("dagger", "--rounds", "3", *TINY_DAGGER, "--out", str(out))
+    assert again.returncode == 2
+    assert again.stderr.strip().splitlines() == [
+        f"sb3-hir dagger: error: --out {str(out)!r} is not empty; continue the run in it with --resume {out}, "
+        "replace it with --overwrite, or choose another directory"]
+    assert {r: set(round_files(out / "demos" / f"round-{r:03d}")) for r in (0, 1)} == kept
+
+    resumed = run_cli("dagger", "--resume", str(out))
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming" in resumed.stdout and "at round 2" in resumed.stdout
+    with open(out / "rounds.csv", newline="") as f:
+        after = list(csv.DictReader(f))
+    assert [r["round"] for r in after] == ["0", "1", "2"]  # the stored --rounds 3; the table covers every round
+    assert after[:2] == before[:2]  # rounds done before the kill are kept as they were
+    for r in (0, 1):
+        assert set(round_files(out / "demos" / f"round-{r:03d}")) == kept[r]
+    assert round_files(out / "demos" / "round-002")
+    table_rows = [line for line in resumed.stdout.splitlines() if line.startswith("| ")]
+    assert [row.split("|")[1].strip() for row in table_rows] == ["round", "0", "1", "2"]
+    assert int(after[2]["timesteps"]) >= 120
+
+
 @pytest.mark.parametrize(
     ("algo", "extra", "expected"),
     [
