@@ -122,10 +122,29 @@ def feed_forward(venv: VecEnv, seed: int = 0) -> FeedForward32Policy:
     return FeedForward32Policy(venv.observation_space, venv.action_space, lr_schedule=lambda _: 1e-3)
 
 
-def make_bc(venv: VecEnv, seed: int = 0, batch_size: int = 32) -> bc.BC:
+def make_bc(venv: VecEnv, seed: int = 0, batch_size: int = 32, **kwargs) -> bc.BC:
     th.manual_seed(seed)
     return bc.BC(observation_space=venv.observation_space, action_space=venv.action_space,
-                 rng=np.random.default_rng(seed), batch_size=batch_size)
+                 rng=np.random.default_rng(seed), batch_size=batch_size, **kwargs)
+
+
+def kill_at_marker(script: pathlib.Path, workdir: pathlib.Path, what: str, linger: float = 0.2) -> None:
+    """Run ``script workdir``, SIGKILL it ``linger`` s after it touches ``workdir/marker``."""
+    proc = subprocess.Popen([sys.executable, str(script), str(workdir)], stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240
+        while not (workdir / "marker").exists():
+            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
+            assert time.monotonic() < deadline, f"the subprocess never {what}"
+            time.sleep(0.02)
+        time.sleep(linger)  # let it get further
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
 
 
 def drive(collector: DAggerCollector, expert, steps: int):
@@ -478,21 +497,7 @@ def test_sigkill_mid_round_then_reconstruct_keeps_every_saved_episode_exactly_on
     script.write_text(KILL_SCRIPT)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    proc = subprocess.Popen([sys.executable, str(script), str(scratch)], stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 240
-        while not (scratch / "marker").exists():
-            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
-            assert time.monotonic() < deadline, "the subprocess never reached round 1"
-            time.sleep(0.05)
-        time.sleep(0.2)  # let it get further into the round
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL
+    kill_at_marker(script, scratch, "reached round 1")
     logged = Counter(line.split()[1] for line in (scratch / "flushed.log").read_text().splitlines())
     assert all(count == 1 for count in logged.values())
     # a new seed: with the killed run's seed, the deterministic expert and learner would replay its episodes

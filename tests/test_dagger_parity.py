@@ -6,17 +6,12 @@ Each test names the bug it guards against; all use real SB3 / imitation / gymnas
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 import textwrap
-import time
 import warnings
 from collections import Counter
 from collections.abc import Iterator
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
@@ -29,13 +24,14 @@ from imitation.data import types
 from imitation.policies.base import FeedForward32Policy
 from sb3_contrib import RecurrentPPO
 from stable_baselines3 import PPO
-from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
+from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+from test_dagger import QUIET_BC, BalancePolicy, drive, kill_at_marker, make_bc
+from test_dagger import cartpole as _cartpole
 
 import sb3_hir.dagger
 from sb3_hir.dagger import (
     DAggerCollector,
-    PolicyRunner,
     SimpleDAggerTrainer,
     load_round_dir,
     reconstruct_trainer,
@@ -43,7 +39,13 @@ from sb3_hir.dagger import (
 )
 from sb3_hir.envs import MazeRunnerEnv
 
-QUIET_BC = {"n_epochs": 1, "progress_bar": False, "log_rollouts_n_episodes": 0}
+
+def cartpole(n_envs: int = 2, seed: int = 0) -> DummyVecEnv:
+    return _cartpole(n_envs=n_envs, max_steps=30, seed=seed)
+
+
+def small_bc(venv: VecEnv, **kwargs) -> bc.BC:
+    return make_bc(venv, batch_size=16, **kwargs)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -52,40 +54,6 @@ def _one_torch_thread() -> Iterator[None]:
     th.set_num_threads(1)
     yield
     th.set_num_threads(before)
-
-
-class BalancePolicy(BasePolicy):
-    """CartPole expert without training: push toward the side the pole falls to."""
-
-    def __init__(self, observation_space: gym.Space, action_space: gym.Space) -> None:
-        super().__init__(observation_space, action_space)
-
-    def forward(self, obs: th.Tensor) -> th.Tensor:
-        return self._predict(obs)
-
-    def _predict(self, observation: th.Tensor, deterministic: bool = False) -> th.Tensor:  # type: ignore[override]
-        return (observation[:, 2] + 0.5 * observation[:, 3] > 0).long()
-
-
-def cartpole(n_envs: int = 2, max_steps: int = 30, seed: int = 0) -> DummyVecEnv:
-    venv = DummyVecEnv([lambda: gym.make("CartPole-v1", max_episode_steps=max_steps)] * n_envs)
-    venv.seed(seed)
-    return venv
-
-
-def make_bc(venv: VecEnv, seed: int = 0, batch_size: int = 16, **kwargs) -> bc.BC:
-    th.manual_seed(seed)
-    return bc.BC(observation_space=venv.observation_space, action_space=venv.action_space,
-                 rng=np.random.default_rng(seed), batch_size=batch_size, **kwargs)
-
-
-def drive(collector: DAggerCollector, expert, steps: int) -> PolicyRunner:
-    runner = PolicyRunner(expert, collector.num_envs)
-    obs = collector.reset()
-    for _ in range(steps):
-        obs, _, dones, _ = collector.step(runner(obs))
-        runner.observe_dones(dones)
-    return runner
 
 
 def fingerprints(trajs) -> Counter:
@@ -134,21 +102,7 @@ def test_sigkill_mid_round_with_default_arguments_loses_no_finished_episode(tmp_
     """Bug: with the defaults, kill -9 mid-round lost every finished episode of the round (7 of 7)."""
     script = tmp_path / "run.py"
     script.write_text(DEFAULTS_KILL_SCRIPT)
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path)], stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 240
-        while not (tmp_path / "marker").exists():
-            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
-            assert time.monotonic() < deadline, "the subprocess never finished 7 episodes"
-            time.sleep(0.02)
-        time.sleep(0.1)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL
+    kill_at_marker(script, tmp_path, "finished 7 episodes", linger=0.1)
     finished = Counter((tmp_path / "finished.log").read_text().split())
     assert sum(finished.values()) >= 7
     stored = fingerprints(load_round_dir(tmp_path / "run" / "demos" / "round-000"))
@@ -161,7 +115,7 @@ def test_several_collectors_in_one_round_all_count(tmp_path):
     venv = cartpole(seed=1)
     expert = BalancePolicy(venv.observation_space, venv.action_space)
     trainer = SimpleDAggerTrainer(venv=venv, scratch_dir=tmp_path, expert_policy=expert,
-                                  rng=np.random.default_rng(0), bc_trainer=make_bc(venv))
+                                  rng=np.random.default_rng(0), bc_trainer=small_bc(venv))
     first = trainer.create_trajectory_collector()
     drive(first, expert, 70)
     second = trainer.create_trajectory_collector()  # e.g. a notebook cell run again in the same round
@@ -181,7 +135,7 @@ def test_rerun_after_a_kill_in_round_0_refuses_or_resumes_and_never_duplicates(t
     def run(**kwargs) -> SimpleDAggerTrainer:
         venv = cartpole(seed=0)  # the rerun repeats the killed run's seed: the same episodes come again
         return SimpleDAggerTrainer(venv=venv, scratch_dir=tmp_path, expert_policy=BalancePolicy(
-            venv.observation_space, venv.action_space), rng=np.random.default_rng(0), bc_trainer=make_bc(venv),
+            venv.observation_space, venv.action_space), rng=np.random.default_rng(0), bc_trainer=small_bc(venv),
             **kwargs)
 
     killed = run()
@@ -204,7 +158,7 @@ def test_reconstruct_trainer_rebuilds_feed_forward32_policy_also_inside_an_excep
     """Bug: _build_policy parsed TypeError text and failed with KeyError: 'net_arch' inside an except block."""
     venv = cartpole()
     trainer = SimpleDAggerTrainer(venv=venv, scratch_dir=tmp_path, expert_policy=BalancePolicy(
-        venv.observation_space, venv.action_space), rng=np.random.default_rng(0), bc_trainer=make_bc(venv))
+        venv.observation_space, venv.action_space), rng=np.random.default_rng(0), bc_trainer=small_bc(venv))
     assert type(trainer.policy) is FeedForward32Policy  # imitation's default BC policy
     trainer.train(40, rollout_round_min_timesteps=40, bc_train_kwargs=QUIET_BC)
     try:
@@ -255,7 +209,7 @@ def test_a_plain_trajectory_is_accepted_in_expert_trajs(tmp_path):
     obs = np.random.default_rng(0).normal(size=(6, 4)).astype(np.float32)
     demo = types.Trajectory(obs=obs, acts=(obs[:-1, 2] > 0).astype(np.int64), infos=None, terminal=True)
     SimpleDAggerTrainer(venv=venv, scratch_dir=tmp_path, expert_policy=expert, rng=np.random.default_rng(0),
-                        bc_trainer=make_bc(venv), expert_trajs=[demo])
+                        bc_trainer=small_bc(venv), expert_trajs=[demo])
     (stored,) = load_round_dir(tmp_path / "demos" / "round-000")
     np.testing.assert_array_equal(stored.obs, demo.obs)
     np.testing.assert_array_equal(stored.acts, demo.acts)
@@ -266,7 +220,7 @@ def test_policy_latest_loads_with_imitations_bc_reconstruct_policy(tmp_path, mon
     """Bug: there was no policy-latest.pt for imitation's bc.reconstruct_policy."""
     venv = cartpole()
     trainer = SimpleDAggerTrainer(venv=venv, scratch_dir=tmp_path, expert_policy=BalancePolicy(
-        venv.observation_space, venv.action_space), rng=np.random.default_rng(0), bc_trainer=make_bc(venv))
+        venv.observation_space, venv.action_space), rng=np.random.default_rng(0), bc_trainer=small_bc(venv))
     trainer.train(40, rollout_round_min_timesteps=40, bc_train_kwargs=QUIET_BC)
     # imitation's loader calls torch.load with torch's default; since torch 2.6 that refuses any pickled policy
     # (imitation's own files too) unless this is set, as imitation's users already do
@@ -307,7 +261,7 @@ def test_a_hostile_class_name_in_a_checkpoint_is_never_imported(tmp_path, monkey
     """Bug: the checkpoint decoder imported any module:qualname written in the file."""
     venv = cartpole()
     trainer = SimpleDAggerTrainer(venv=venv, scratch_dir=tmp_path / "run", expert_policy=BalancePolicy(
-        venv.observation_space, venv.action_space), rng=np.random.default_rng(0), bc_trainer=make_bc(venv))
+        venv.observation_space, venv.action_space), rng=np.random.default_rng(0), bc_trainer=small_bc(venv))
     trainer.train(40, rollout_round_min_timesteps=40, bc_train_kwargs=QUIET_BC)
     # a module that announces its import, on sys.path
     sentinel = "sb3_hir_hostile_sentinel"
@@ -352,7 +306,7 @@ def test_a_policy_that_is_not_plain_data_still_saves_tensors_only_and_reloads_fr
     th.manual_seed(0)
     policy = ActorCriticPolicy(venv.observation_space, venv.action_space, lambda _: 1e-3, net_arch=[8],
                                activation_fn=_Scaled)
-    bc_trainer = make_bc(venv, policy=policy)
+    bc_trainer = small_bc(venv, policy=policy)
     trainer = SimpleDAggerTrainer(venv=venv, scratch_dir=tmp_path, expert_policy=BalancePolicy(
         venv.observation_space, venv.action_space), rng=np.random.default_rng(0), bc_trainer=bc_trainer)
     trainer.train(40, rollout_round_min_timesteps=40, bc_train_kwargs=QUIET_BC)
@@ -362,7 +316,7 @@ def test_a_policy_that_is_not_plain_data_still_saves_tensors_only_and_reloads_fr
     with pytest.raises(ValueError, match="bc_trainer="):
         reconstruct_trainer(tmp_path, venv, expert_policy=trainer.expert_policy)
     th.manual_seed(1)
-    fresh = make_bc(venv, policy=ActorCriticPolicy(venv.observation_space, venv.action_space, lambda _: 1e-3,
+    fresh = small_bc(venv, policy=ActorCriticPolicy(venv.observation_space, venv.action_space, lambda _: 1e-3,
                                                    net_arch=[8], activation_fn=_Scaled))
     resumed = reconstruct_trainer(tmp_path, venv, expert_policy=trainer.expert_policy, bc_trainer=fresh)
     assert resumed.bc_trainer is fresh and resumed.round_num == trainer.round_num
