@@ -110,6 +110,18 @@ def test_sigkill_mid_round_with_default_arguments_loses_no_finished_episode(tmp_
     assert all(count == 1 for count in stored.values())
 
 
+def test_fsync_true_writes_the_same_round_files(tmp_path):
+    venv = cartpole(seed=4)
+    expert = BalancePolicy(venv.observation_space, venv.action_space)
+    collector = DAggerCollector(venv, expert, 1.0, tmp_path, np.random.default_rng(0), fsync=True)
+    drive(collector, expert, 40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        trajs = collector.finish_round("report")
+    assert fingerprints(load_round_dir(tmp_path)) == fingerprints(trajs)
+    assert len(collector.saved_files) == len(trajs)
+
+
 def test_several_collectors_in_one_round_all_count(tmp_path):
     """Bug: a second create_trajectory_collector() in a round dropped the first collector's episodes."""
     venv = cartpole(seed=1)
