@@ -27,6 +27,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch as th
+from imitation.algorithms import bc
+from imitation.util import logger as imit_logger
 from stable_baselines3.common.policies import BasePolicy
 
 from sb3_hir.atomic import atomic_write
@@ -40,6 +42,7 @@ __all__ = [
     "load_policy",
     "lookup_class",
     "read_checkpoint",
+    "restore_bc",
     "rng_from_state",
     "save_imitation_policy",
     "save_policy",
@@ -230,6 +233,47 @@ def load_policy(
     policy = policy.to(device)
     policy.load_state_dict(payload.pop("policy"))  # strict: a different architecture fails here, by name
     return policy, payload
+
+
+def restore_bc(
+    state: Mapping[str, Any],
+    directory: pathlib.Path,
+    observation_space: gym.Space,
+    action_space: gym.Space,
+    device: th.device,
+    rng: np.random.Generator,
+    custom_logger: imit_logger.HierarchicalLogger | None = None,
+    bc_trainer: bc.BC | None = None,
+    policy_factory: PolicyFactory | None = None,
+) -> bc.BC:
+    """The checkpoint's BC learner: weights and optimizer state loaded into ``bc_trainer`` when the caller gives
+    one, else into a ``bc.BC`` rebuilt from the stored settings (policy from ``policy_factory`` or the allow-list)."""
+    if bc_trainer is not None:
+        if not isinstance(bc_trainer, bc.BC):
+            raise ValueError(f"bc_trainer must be an imitation.algorithms.bc.BC; got {type(bc_trainer).__name__}")
+        _, extra = load_policy(state["policy"], directory, observation_space, action_space, device, bc_trainer.policy)
+    else:
+        policy, extra = load_policy(state["policy"], directory, observation_space, action_space, device,
+                                    policy_factory)
+        settings = state["bc"]
+        if settings["optimizer_class"] is None:
+            raise ValueError("the checkpoint's BC optimizer class is not on ALLOWED_CLASSES; pass bc_trainer=")
+        bc_trainer = bc.BC(
+            observation_space=observation_space,
+            action_space=action_space,
+            rng=rng,
+            policy=policy,  # type: ignore[arg-type]
+            batch_size=settings["batch_size"],
+            minibatch_size=settings["minibatch_size"],
+            optimizer_cls=lookup_class(settings["optimizer_class"], "optimizer class"),
+            ent_weight=settings["ent_weight"],
+            l2_weight=settings["l2_weight"],
+            device=device,
+            custom_logger=custom_logger,
+        )
+    if "optimizer" in extra:
+        bc_trainer.optimizer.load_state_dict(extra["optimizer"])
+    return bc_trainer
 
 
 def save_imitation_policy(policy: BasePolicy, path: pathlib.Path) -> pathlib.Path | None:

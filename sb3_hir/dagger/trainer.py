@@ -385,35 +385,10 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
                     f"venv.{attr} {getattr(venv, attr)} differs from the checkpoint's {state[attr]}; pass the "
                     "environment the trainer was created with"
                 )
-        bc_trainer = overrides.pop("bc_trainer", None)
-        policy_factory = overrides.pop("policy_factory", None)
         rng = ckpt.rng_from_state(state["rng_state"])
-        if bc_trainer is not None:
-            if not isinstance(bc_trainer, bc.BC):
-                raise ValueError(f"bc_trainer must be an imitation.algorithms.bc.BC; got {type(bc_trainer).__name__}")
-            _, extra = ckpt.load_policy(state["policy"], scratch_dir, venv.observation_space, venv.action_space,
-                                        device, bc_trainer.policy)
-        else:
-            policy, extra = ckpt.load_policy(state["policy"], scratch_dir, venv.observation_space, venv.action_space,
-                                             device, policy_factory)
-            bc_state = state["bc"]
-            if bc_state["optimizer_class"] is None:
-                raise ValueError("the checkpoint's BC optimizer class is not on ALLOWED_CLASSES; pass bc_trainer=")
-            bc_trainer = bc.BC(
-                observation_space=venv.observation_space,
-                action_space=venv.action_space,
-                rng=rng,
-                policy=policy,  # type: ignore[arg-type]
-                batch_size=bc_state["batch_size"],
-                minibatch_size=bc_state["minibatch_size"],
-                optimizer_cls=ckpt.lookup_class(bc_state["optimizer_class"], "optimizer class"),
-                ent_weight=bc_state["ent_weight"],
-                l2_weight=bc_state["l2_weight"],
-                device=device,
-                custom_logger=custom_logger,
-            )
-        if "optimizer" in extra:
-            bc_trainer.optimizer.load_state_dict(extra["optimizer"])
+        bc_trainer = ckpt.restore_bc(state, scratch_dir, venv.observation_space, venv.action_space, device, rng,
+                                     custom_logger, overrides.pop("bc_trainer", None),
+                                     overrides.pop("policy_factory", None))
         beta_schedule = overrides.pop("beta_schedule", None)
         beta_kwargs = overrides.pop("beta_schedule_kwargs", None)
         if beta_schedule is None:
