@@ -10,8 +10,11 @@ from __future__ import annotations
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -148,21 +151,15 @@ TINY_DAGGER = ["--steps-per-round", "120", "--n-envs", "2", "--eval-episodes", "
                "--bc-epochs", "1", "--no-progress", *TINY_ENV]
 
 
-@pytest.mark.dagger
-def test_dagger_refuses_a_non_empty_out_in_one_line_and_resume_continues_a_killed_run(tmp_path):
-    import signal
-    import time
-
-    from sb3_hir.dagger import round_files
-
-    out = tmp_path / "dagger"
-    proc = subprocess.Popen([sys.executable, "-m", "sb3_hir.cli", "dagger", "--rounds", "3", *TINY_DAGGER,
-                             "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+def kill_cli_when(ready: Callable[[], bool], *args: str) -> None:
+    """Run ``sb3-hir *args`` and SIGKILL it as soon as ``ready()``."""
+    proc = subprocess.Popen([sys.executable, "-m", "sb3_hir.cli", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=ENV)
     try:
         deadline = time.monotonic() + 240
-        while not (out / "checkpoint-002.json").exists():  # two rounds done (named by the next round)
+        while not ready():
             assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
-            assert time.monotonic() < deadline, "the run never finished its second round"
+            assert time.monotonic() < deadline, "the run never got there"
             time.sleep(0.05)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
@@ -170,6 +167,17 @@ def test_dagger_refuses_a_non_empty_out_in_one_line_and_resume_continues_a_kille
         if proc.poll() is None:
             proc.kill()
         proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+
+
+@pytest.mark.dagger
+def test_dagger_refuses_a_non_empty_out_in_one_line_and_resume_continues_a_killed_run(tmp_path):
+    from sb3_hir.dagger import round_files
+
+    out = tmp_path / "dagger"
+    # killed once two rounds are done (checkpoints are named by the next round)
+    kill_cli_when(lambda: (out / "checkpoint-002.json").exists(), "dagger", "--rounds", "3", *TINY_DAGGER,
+                  "--out", str(out))
     with open(out / "rounds.csv", newline="") as f:
         before = list(csv.DictReader(f))
     assert [r["round"] for r in before] == ["0", "1"]
@@ -196,6 +204,28 @@ def test_dagger_refuses_a_non_empty_out_in_one_line_and_resume_continues_a_kille
     table_rows = [line for line in resumed.stdout.splitlines() if line.startswith("| ")]
     assert [row.split("|")[1].strip() for row in table_rows] == ["round", "0", "1", "2"]
     assert int(after[2]["timesteps"]) >= 120
+
+
+@pytest.mark.dagger
+def test_dagger_resume_of_a_run_killed_in_round_0_keeps_its_episodes_once(tmp_path):
+    from sb3_hir.dagger import load_round_dir, load_trajectories, round_files, trajectory_fingerprint
+
+    out = tmp_path / "dagger"
+    round0 = out / "demos" / "round-000"
+    kill_cli_when(lambda: len(round_files(round0)) >= 5, "dagger", "--rounds", "1", *TINY_DAGGER,
+                  "--steps-per-round", "2000", "--out", str(out))
+    assert not (out / "checkpoint-latest.json").exists()  # killed before its first checkpoint
+    killed = set(round_files(round0))
+    killed_episodes = {trajectory_fingerprint(t) for path in killed for t in load_trajectories(path)}
+    resumed = run_cli("dagger", "--resume", str(out))
+    assert resumed.returncode == 0, resumed.stderr
+    assert "at round 0" in resumed.stdout
+    assert killed <= set(round_files(round0))  # the killed run's episodes are kept
+    new = [trajectory_fingerprint(t) for path in set(round_files(round0)) - killed for t in load_trajectories(path)]
+    assert new and not killed_episodes & set(new)  # and none of them is stored again
+    with open(out / "rounds.csv", newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert int(row["timesteps"]) == sum(len(t) for t in load_round_dir(round0)) >= 2000
 
 
 @pytest.mark.parametrize(

@@ -182,6 +182,21 @@ def test_reconstruct_trainer_rebuilds_feed_forward32_policy_also_inside_an_excep
         assert th.equal(a, b)
 
 
+def test_a_kill_between_the_numbered_and_the_latest_checkpoint_resumes_from_the_newer_one(tmp_path):
+    venv = cartpole()
+    trainer = SimpleDAggerTrainer(venv=venv, scratch_dir=tmp_path, expert_policy=BalancePolicy(
+        venv.observation_space, venv.action_space), rng=np.random.default_rng(0), bc_trainer=small_bc(venv))
+    for _ in range(2):  # one round per call
+        trainer.train(1, rollout_round_min_timesteps=40, bc_train_kwargs=QUIET_BC)
+    assert trainer.round_num == 2
+    # as if killed after checkpoint-002.json was in place but before checkpoint-latest.json was replaced
+    (tmp_path / "checkpoint-latest.json").write_text((tmp_path / "checkpoint-001.json").read_text())
+    resumed = reconstruct_trainer(tmp_path, venv, expert_policy=trainer.expert_policy)
+    assert resumed.round_num == 2
+    for a, b in zip(resumed.policy.parameters(), trainer.policy.parameters(), strict=True):
+        assert th.equal(a, b)
+
+
 # ----------------------------------------------------------------------------------------------- imitation
 def test_every_public_name_of_imitations_dagger_module_is_importable_from_ours():
     """Bug: LinearBetaSchedule, ExponentialBetaSchedule, BetaSchedule, InteractiveTrajectoryCollector and

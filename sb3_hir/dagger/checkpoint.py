@@ -288,13 +288,7 @@ def save_imitation_policy(policy: BasePolicy, path: pathlib.Path) -> pathlib.Pat
     return path
 
 
-def read_checkpoint(scratch_dir: pathlib.Path) -> dict[str, Any]:
-    path = scratch_dir / "checkpoint-latest.json"
-    if not path.exists():
-        raise FileNotFoundError(
-            f"no DAgger checkpoint at {str(path)!r}; call save_trainer() in the first process (SimpleDAggerTrainer"
-            ".train saves after every round) before reconstruct_trainer"
-        )
+def _read_json_checkpoint(path: pathlib.Path) -> dict[str, Any]:
     try:
         state = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
@@ -302,6 +296,22 @@ def read_checkpoint(scratch_dir: pathlib.Path) -> dict[str, Any]:
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         found = state.get("format") if isinstance(state, dict) else None
         raise ValueError(f"checkpoint {str(path)!r} has format {found!r}, expected {CHECKPOINT_FORMAT!r}")
+    return state
+
+
+def read_checkpoint(scratch_dir: pathlib.Path) -> dict[str, Any]:
+    """The newest checkpoint of ``scratch_dir``: ``checkpoint-latest.json``, or a numbered one of a later round
+    (a process killed between writing ``checkpoint-NNN.json`` and ``checkpoint-latest.json`` left that one)."""
+    latest = scratch_dir / "checkpoint-latest.json"
+    if not latest.exists():
+        raise FileNotFoundError(
+            f"no DAgger checkpoint at {str(latest)!r}; call save_trainer() in the first process (SimpleDAggerTrainer"
+            ".train saves after every round) before reconstruct_trainer"
+        )
+    state = _read_json_checkpoint(latest)
+    rounds = [int(p.stem[11:]) for p in scratch_dir.glob("checkpoint-*.json") if p.stem[11:].isdigit()]
+    if rounds and max(rounds) > int(state["round_num"]):
+        state = _read_json_checkpoint(scratch_dir / f"checkpoint-{max(rounds):03d}.json")
     return state
 
 
