@@ -204,6 +204,8 @@ def test_dagger_refuses_a_non_empty_out_in_one_line_and_resume_continues_a_kille
     table_rows = [line for line in resumed.stdout.splitlines() if line.startswith("| ")]
     assert [row.split("|")[1].strip() for row in table_rows] == ["round", "0", "1", "2"]
     assert int(after[2]["timesteps"]) >= 120
+    assert (out / "logs" / "progress.csv").is_file()  # the killed run's logs are kept
+    assert len(list((out / "logs").glob("resumed-*/progress.csv"))) == 1
 
 
 @pytest.mark.dagger

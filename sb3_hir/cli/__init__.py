@@ -731,7 +731,9 @@ def _dagger(args: argparse.Namespace) -> int:
                          features_extractor_kwargs=dict(keys=["obs", "goals"], encoder=args.history_encoder))
     policy = ActorCriticPolicy(venv.observation_space, venv.action_space, lr_schedule=lambda _: 0.0,
                                net_arch=[256, 256], **extractor)
-    log = imit_logger.configure(out / "logs", _log_formats())
+    # a resumed run logs beside the killed one's logs (SB3's CSV writer would truncate them)
+    log_dir = out / "logs" if resume_dir is None else out / "logs" / f"resumed-{datetime.now():%Y%m%d-%H%M%S}"
+    log = imit_logger.configure(log_dir, _log_formats())
     bc_trainer = bc.BC(observation_space=venv.observation_space, action_space=venv.action_space, rng=rng,
                        policy=policy, batch_size=args.batch_size, device="cpu", custom_logger=log)
     relabel_kwargs: dict[str, Any] = {}
