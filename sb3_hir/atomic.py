@@ -46,11 +46,15 @@ def _umask() -> int:
 
 
 @contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike[str], *, fsync: bool = True) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; it replaces ``path`` only when the block finishes.
 
     The temporary name keeps ``path``'s suffix, because some writers (SB3's ``save``) add a suffix otherwise.
     It starts with a dot, so directory listings that skip hidden files never pick it up.
+
+    :param fsync: also flush the file and its directory to the disk, so the file survives a power loss; without
+        it the rename is still atomic and the file survives a crash of the process (``kill -9``), at a tenth of
+        the cost (0.6 ms instead of 6 ms for a small file on the development machine).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -62,15 +66,17 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
-        _fsync(tmp, os.O_RDONLY)
+        if fsync:
+            _fsync(tmp, os.O_RDONLY)
         os.replace(tmp, target)
-        _fsync(target.parent, os.O_RDONLY)
+        if fsync:
+            _fsync(target.parent, os.O_RDONLY)
     finally:
         tmp.unlink(missing_ok=True)
 
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> Path:
-    """Call ``write`` on a binary file object whose content replaces ``path`` atomically."""
-    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object], *, fsync: bool = True) -> Path:
+    """Call ``write`` on a binary file object whose content replaces ``path`` atomically (see :func:`atomic_path`)."""
+    with atomic_path(path, fsync=fsync) as tmp, open(tmp, "wb") as f:
         write(f)
     return Path(path)

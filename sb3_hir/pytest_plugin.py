@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 
 from sb3_hir import plugins
+from sb3_hir.testing import _allow_lists, component_names, current_allow_list
+
+__all__ = ["OPTION", "current_allow_list"]
 
 OPTION = "--sb3-hir-plugins"
-
-#: ``--sb3-hir-plugins`` of the pytest runs in progress (innermost last; pytester nests runs in one process).
-_allow_lists: list[str | None] = []
 
 _NAMES_KEY = pytest.StashKey[dict[str, list[str]]]()
 
@@ -68,11 +68,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         _allow_lists.pop()
 
 
-def current_allow_list() -> str | None:
-    """``--sb3-hir-plugins`` of the running pytest (None when unset or outside pytest)."""
-    return _allow_lists[-1] if _allow_lists else None
-
-
 def _argname(kind: str) -> str:
     return f"sb3_hir_{kind}_name"
 
@@ -86,8 +81,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             continue
         cache = metafunc.config.stash[_NAMES_KEY]
         if kind not in cache:
-            from sb3_hir.testing import component_names
-
             cache[kind] = component_names(kind, metafunc.config.getoption("sb3_hir_plugins"))
         names = cache[kind]
         metafunc.parametrize(argname, names, ids=names)

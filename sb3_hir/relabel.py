@@ -12,14 +12,21 @@ Everything is vectorised over time: the ``(T, k)`` matrix "observation t reaches
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import GoalSpec
 
-__all__ = ["HindsightInstructionRelabeler", "InstructionRelabeler"]
+if TYPE_CHECKING:
+    import gymnasium as gym
+    from imitation.data.types import TrajectoryWithRew
+
+__all__ = ["HindsightInstructionRelabeler", "InstructionRelabeler", "relabel_trajectory", "resolve_relabeler"]
 
 STRATEGIES = ("some", "all", "none")
 #: Where per-sample hindsight goals come from (see :meth:`HindsightInstructionRelabeler.draw_goal_steps`).
@@ -306,3 +313,58 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
 
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + f", strategy={self.strategy!r})"
+
+
+# ----------------------------------------------------------------------------------------------- trajectories
+#: Which actions label a relabeled trajectory (see :func:`relabel_trajectory`).
+RelabelLabels = Literal["auto", "expert", "executed"]
+
+
+def resolve_relabeler(relabeler: Any, observation_space: gym.Space, kwargs: Mapping[str, Any] | None = None) -> Any:
+    """A relabeler from a plugin name (``num_goals`` defaults to the ``goals`` shape) or an object; None stays None."""
+    if relabeler is None:
+        return None
+    kwargs = dict(kwargs or {})
+    if isinstance(relabeler, str):
+        goals_space = getattr(observation_space, "spaces", {}).get("goals")
+        if goals_space is None:
+            raise ValueError("relabeler needs a Dict observation space with the instruction under 'goals'")
+        if "num_goals" not in kwargs and goals_space.shape:
+            kwargs["num_goals"] = goals_space.shape[0]
+        from sb3_hir import plugins  # lazily, as in _resolve_goal_spec
+
+        return plugins.resolve("relabeler", relabeler, **kwargs)
+    if not callable(getattr(relabeler, "relabel_goals", None)) or not callable(getattr(relabeler, "replay", None)):
+        raise ValueError(
+            "relabeler must be a relabeler plugin name or an object with relabel_goals(episode, rng) and "
+            f"replay(episode, goals) (e.g. sb3_hir.relabel.HindsightInstructionRelabeler); got {relabeler!r}"
+        )
+    return relabeler
+
+
+def relabel_trajectory(
+    traj: TrajectoryWithRew,
+    relabeler: InstructionRelabeler,
+    rng: np.random.Generator,
+    labels: RelabelLabels = "auto",
+) -> TrajectoryWithRew:
+    """Relabel one Dict-observation trajectory's instruction for goal-conditioned BC (DAgger's demos).
+
+    The expert's labels point at the *original* instruction, so once the instruction changes they no longer
+    fit the observations. ``labels="auto"`` therefore keeps expert labels for episodes whose instruction is
+    unchanged and uses the executed actions (``traj.executed_acts``, which did reach the new goals, as in GCSL)
+    for relabeled ones; ``"expert"`` / ``"executed"`` force one source.
+    """
+    if labels not in ("auto", "expert", "executed"):
+        raise ValueError(f"labels must be 'auto', 'expert' or 'executed'; got {labels!r}")
+    episode = Episode.from_trajectory(traj)
+    goals_key = getattr(getattr(relabeler, "goal_spec", None), "goals_key", "goals")
+    goals = relabeler.relabel_goals(episode, rng)
+    executed = getattr(traj, "executed_acts", None)
+    if goals is None or (labels == "auto" and np.array_equal(goals, episode.observations[goals_key][0])):
+        if labels != "executed" or executed is None:
+            return traj
+        return dataclasses.replace(traj, acts=executed)
+    if labels != "expert" and executed is not None:
+        episode = dataclasses.replace(episode, actions=executed)
+    return relabeler.replay(episode, goals).to_trajectory()

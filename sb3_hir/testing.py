@@ -1000,6 +1000,16 @@ def _check_component(kind: str, factory: Callable[..., Any], env: Any, n_episode
 
 
 # ---------------------------------------------------------------------------------------------- pytest helpers
+#: ``--sb3-hir-plugins`` of the pytest runs in progress (innermost last; pytester nests runs in one process).
+#: The pytest plugin pushes and pops it; it lives here so that this module never imports the plugin.
+_allow_lists: list[str | None] = []
+
+
+def current_allow_list() -> str | None:
+    """``--sb3-hir-plugins`` of the running pytest (None when unset or outside pytest)."""
+    return _allow_lists[-1] if _allow_lists else None
+
+
 def _allow_list(allowed: str | Iterable[str] | None) -> set[str] | None:
     if allowed is None:
         return None
@@ -1042,8 +1052,6 @@ def parametrize_components(kind: str, argname: str | None = None,
     import pytest
 
     if allowed is None:
-        from sb3_hir.pytest_plugin import current_allow_list
-
         allowed = current_allow_list()
     names = component_names(kind, allowed)
     return pytest.mark.parametrize(argname or f"{kind}_name", names, ids=names)

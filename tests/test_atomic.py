@@ -18,6 +18,15 @@ def test_atomic_write_replaces_the_target(tmp_path):
     assert [p.name for p in target.parent.iterdir()] == ["round-000.npz"]
 
 
+@pytest.mark.parametrize("fsync", [True, False])
+def test_atomic_write_with_and_without_fsync_replaces_the_target(tmp_path, fsync):
+    target = tmp_path / "round-000.npz"
+    atomic_write(target, lambda f: f.write(b"first"), fsync=fsync)
+    atomic_write(target, lambda f: f.write(b"second"), fsync=fsync)
+    assert target.read_bytes() == b"second"
+    assert [p.name for p in tmp_path.iterdir()] == ["round-000.npz"]
+
+
 def test_failed_write_keeps_the_old_file_and_cleans_up(tmp_path):
     target = tmp_path / "model.zip"
     target.write_bytes(b"old")

@@ -10,8 +10,11 @@ from __future__ import annotations
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +149,93 @@ def test_dagger_writes_rounds_demos_and_table(tmp_path):
     assert_png(out / "episode.png")
     assert "expert (shortest-path): success rate 1.00" in (out / "rounds.md").read_text()
     assert sum(line.startswith("| ") for line in proc.stdout.splitlines()) == 3  # header + 2 rounds
+
+
+TINY_DAGGER = ["--steps-per-round", "120", "--n-envs", "2", "--eval-episodes", "2", "--batch-size", "32",
+               "--bc-epochs", "1", "--no-progress", *TINY_ENV]
+
+
+def kill_cli_when(ready: Callable[[], bool], *args: str) -> None:
+    """Run ``sb3-hir *args`` and SIGKILL it as soon as ``ready()``."""
+    proc = subprocess.Popen([sys.executable, "-m", "sb3_hir.cli", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=ENV)
+    try:
+        deadline = time.monotonic() + 240
+        while not ready():
+            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
+            assert time.monotonic() < deadline, "the run never got there"
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+
+
+@pytest.mark.dagger
+def test_dagger_refuses_a_non_empty_out_in_one_line_and_resume_continues_a_killed_run(tmp_path, capsys):
+    from sb3_hir.dagger import round_files
+
+    out = tmp_path / "dagger"
+    # killed once two rounds are done (checkpoints are named by the next round)
+    kill_cli_when(lambda: (out / "checkpoint-002.json").exists(), "dagger", "--rounds", "3", *TINY_DAGGER,
+                  "--out", str(out))
+    with open(out / "rounds.csv", newline="") as f:
+        before = list(csv.DictReader(f))
+    assert [r["round"] for r in before] == ["0", "1"]
+    kept = {r: set(round_files(out / "demos" / f"round-{r:03d}")) for r in (0, 1)}
+
+    # the same --out again is not a resume: refused in one line, exit code 2, nothing touched
+    again = run_cli("dagger", "--rounds", "3", *TINY_DAGGER, "--out", str(out))
+    assert again.returncode == 2
+    assert again.stderr.strip().splitlines() == [
+        f"sb3-hir dagger: error: --out {str(out)!r} is not empty; continue the run in it with --resume {out}, "
+        "replace it with --overwrite, or choose another directory"]
+    assert {r: set(round_files(out / "demos" / f"round-{r:03d}")) for r in (0, 1)} == kept
+    # a resume continues with the run's options: one given that differs is refused, not silently ignored
+    assert cli.main(["dagger", "--resume", str(out), "--seed", "7"]) == 2
+    assert "drop --seed (the run has 0)" in capsys.readouterr().err
+    assert {r: set(round_files(out / "demos" / f"round-{r:03d}")) for r in (0, 1)} == kept
+
+    resumed = run_cli("dagger", "--resume", str(out))
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming" in resumed.stdout and "at round 2" in resumed.stdout
+    with open(out / "rounds.csv", newline="") as f:
+        after = list(csv.DictReader(f))
+    assert [r["round"] for r in after] == ["0", "1", "2"]  # the stored --rounds 3; the table covers every round
+    assert after[:2] == before[:2]  # rounds done before the kill are kept as they were
+    for r in (0, 1):
+        assert set(round_files(out / "demos" / f"round-{r:03d}")) == kept[r]
+    assert round_files(out / "demos" / "round-002")
+    table_rows = [line for line in resumed.stdout.splitlines() if line.startswith("| ")]
+    assert [row.split("|")[1].strip() for row in table_rows] == ["round", "0", "1", "2"]
+    assert int(after[2]["timesteps"]) >= 120
+    assert (out / "logs" / "progress.csv").is_file()  # the killed run's logs are kept
+    assert len(list((out / "logs").glob("resumed-*/progress.csv"))) == 1
+
+
+@pytest.mark.dagger
+def test_dagger_resume_of_a_run_killed_in_round_0_keeps_its_episodes_once(tmp_path):
+    from sb3_hir.dagger import load_round_dir, load_trajectories, round_files, trajectory_fingerprint
+
+    out = tmp_path / "dagger"
+    round0 = out / "demos" / "round-000"
+    kill_cli_when(lambda: len(round_files(round0)) >= 5, "dagger", "--rounds", "1", *TINY_DAGGER,
+                  "--steps-per-round", "2000", "--out", str(out))
+    assert not (out / "checkpoint-latest.json").exists()  # killed before its first checkpoint
+    killed = set(round_files(round0))
+    killed_episodes = {trajectory_fingerprint(t) for path in killed for t in load_trajectories(path)}
+    resumed = run_cli("dagger", "--resume", str(out))
+    assert resumed.returncode == 0, resumed.stderr
+    assert "at round 0" in resumed.stdout
+    assert killed <= set(round_files(round0))  # the killed run's episodes are kept
+    new = [trajectory_fingerprint(t) for path in set(round_files(round0)) - killed for t in load_trajectories(path)]
+    assert new and not killed_episodes & set(new)  # and none of them is stored again
+    with open(out / "rounds.csv", newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert int(row["timesteps"]) == sum(len(t) for t in load_round_dir(round0)) >= 2000
 
 
 @pytest.mark.parametrize(

@@ -122,10 +122,29 @@ def feed_forward(venv: VecEnv, seed: int = 0) -> FeedForward32Policy:
     return FeedForward32Policy(venv.observation_space, venv.action_space, lr_schedule=lambda _: 1e-3)
 
 
-def make_bc(venv: VecEnv, seed: int = 0, batch_size: int = 32) -> bc.BC:
+def make_bc(venv: VecEnv, seed: int = 0, batch_size: int = 32, **kwargs) -> bc.BC:
     th.manual_seed(seed)
     return bc.BC(observation_space=venv.observation_space, action_space=venv.action_space,
-                 rng=np.random.default_rng(seed), batch_size=batch_size)
+                 rng=np.random.default_rng(seed), batch_size=batch_size, **kwargs)
+
+
+def kill_at_marker(script: pathlib.Path, workdir: pathlib.Path, what: str, linger: float = 0.2) -> None:
+    """Run ``script workdir``, SIGKILL it ``linger`` s after it touches ``workdir/marker``."""
+    proc = subprocess.Popen([sys.executable, str(script), str(workdir)], stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240
+        while not (workdir / "marker").exists():
+            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
+            assert time.monotonic() < deadline, f"the subprocess never {what}"
+            time.sleep(0.02)
+        time.sleep(linger)  # let it get further
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
 
 
 def drive(collector: DAggerCollector, expert, steps: int):
@@ -151,11 +170,11 @@ def mean_neglogp(policy, trajs) -> float:
 
 
 # ----------------------------------------------------------------------------------------------- Box path
-def test_box_path_labels_every_step_with_the_expert_and_writes_one_file(tmp_path):
+def test_box_path_labels_every_step_with_the_expert_and_writes_each_episode(tmp_path):
     log = StepLog(cartpole(n_envs=4, max_steps=30))
     expert = BalancePolicy(log.observation_space, log.action_space)
     learner = feed_forward(log)
-    collector = DAggerCollector(log, learner, 0.5, tmp_path, np.random.default_rng(0))
+    collector = DAggerCollector(log, learner, 0.5, tmp_path, np.random.default_rng(0), deterministic_learner=True)
     drive(collector, expert, 70)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # completing never reports partial episodes
@@ -173,9 +192,10 @@ def test_box_path_labels_every_step_with_the_expert_and_writes_one_file(tmp_path
         if mask.any():
             learner_acts, _ = learner.predict(t.obs[:-1][mask], deterministic=True)
             np.testing.assert_array_equal(t.executed_acts[mask], learner_acts)
-    # one file for the round, no temporary file left, and it holds exactly the round's episodes
-    assert files_in(tmp_path) == [collector.saved_files[0].name]
-    loaded = load_trajectories(collector.saved_files[0])
+    # one file per episode by default, no temporary file left, and they hold exactly the round's episodes
+    assert files_in(tmp_path) == sorted(p.name for p in collector.saved_files)
+    assert [len(load_trajectories(p)) for p in collector.saved_files] == [1] * len(trajs)
+    loaded = load_round_dir(tmp_path)
     assert [trajectory_fingerprint(t) for t in loaded] == [trajectory_fingerprint(t) for t in trajs]
     for a, b in zip(loaded, trajs, strict=True):
         assert (a.terminal, a.truncated, a.complete) == (b.terminal, b.truncated, b.complete)
@@ -247,7 +267,7 @@ def test_recurrent_learner_state_is_carried_per_sub_env_and_reset_at_episode_sta
                          policy_kwargs=dict(lstm_hidden_size=8, net_arch=[8]), seed=0, device="cpu")
     policy = model.policy
     expert = ShortestPathExpert(log)
-    collector = DAggerCollector(log, policy, 0.0, None, np.random.default_rng(0))
+    collector = DAggerCollector(log, policy, 0.0, None, np.random.default_rng(0), deterministic_learner=True)
     obs = collector.reset()
     # replay by hand: one state per sub-env, reset where an episode starts; and a control that never resets
     state, never_reset = None, None
@@ -362,8 +382,9 @@ def test_trainer_rounds_checkpoint_reload_with_weights_only_and_resume(tmp_path)
     trainer.train(150, rollout_round_min_timesteps=60, bc_train_kwargs=QUIET_BC)
     rounds = trainer.round_num
     assert rounds >= 2
-    for r in range(rounds):  # one file per round, no temporary file anywhere
-        assert len(round_files(tmp_path / "demos" / f"round-{r:03d}")) == 1
+    for r in range(rounds):  # one file per episode, no temporary file anywhere
+        round_dir = tmp_path / "demos" / f"round-{r:03d}"
+        assert len(round_files(round_dir)) == len(load_round_dir(round_dir)) > 0
     assert not [name for name in files_in(tmp_path) if name.startswith(".") or ".tmp" in name]
     # checkpoints hold tensors only: torch's default weights_only loader reads them
     state = json.loads((tmp_path / "checkpoint-latest.json").read_text())
@@ -476,21 +497,7 @@ def test_sigkill_mid_round_then_reconstruct_keeps_every_saved_episode_exactly_on
     script.write_text(KILL_SCRIPT)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    proc = subprocess.Popen([sys.executable, str(script), str(scratch)], stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 240
-        while not (scratch / "marker").exists():
-            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
-            assert time.monotonic() < deadline, "the subprocess never reached round 1"
-            time.sleep(0.05)
-        time.sleep(0.2)  # let it get further into the round
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL
+    kill_at_marker(script, scratch, "reached round 1")
     logged = Counter(line.split()[1] for line in (scratch / "flushed.log").read_text().splitlines())
     assert all(count == 1 for count in logged.values())
     # a new seed: with the killed run's seed, the deterministic expert and learner would replay its episodes
@@ -539,7 +546,7 @@ def test_corrupt_round_file_names_the_file_and_can_be_skipped(tmp_path):
     assert [trajectory_fingerprint(t) for t in kept] == [trajectory_fingerprint(t) for t in expected]
     # the trainer takes the same option
     trainer = DAggerTrainer(venv=venv, scratch_dir=tmp_path, rng=np.random.default_rng(0),
-                            bc_trainer=make_bc(venv, batch_size=4), skip_corrupt=True)
+                            bc_trainer=make_bc(venv, batch_size=4), skip_corrupt=True, resume=True)
     with pytest.warns(RuntimeWarning, match="skipping"):
         trainer.extend_and_update(QUIET_BC)
     assert len(trainer._all_demos) == len(kept)

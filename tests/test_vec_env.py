@@ -144,7 +144,7 @@ def test_recurrent_ppo_learns_on_mazerunner_through_the_wrappers():
 def test_dagger_round_with_a_recurrent_ppo_learner_carries_its_state_per_sub_env(tmp_path):
     venv = VecHideKeys(maze_venv(n_envs=2, time_limit=9, num_goals=2, seed=3))
     learner = tiny_recurrent_ppo(venv, seed=1, memory_gain=20.0)
-    collector = DAggerCollector(venv, learner, beta=0.5, save_dir=tmp_path, rng=0)
+    collector = DAggerCollector(venv, learner, beta=0.5, save_dir=tmp_path, rng=0, deterministic_learner=True)
     expert = ShortestPathExpert(collector)
     obs = collector.reset()
     for _ in range(25):

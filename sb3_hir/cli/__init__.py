@@ -631,11 +631,57 @@ def _train(args: argparse.Namespace, report: Any = None) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------- dagger
+#: The options of a ``sb3-hir dagger`` run, stored in its directory so that ``--resume`` continues it unchanged.
+DAGGER_OPTIONS_FILE = "dagger-options.json"
+#: Options that ``--resume`` takes from the command line instead of the stored run.
+_DAGGER_RESUME_OWN = ("rounds", "no_progress", "resume", "out", "overwrite", "func", "command")
+
+
+def _dagger_resume_options(args: argparse.Namespace) -> Path:
+    """``--resume DIR``: the run's stored options replace the command line's (``--rounds`` may extend it)."""
+    if args.out is not None or args.overwrite:
+        raise UsageError("--resume DIR is the run directory; drop --out / --overwrite")
+    out = Path(args.resume)
+    stored_path = out / DAGGER_OPTIONS_FILE
+    try:
+        stored = json.loads(stored_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--resume {str(out)!r} holds no sb3-hir dagger run ({stored_path.name} unreadable: "
+                         f"{exc.strerror if isinstance(exc, OSError) else exc})") from exc
+    defaults = vars(build_parser().parse_args(["dagger"]))
+    given = [key for key, value in vars(args).items() if key not in _DAGGER_RESUME_OWN and key in stored
+             and value != defaults.get(key) and value != stored[key]]
+    if given:
+        flags = ", ".join(f"--{key.replace('_', '-')} (the run has {stored[key]!r})" for key in given)
+        raise UsageError(f"--resume continues {str(out)!r} with its stored options; drop {flags}, or start a new run "
+                         "with --out")
+    for key, value in stored.items():
+        if key not in _DAGGER_RESUME_OWN:
+            setattr(args, key, value)
+    if args.rounds is None:
+        args.rounds = stored.get("rounds", 6)
+    return out
+
+
+def _parse_round_record(row: dict[str, str]) -> dict[str, Any]:
+    """A row of ``rounds.csv`` with its numbers back."""
+    ints = ("round", "episodes", "timesteps", "demo_timesteps")
+    return {k: int(v) if k in ints else float(v) for k, v in row.items()}
+
+
 def _dagger(args: argparse.Namespace) -> int:
     try:
         require("imitation", "sb3-hir dagger")
     except MissingExtraError as exc:
         raise UsageError(str(exc)) from None
+    resume_dir = _dagger_resume_options(args) if args.resume is not None else None
+    if args.rounds is None:
+        args.rounds = 6
+    if resume_dir is None and args.out is not None and not args.overwrite and Path(args.out).is_dir() and any(
+        path.name != LOCK_FILE for path in Path(args.out).iterdir()
+    ):
+        raise UsageError(f"--out {args.out!r} is not empty; continue the run in it with --resume {args.out}, "
+                         "replace it with --overwrite, or choose another directory")
     for option in ("rounds", "steps_per_round", "n_envs", "eval_episodes", "bc_epochs", "batch_size"):
         _check_positive("--" + option.replace("_", "-"), getattr(args, option))
     _check_history(args)
@@ -670,13 +716,18 @@ def _dagger(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from sb3_hir.callbacks import EvalHistory, evaluate_instruction_policy
-    from sb3_hir.dagger import PolicyRunner, SimpleDAggerTrainer
+    from sb3_hir.dagger import PolicyRunner, SimpleDAggerTrainer, reconstruct_trainer
     from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
     from sb3_hir.plots import plot_learning_curves
 
     _set_threads()
     torch.manual_seed(args.seed)
-    out, _lock_handle = _prepare_out("dagger", args.out, args.overwrite)
+    if resume_dir is None:
+        out, _lock_handle = _prepare_out("dagger", args.out, args.overwrite)
+        options = {k: v for k, v in vars(args).items() if k not in ("func", "resume", "out", "overwrite")}
+        _write_text(out / DAGGER_OPTIONS_FILE, json.dumps(options, indent=1) + "\n")
+    else:
+        out, _lock_handle = resume_dir, _lock(resume_dir)
     eval_seed = args.seed + 10_000
     env_fn = _env_factory(args.env, env_kwargs, args.history)
     venv = make_vec_env(env_fn, n_envs=args.n_envs, seed=args.seed)
@@ -689,7 +740,9 @@ def _dagger(args: argparse.Namespace) -> int:
                          features_extractor_kwargs=dict(keys=["obs", "goals"], encoder=args.history_encoder))
     policy = ActorCriticPolicy(venv.observation_space, venv.action_space, lr_schedule=lambda _: 0.0,
                                net_arch=[256, 256], **extractor)
-    log = imit_logger.configure(out / "logs", _log_formats())
+    # a resumed run logs beside the killed one's logs (SB3's CSV writer would truncate them)
+    log_dir = out / "logs" if resume_dir is None else out / "logs" / f"resumed-{datetime.now():%Y%m%d-%H%M%S}"
+    log = imit_logger.configure(log_dir, _log_formats())
     bc_trainer = bc.BC(observation_space=venv.observation_space, action_space=venv.action_space, rng=rng,
                        policy=policy, batch_size=args.batch_size, device="cpu", custom_logger=log)
     relabel_kwargs: dict[str, Any] = {}
@@ -699,19 +752,35 @@ def _dagger(args: argparse.Namespace) -> int:
             strategy_kwargs["goal_spec"] = spec
         relabel_kwargs = dict(relabeler="hindsight-instruction" if relabel in STRATEGIES else relabel,
                               relabeler_kwargs=strategy_kwargs if relabel in STRATEGIES else None)
-    trainer = SimpleDAggerTrainer(venv=venv, scratch_dir=out, expert_policy=args.expert, rng=rng,
-                                  beta_schedule=args.beta_schedule, beta_schedule_kwargs=beta_kwargs or None,
-                                  bc_trainer=bc_trainer, custom_logger=log, **relabel_kwargs)
+    components = dict(expert_policy=args.expert, beta_schedule=args.beta_schedule,
+                      beta_schedule_kwargs=beta_kwargs or None, bc_trainer=bc_trainer, **relabel_kwargs)
+    records: list[dict[str, Any]] = []
+    if resume_dir is not None and (out / "checkpoint-latest.json").is_file():
+        # the options rebuild every component, so nothing but data is read from the run directory
+        trainer = reconstruct_trainer(out, venv, custom_logger=log, **components)
+    else:  # a fresh run, or one killed before its first checkpoint: its round files are kept
+        trainer = SimpleDAggerTrainer(venv=venv, scratch_dir=out, rng=rng, custom_logger=log,
+                                      resume=resume_dir is not None, **components)
+    if resume_dir is not None:
+        if (out / "rounds.csv").is_file():
+            import csv
+
+            with open(out / "rounds.csv", newline="") as f:
+                records = [_parse_round_record(row) for row in csv.DictReader(f)][: trainer.round_num]
+        venv.seed(args.seed + 1_000 * (trainer.round_num + 1))  # new episodes, not the killed run's again
     expert_score = evaluate_instruction_policy(plugin_registry.create("expert", args.expert, venv=eval_env),
                                                eval_env, args.eval_episodes, seed=eval_seed)
+    if resume_dir is not None:
+        print(f"sb3-hir dagger: resuming {out} at round {trainer.round_num} with its stored options")
     print(f"sb3-hir dagger: {args.rounds} rounds of >= {args.steps_per_round} steps on {args.env} {env_kwargs}, "
           f"beta schedule {args.beta_schedule} {beta_kwargs or ''}, expert {args.expert} (success "
           f"{expert_score.success_rate:.2f}), {_memory_label(args)}, seed {args.seed} -> {out}")
 
     history = EvalHistory()
-    records: list[dict[str, Any]] = []
-    demo_steps = 0
-    for round_num in range(args.rounds):
+    for r in records:
+        history.append(r["round"], r["success_rate"], r["goals_reached"], r.get("mean_reward", 0.0))
+    demo_steps = records[-1]["demo_timesteps"] if records else 0
+    for round_num in range(trainer.round_num, args.rounds):
         beta = trainer.beta_for_round()
         collector = trainer.create_trajectory_collector()
         expert = PolicyRunner(trainer.expert_policy, collector.num_envs, deterministic=True)
@@ -722,22 +791,26 @@ def _dagger(args: argparse.Namespace) -> int:
                 obs, _, dones, _ = collector.step(expert(obs))
                 expert.observe_dones(dones)
                 bar.update(min(collector.num_envs, bar.total - bar.n))
-            trajs = collector.finish_round(policy=trainer.unfinished, expert=expert)
+            collector.finish_round(policy=trainer.unfinished, expert=expert)
+        trajs = trainer.load_demos([round_num])  # the whole round: a resumed one holds the killed run's episodes too
         steps = sum(len(t) for t in trajs)
-        learner_steps = sum(int(np.sum(t.learner_mask)) for t in trajs if getattr(t, "learner_mask", None) is not None)
+        learner_steps = sum(int(np.sum(t.learner_mask)) for t in trajs if t.learner_mask is not None)
         demo_steps += steps
         n_batches = args.bc_epochs * max(1, demo_steps // args.batch_size)
         with tqdm(total=n_batches, desc=f"round {round_num} BC", unit="batch", disable=args.no_progress,
                   leave=False) as bar:
             trainer.extend_and_update(dict(n_epochs=args.bc_epochs, progress_bar=False, log_rollouts_venv=None,
                                            on_batch_end=lambda bar=bar: bar.update(1)))
-        trainer.save_trainer()
         score = evaluate_instruction_policy(trainer.policy, eval_env, args.eval_episodes, seed=eval_seed)
         history.append(round_num, score.success_rate, score.goals_reached, score.mean_reward)
         record = dict(round=round_num, beta=beta, episodes=len(trajs), timesteps=steps,
                       learner_share=learner_steps / max(steps, 1), demo_timesteps=demo_steps,
-                      success_rate=score.success_rate, goals_reached=score.goals_reached)
+                      success_rate=score.success_rate, goals_reached=score.goals_reached,
+                      mean_reward=score.mean_reward)
         records.append(record)
+        # the table first, then the checkpoint: a resume keeps the rows of the rounds its checkpoint has
+        _write_csv(out / "rounds.csv", records)
+        trainer.save_trainer()
         for key, value in record.items():
             log.record(f"dagger/{key}", value)
         log.dump(round_num)
@@ -957,7 +1030,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "learner's otherwise (every step labelled by the expert), then trains the learner by behaviour "
                     "cloning on all rounds so far and evaluates it. Writes demos, checkpoints, logs, the per-round "
                     "table (rounds.md, rounds.csv) and a learning curve to --out.")
-    p.add_argument("--rounds", type=int, metavar="N", default=6, help="DAgger rounds (default 6)")
+    p.add_argument("--rounds", type=int, metavar="N", default=None,
+                   help="DAgger rounds (default 6; with --resume, the run's own, or more to extend it)")
+    p.add_argument("--resume", metavar="DIR",
+                   help="continue the interrupted (or finished) dagger run in DIR with its stored options: rounds "
+                        "already done are kept and the table covers all rounds")
     p.add_argument("--beta-schedule", default="exponential", metavar="NAME",
                    help="beta_schedule plugin name (default exponential: beta = 0.5 ** round); installed: "
                         f"{_names('beta_schedule')}")

@@ -1,0 +1,78 @@
+"""What DAgger records per episode: imitation's ``TrajectoryWithRew`` plus executed actions and who acted.
+
+The labels (``acts``) are always the expert's; ``executed_acts`` and ``learner_mask`` say what was actually sent
+to the env, which goal relabeling needs (see :func:`sb3_hir.relabel.relabel_trajectory`). Any imitation
+trajectory converts losslessly with :func:`as_dagger_trajectory`, so every reader and writer handles one type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+import numpy as np
+from imitation.data import types
+
+__all__ = ["TERMINAL_OBS_KEY", "TIMEOUT_KEY", "DAggerTrajectory", "as_dagger_trajectory", "trajectory_fingerprint"]
+
+#: SB3 VecEnv info keys.
+TIMEOUT_KEY = "TimeLimit.truncated"
+TERMINAL_OBS_KEY = "terminal_observation"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DAggerTrajectory(types.TrajectoryWithRew):
+    """imitation's ``TrajectoryWithRew`` (``acts`` are the expert labels) plus what DAgger knows besides.
+
+    ``terminal`` means terminated; a time-limit cut is ``truncated`` instead, and an episode still running
+    when its round ended (reported, not completed) has ``complete=False`` and neither flag.
+    """
+
+    truncated: bool = False
+    complete: bool = True
+    #: Actions actually sent to the env (expert's or learner's), shape of ``acts``.
+    executed_acts: np.ndarray | None = None
+    #: bool (T,): True where the learner's action was executed.
+    learner_mask: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("executed_acts", "learner_mask"):
+            value = getattr(self, name)
+            if value is not None and len(value) != len(self.acts):
+                raise ValueError(f"{name} must have one entry per action ({len(self.acts)}), got {len(value)}")
+
+
+def as_dagger_trajectory(traj: types.Trajectory) -> DAggerTrajectory:
+    """Any imitation trajectory as a :class:`DAggerTrajectory`; a plain ``Trajectory`` gets zero rewards.
+
+    imitation's ``SimpleDAggerTrainer`` accepts plain ``Trajectory`` demonstrations (BC never reads rewards), so
+    ours does too; the executed actions of a demonstration are its labels.
+    """
+    if isinstance(traj, DAggerTrajectory):
+        return traj
+    if not isinstance(traj, types.Trajectory):
+        raise ValueError(f"trajectories must be imitation Trajectory objects, got {type(traj).__name__}")
+    rews = traj.rews if isinstance(traj, types.TrajectoryWithRew) else np.zeros(len(traj.acts), dtype=np.float32)
+    timeout = bool(traj.infos is not None and len(traj.infos) and traj.infos[-1].get(TIMEOUT_KEY, False))
+    return DAggerTrajectory(
+        obs=traj.obs,
+        acts=traj.acts,
+        infos=traj.infos,
+        terminal=bool(traj.terminal) and not timeout,
+        rews=rews,
+        truncated=timeout,
+        complete=bool(traj.terminal) or timeout,
+        executed_acts=traj.acts,
+        learner_mask=np.zeros(len(traj.acts), dtype=bool),
+    )
+
+
+def trajectory_fingerprint(traj: types.Trajectory) -> str:
+    """A content hash of observations and labels, to check that an episode is stored exactly once."""
+    digest = hashlib.sha1()
+    obs = traj.obs
+    parts = [obs.get(k) for k in sorted(obs.keys())] if isinstance(obs, types.DictObs) else [obs]
+    for part in [*parts, traj.acts]:
+        digest.update(np.ascontiguousarray(part).tobytes())
+    return digest.hexdigest()
