@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 import torch as th
+from evaluation import goals_and_success
 from ray_trials import run_all
 from stable_baselines3 import DQN
 from stable_baselines3.common.callbacks import BaseCallback
@@ -134,22 +135,8 @@ def train(variant: str, seed: int, args: argparse.Namespace) -> dict[int, tuple[
 
 def evaluate(model: DQN, seed: int, args: argparse.Namespace) -> tuple[float, float]:
     """Mean goals reached per episode and success rate of the deterministic policy."""
-    n_envs = 10
-    per_env = -(-args.eval_episodes // n_envs)
-    venv = make_vec_env(make_env_fn(args), n_envs=n_envs, seed=10_000 + seed, vec_env_cls=DummyVecEnv)
-    obs = venv.reset()
-    done_count = np.zeros(n_envs, dtype=int)
-    goals, successes = [], []
-    while (done_count < per_env).any():
-        actions, _ = model.predict(obs, deterministic=True)
-        obs, _, dones, infos = venv.step(actions)
-        for i in np.flatnonzero(dones):
-            if done_count[i] < per_env:
-                goals.append(infos[i]["goals_reached"])
-                successes.append(infos[i]["is_success"])
-            done_count[i] += 1
-    venv.close()
-    return float(np.mean(goals)), float(np.mean(successes))
+    venv = make_vec_env(make_env_fn(args), n_envs=10, seed=10_000 + seed, vec_env_cls=DummyVecEnv)
+    return goals_and_success(model, venv, args.eval_episodes)
 
 
 def run_trial(config: dict[str, Any]) -> dict[str, Any]:

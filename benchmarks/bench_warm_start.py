@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch as th
 from bench_hir_learning import BudgetEval
+from evaluation import goals_and_success
 from imitation.algorithms import bc
 from imitation.data import rollout
 from imitation.util import logger as imit_logger
@@ -57,21 +58,7 @@ def policy_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def evaluate(policy: Any, args: argparse.Namespace, seed: int) -> tuple[float, float]:
-    venv = make_venv(args, 10_000 + seed, 10)
-    per_env = -(-args.eval_episodes // 10)
-    obs = venv.reset()
-    done_count = np.zeros(10, dtype=int)
-    goals, successes = [], []
-    while (done_count < per_env).any():
-        actions, _ = policy.predict(obs, deterministic=True)
-        obs, _, dones, infos = venv.step(actions)
-        for i in np.flatnonzero(dones):
-            if done_count[i] < per_env:
-                goals.append(infos[i]["goals_reached"])
-                successes.append(infos[i]["is_success"])
-            done_count[i] += 1
-    venv.close()
-    return float(np.mean(goals)), float(np.mean(successes))
+    return goals_and_success(policy, make_venv(args, 10_000 + seed, 10), args.eval_episodes)
 
 
 def bc_policy(args: argparse.Namespace, seed: int, venv: Any) -> Any:

@@ -22,8 +22,8 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
 import torch as th
+from evaluation import goals_and_success
 from stable_baselines3 import DQN
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -44,21 +44,7 @@ def make_venv(args: argparse.Namespace, seed: int, n_envs: int):
 
 
 def evaluate(model: DQN, args: argparse.Namespace) -> tuple[float, float]:
-    venv = make_venv(args, 10_000 + args.seed, 10)
-    per_env = -(-args.eval_episodes // 10)
-    obs = venv.reset()
-    done_count = np.zeros(10, dtype=int)
-    goals, successes = [], []
-    while (done_count < per_env).any():
-        actions, _ = model.predict(obs, deterministic=True)
-        obs, _, dones, infos = venv.step(actions)
-        for i in np.flatnonzero(dones):
-            if done_count[i] < per_env:
-                goals.append(infos[i]["goals_reached"])
-                successes.append(infos[i]["is_success"])
-            done_count[i] += 1
-    venv.close()
-    return float(np.mean(goals)), float(np.mean(successes))
+    return goals_and_success(model, make_venv(args, 10_000 + args.seed, 10), args.eval_episodes)
 
 
 class WallClock(BaseCallback):
