@@ -384,8 +384,9 @@ class DAggerCollector(VecEnvWrapper):
             self._next_index = next_file_index(self.save_dir)
         path = new_round_file(self.save_dir, self.file_prefix, self._next_index)
         self._next_index += 1
+        # Uncompressed: episode files are small and written on the collector's hot path (see save_trajectories).
         path = save_trajectories(path, self._pending, meta={"beta": self._beta}, save_infos=self.save_infos,
-                                 fsync=self.fsync)
+                                 fsync=self.fsync, compress=False)
         written, self._pending = self._pending, []
         self.saved_files.append(path)
         if self.on_flush is not None:
