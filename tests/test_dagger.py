@@ -14,7 +14,6 @@ import textwrap
 import time
 import warnings
 from collections import Counter
-from collections.abc import Iterator
 
 import gymnasium as gym
 import numpy as np
@@ -54,14 +53,6 @@ from sb3_hir.relabel import HindsightInstructionRelabeler
 
 QUIET_BC = {"n_epochs": 1, "progress_bar": False, "log_rollouts_n_episodes": 0}
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Iterator[None]:
-    """Two threads on two shared cores make every small forward pass wait on the other helpers' jobs."""
-    before = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(before)
 
 
 # ----------------------------------------------------------------------------------------------- helpers

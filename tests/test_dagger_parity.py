@@ -10,7 +10,6 @@ import sys
 import textwrap
 import warnings
 from collections import Counter
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -47,13 +46,6 @@ def cartpole(n_envs: int = 2, seed: int = 0) -> DummyVecEnv:
 def small_bc(venv: VecEnv, **kwargs) -> bc.BC:
     return make_bc(venv, batch_size=16, **kwargs)
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Iterator[None]:
-    before = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(before)
 
 
 def fingerprints(trajs) -> Counter:
