@@ -29,6 +29,10 @@ class GoalSpec(ABC):
     :param achieved_key: observation key of the achieved value, shape ``goal_shape`` or ``(1, *goal_shape)``.
     :param mask_value: value that replaces a goal once it is reached.
     :param goal_reward: reward earned by the transition that reaches the active goal.
+    :param step_reward: reward every transition earns on top (HER's -1/0 scale is ``step_reward=-1.0`` with
+        ``goal_reward=1.0``): part of the env's semantics, so replays and the buffer serve it too. A constant per
+        step keeps the optimal policy (reach the goals in order, as fast as possible) while episodes end on the
+        k-th goal, and gives returns below zero, which SAC's entropy term and TD targets read differently.
     :param goal_ndim: number of trailing dimensions one goal spans (1 for an ``(x, y)`` cell); :meth:`reached`
         reduces over exactly these, so every leading dimension broadcasts.
     """
@@ -40,6 +44,7 @@ class GoalSpec(ABC):
         mask_value: float = -1,
         goal_reward: float = 1.0,
         goal_ndim: int = 1,
+        step_reward: float = 0.0,
     ) -> None:
         for name, key in (("goals_key", goals_key), ("achieved_key", achieved_key)):
             if not isinstance(key, str) or not key:
@@ -52,12 +57,17 @@ class GoalSpec(ABC):
             math.isfinite(goal_reward)
         ):
             raise ValueError(f"goal_reward must be a finite number, got {goal_reward!r}")
+        if isinstance(step_reward, bool) or not isinstance(step_reward, (int, float, np.number)) or not (
+            math.isfinite(step_reward)
+        ):
+            raise ValueError(f"step_reward must be a finite number, got {step_reward!r}")
         if isinstance(goal_ndim, bool) or not isinstance(goal_ndim, (int, np.integer)) or goal_ndim < 0:
             raise ValueError(f"goal_ndim must be an int >= 0, got {goal_ndim!r}")
         self.goals_key = goals_key
         self.achieved_key = achieved_key
         self.mask_value = mask_value
         self.goal_reward = float(goal_reward)
+        self.step_reward = float(step_reward)
         self.goal_ndim = int(goal_ndim)
         self._goal_axes = tuple(range(-self.goal_ndim, 0))
 
@@ -133,7 +143,8 @@ class GoalSpec(ABC):
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(goals_key={self.goals_key!r}, achieved_key={self.achieved_key!r}, "
-            f"mask_value={self.mask_value!r}, goal_reward={self.goal_reward!r}, goal_ndim={self.goal_ndim})"
+            f"mask_value={self.mask_value!r}, goal_reward={self.goal_reward!r}, goal_ndim={self.goal_ndim}, "
+            f"step_reward={self.step_reward!r})"
         )
 
 

@@ -102,7 +102,8 @@ class InstructionRelabeler(ABC):
         """Number of goals reached by each step ``t = 0..T`` (``c_0 = 0``), as int64 of shape ``(T+1,)``.
 
         Everything a replay recomputes derives from these counts: goal j is masked at ``t`` iff ``j < c_t``,
-        the transition into ``t`` earns ``goal_reward * (c_t - c_{t-1})`` and is terminal iff ``c_t == k``.
+        the transition into ``t`` earns ``step_reward + goal_reward * (c_t - c_{t-1})`` and is terminal iff
+        ``c_t == k``.
         Buffers use this directly to relabel stored rows without building an :class:`Episode`.
         """
         reach_steps = np.asarray(reach_steps)
@@ -157,7 +158,7 @@ class InstructionRelabeler(ABC):
         new_goals_obs = new_goals_obs.astype(goals_obs.dtype, copy=False)
 
         gained = np.diff(counts)
-        rewards = (gained * spec.goal_reward).astype(np.float32)
+        rewards = (gained * spec.goal_reward + getattr(spec, "step_reward", 0.0)).astype(np.float32)
         terminated = counts[1:] == k
         truncated = np.zeros(new_length, dtype=bool)
         if new_length == length:

@@ -1,0 +1,250 @@
+"""The drop-in for ``HerReplayBuffer``: same script, same GoalEnv, only ``replay_buffer_class`` swapped.
+
+Both sides get the raw GoalEnv (``observation`` / ``achieved_goal`` / ``desired_goal``), the same algorithm,
+hyperparameters, seeds and ``replay_buffer_kwargs`` (HER's own: ``n_sampled_goal``, ``goal_selection_strategy``);
+the policy sees the same keys. Nothing is tuned for our side. Suites (``--suite``):
+
+* ``perf``: SB3's own HER performance test (``tests/test_her.py::test_performance_her``): DQN on
+  ``BitFlippingEnv(n_bits=10)``, 2 envs, ``n_sampled_goal=5``, ``learning_rate=5e-4``, ``train_freq=1``,
+  ``gradient_steps=2``, ``learning_starts=100``, ``exploration_final_eps=0.02``, ``target_update_interval=500``,
+  ``batch_size=32``. Scored as that test scores: training success over the last 50 episodes
+  (``model.ep_success_buffer``) at the end of ``learn(budget)``, one run per budget of ``--budgets`` (DQN's
+  exploration schedule spans the whole ``learn`` call, so a longer run read early would not be the test).
+* ``bitflip``: ``BitFlippingEnv`` with 8, 12 and 15 bits (``--n-bits``), DQN with ``--dqn perf-test`` (the
+  performance test's settings above, 2 envs, ``n_sampled_goal=5``: SB3's own tuned BitFlipping config) or
+  ``--dqn defaults`` (SB3's DQN defaults, 1 env, ``n_sampled_goal=4``; ``target_update_interval=10000`` and
+  ``learning_rate=1e-4`` learn little within 64k steps on either side), scored by ``--eval-episodes``
+  deterministic episodes at budgets 250 * 2**i up to ``--max-steps``. The table reports both buffers at 1/4,
+  1/2 and 1x of B, the first budget where HER's mean reaches 0.8 (the largest budget if it never does, said so).
+* ``fetch``: ``FetchReach`` with rl-zoo3's tuned SAC config (``hyperparams/sac.yml``: ``VecNormalize``,
+  ``ent_coef="auto"``, ``batch_size=256``, ``gamma=0.95``, ``learning_rate=1e-3``, ``learning_starts=1000``,
+  ``net_arch=[64, 64]``, ``n_sampled_goal=4``, ``future``). Scored on FetchReach's own success: ``is_success`` at the
+  last step of its 50-step episode (reach and hold), deterministic, at 5k, 10k and 20k steps.
+
+Every (suite, buffer, seed) run is one function call; ``--ray`` runs them as Ray Tune trials (one torch thread
+each), with the same printed table. A target holds when ours is not below HER by more than the spread (the larger
+of the two standard deviations) at every budget.
+
+Usage: ``python benchmarks/bench_her_dropin.py --suite perf|bitflip|fetch [--seeds 0 1 2 3 4] [--ray]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+from ray_trials import run_all
+from stable_baselines3 import DQN, SAC, HerReplayBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.envs import BitFlippingEnv
+from stable_baselines3.common.vec_env import VecNormalize
+
+from sb3_hir.buffers import HindsightInstructionReplayBuffer
+
+BUFFERS = {"HER": HerReplayBuffer, "ours": HindsightInstructionReplayBuffer}
+RAY_OPTIONS = ("ray", "ray_address", "cpus_per_trial")
+
+
+class AtBudgets(BaseCallback):
+    """Calls ``score(model)`` when the step count first passes each budget (one training run, several budgets)."""
+
+    def __init__(self, budgets: list[int], score: Any) -> None:
+        super().__init__()
+        self.budgets, self.score = sorted(budgets), score
+        self.results: dict[int, float] = {}
+
+    def _on_step(self) -> bool:
+        for budget in self.budgets:
+            if budget not in self.results and self.num_timesteps >= budget:
+                self.results[budget] = float(self.score(self.model))
+        return True
+
+
+def training_success(model: Any) -> float:
+    """SB3's performance-test score: mean ``is_success`` over the last 50 finished training episodes."""
+    recent = list(model.ep_success_buffer)[-50:]
+    return float(np.mean(recent)) if recent else 0.0
+
+
+def deterministic_success(make_env: Any, episodes: int, seed: int, normalize: VecNormalize | None = None) -> Any:
+    """Success at the episode's last step (the env's ``is_success``), deterministic policy, fixed eval seeds."""
+
+    def score(model: Any) -> float:
+        env = make_env()
+        hits = []
+        for episode in range(episodes):
+            obs, _ = env.reset(seed=10_000 + 1000 * seed + episode)
+            done, info = False, {}
+            while not done:
+                policy_obs = normalize.normalize_obs(obs) if normalize is not None else obs
+                action, _ = model.predict(policy_obs, deterministic=True)
+                obs, _, terminated, truncated, info = env.step(action)
+                done = terminated or truncated
+            hits.append(bool(info.get("is_success", False)))
+        env.close()
+        return float(np.mean(hits))
+
+    return score
+
+
+def fetch_id() -> str:
+    import gymnasium_robotics
+
+    gym.register_envs(gymnasium_robotics)
+    return max(e for e in gym.registry if e.startswith("FetchReach-v"))
+
+
+def run(config: dict[str, Any]) -> dict[str, Any]:
+    """One training run of ``config["buffer"]`` on ``config["suite"]``; returns ``{budget: score}`` and seconds."""
+    args = argparse.Namespace(**config["options"])
+    seed, buffer_class = config["seed"], BUFFERS[config["buffer"]]
+    th.manual_seed(seed)
+    if args.suite == "perf":
+        venv = make_vec_env(lambda: BitFlippingEnv(n_bits=10, continuous=False), n_envs=2, seed=seed)
+        model: Any = DQN(
+            "MultiInputPolicy", venv, replay_buffer_class=buffer_class,
+            replay_buffer_kwargs=dict(n_sampled_goal=5, goal_selection_strategy="future"),
+            learning_rate=5e-4, train_freq=1, gradient_steps=2, learning_starts=100, exploration_final_eps=0.02,
+            target_update_interval=500, seed=seed, batch_size=32, buffer_size=int(1e5), device="cpu",
+        )
+        budgets, score = [config["budget"]], training_success
+    elif args.suite == "bitflip":
+        n_bits = config["n_bits"]
+        tuned = args.dqn == "perf-test"
+        venv = make_vec_env(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), n_envs=2 if tuned else 1,
+                            seed=seed)
+        settings: dict[str, Any] = dict(
+            learning_rate=5e-4, train_freq=1, gradient_steps=2, learning_starts=100, exploration_final_eps=0.02,
+            target_update_interval=500, batch_size=32, buffer_size=int(1e5),
+        ) if tuned else {}
+        model = DQN("MultiInputPolicy", venv, replay_buffer_class=buffer_class,
+                    replay_buffer_kwargs=dict(n_sampled_goal=5 if tuned else 4, goal_selection_strategy="future"),
+                    seed=seed, device="cpu", **settings)
+        budgets = bitflip_budgets(args.max_steps[args.n_bits.index(n_bits)])
+        score = deterministic_success(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), args.eval_episodes,
+                                      seed)
+    else:
+        env_id = fetch_id()
+        venv = VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=0.95)
+        model = SAC(
+            "MultiInputPolicy", venv, replay_buffer_class=buffer_class,
+            replay_buffer_kwargs=dict(goal_selection_strategy="future", n_sampled_goal=4),
+            buffer_size=1_000_000, ent_coef="auto", batch_size=256, gamma=0.95, learning_rate=1e-3,
+            learning_starts=1000, policy_kwargs=dict(net_arch=[64, 64]), seed=seed, device="cpu",
+        )
+        budgets = args.budgets
+        score = deterministic_success(lambda: gym.make(env_id), args.eval_episodes, seed, normalize=venv)
+    callback = AtBudgets(budgets, score)
+    begin = time.perf_counter()
+    model.learn(total_timesteps=max(budgets), callback=callback)
+    return {"scores": {str(b): v for b, v in callback.results.items()}, "seconds": time.perf_counter() - begin}
+
+
+def bitflip_budgets(max_steps: int) -> list[int]:
+    budgets, budget = [], 250
+    while budget <= max_steps:
+        budgets.append(budget)
+        budget *= 2
+    return budgets
+
+
+def summary(values: list[float]) -> str:
+    return f"{np.mean(values):.2f} ± {np.std(values):.2f}"
+
+
+def table(title: str, budgets: list[int], scores: dict[str, dict[int, list[float]]], seeds: list[int]) -> bool:
+    print(f"\n{title}; {len(seeds)} seeds (mean ± std)")
+    print("| budget | HER | ours | ours - HER | spread | target |")
+    print("|---:|---:|---:|---:|---:|---|")
+    met_all = True
+    for budget in budgets:
+        hers, ours = np.asarray(scores["HER"][budget]), np.asarray(scores["ours"][budget])
+        spread = max(hers.std(), ours.std())
+        met = ours.mean() >= hers.mean() - spread
+        met_all &= bool(met)
+        print(f"| {budget} | {summary(list(hers))} | {summary(list(ours))} | {ours.mean() - hers.mean():+.2f} | "
+              f"{spread:.2f} | {'met' if met else 'MISSED'} |")
+    return met_all
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--suite", choices=["perf", "bitflip", "fetch"], required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--budgets", type=int, nargs="+", default=None,
+                        help="perf: default 1500 2500 5000; fetch: default 5000 10000 20000")
+    parser.add_argument("--n-bits", type=int, nargs="+", default=[8, 12, 15], help="bitflip suite")
+    parser.add_argument("--max-steps", type=int, nargs="+", default=[16000, 32000, 64000],
+                        help="bitflip suite: longest budget per --n-bits entry")
+    parser.add_argument("--dqn", choices=["perf-test", "defaults"], default="perf-test",
+                        help="bitflip suite: DQN settings (see the module docstring)")
+    parser.add_argument("--eval-episodes", type=int, default=50)
+    parser.add_argument("--ray", action="store_true", help="run the runs as Ray Tune trials, same table")
+    parser.add_argument("--ray-address", default=None)
+    parser.add_argument("--cpus-per-trial", type=int, default=1)
+    args = parser.parse_args()
+    if args.budgets is None:
+        args.budgets = [1500, 2500, 5000] if args.suite == "perf" else [5000, 10000, 20000]
+    if len(args.max_steps) != len(args.n_bits):
+        parser.error("--max-steps needs one entry per --n-bits entry")
+    th.set_num_threads(1)
+    options = {k: v for k, v in vars(args).items() if k not in RAY_OPTIONS}
+    variants: list[dict[str, Any]] = [{}]
+    if args.suite == "bitflip":
+        variants = [dict(n_bits=n) for n in args.n_bits]
+    elif args.suite == "perf":
+        variants = [dict(budget=b) for b in args.budgets]
+    configs = [dict(buffer=b, seed=s, options=options, **v) for v in variants for s in args.seeds for b in BUFFERS]
+    began = time.perf_counter()
+    outs = list(run_all(run, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,
+                   name=f"bench_her_dropin_{args.suite}"))
+    for config, out in zip(configs, outs, strict=True):
+        curve = " ".join(f"{b}:{v:.2f}" for b, v in out["scores"].items())
+        extra = f" n_bits={config['n_bits']}" if "n_bits" in config else ""
+        print(f"{args.suite}{extra} seed {config['seed']} {config['buffer']:<5} {curve}  ({out['seconds']:.0f}s)")
+    verdicts = []
+    for variant in variants if args.suite != "perf" else [{}]:
+        rows = [(c, o) for c, o in zip(configs, outs, strict=True) if c.get("n_bits") == variant.get("n_bits")]
+        budgets = sorted({int(b) for _, o in rows for b in o["scores"]})
+        scores: dict[str, dict[int, list[float]]] = {b: {x: [] for x in budgets} for b in BUFFERS}
+        for config, out in rows:
+            for budget in budgets:
+                scores[config["buffer"]][budget].append(out["scores"].get(str(budget), float("nan")))
+        seconds = {b: [o["seconds"] for c, o in rows if c["buffer"] == b] for b in BUFFERS}
+        if args.suite == "perf":
+            title = "SB3's HER performance test (DQN, BitFlipping-10, 2 envs): training success, last 50 episodes"
+            verdicts.append(table(title, budgets, scores, args.seeds))
+            at = max(b for b in budgets if b <= 1500) if min(budgets) <= 1500 else budgets[0]
+            ours = np.asarray(scores["ours"][at])
+            passing = int((ours > 0.9).sum())
+            hers_mean = float(np.mean(scores["HER"][at]))
+            print(f"at {at} steps: ours mean {ours.mean():.2f} vs HER {hers_mean:.2f} "
+                  f"({'met' if ours.mean() >= hers_mean else 'MISSED'}: ours >= HER); ours > 0.90 on {passing} of "
+                  f"{len(ours)} seeds ({'met' if passing >= min(4, len(ours)) else 'MISSED'}: at least 4 of 5)")
+        elif args.suite == "bitflip":
+            hers = {b: float(np.mean(scores["HER"][b])) for b in budgets}
+            reaching = [b for b in budgets if hers[b] >= 0.8]
+            top = reaching[0] if reaching else budgets[-1]
+            shown = [b for b in (top // 4, top // 2, top) if b in hers]
+            note = "first reaches 0.8" if reaching else "never reaches 0.8; its largest budget"
+            title = (f"BitFlipping n_bits={variant['n_bits']} (DQN {args.dqn} settings): deterministic success at 1/4, "
+                     f"1/2 and 1x of B={top} (HER {note})")
+            verdicts.append(table(title, shown, scores, args.seeds))
+            print("full curves: " + "; ".join(
+                f"{b}: HER {np.mean(scores['HER'][b]):.2f} ours {np.mean(scores['ours'][b]):.2f}" for b in budgets))
+        else:
+            title = f"{fetch_id()} (rl-zoo3 SAC config): is_success at the last of 50 steps, deterministic"
+            verdicts.append(table(title, budgets, scores, args.seeds))
+        print("train seconds (evaluation included): " + ", ".join(
+            f"{b} {np.mean(s):.0f} ± {np.std(s):.0f}" for b, s in seconds.items()))
+    print(f"\ntarget 'ours >= HER within the spread at every budget': {'met' if all(verdicts) else 'MISSED'}")
+    print(f"wall time {time.perf_counter() - began:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
