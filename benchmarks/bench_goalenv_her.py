@@ -1,13 +1,17 @@
 """Single-goal GoalEnvs (k = 1): our HindsightInstructionReplayBuffer against SB3's HerReplayBuffer, same algorithm.
 
-Same GoalEnv, algorithm, hyperparameters, network sizes, seeds and budget; only the buffer (and the observation
-layout each buffer needs) differs:
+Same GoalEnv, algorithm, hyperparameters, network sizes, seeds and budget; only the buffer differs. Ours is, with
+``--ours native`` (the default), :class:`~sb3_hir.buffers.HindsightReplayBuffer` on the raw GoalEnv with HER's own
+``replay_buffer_kwargs``: only the class is swapped, the policy sees the same keys, rewards are the env's
+``compute_reward``, and relabeled successes terminate where the env terminates on success (its
+``compute_terminated``; with no success radius to find first reaches, as for PointMaze's hard-coded 0.45, the
+recorded dones are served, as by HER). With ``--ours instruction``, the earlier adapter:
 
-* HIR: the env's own desired goal as a one-goal instruction (``InstructionWrapper`` + ``DesiredGoalSampler``, the
-  env's own success test), :class:`HindsightInstructionReplayBuffer` with strategy ``"all"`` (with one goal this is
-  HER's ``future`` rule: one fresh goal per sampled transition from the steps at or after it), ``relabel_ratio=0.8``
-  (HER's ``n_sampled_goal=4``), the ``distance-threshold`` goal spec for continuous goals and ``exact`` for bits;
-  the policy sees ``"obs"`` and ``"goals"``.
+* HIR (instruction): the env's own desired goal as a one-goal instruction (``InstructionWrapper`` +
+  ``DesiredGoalSampler``, the env's own success test), :class:`HindsightInstructionReplayBuffer` with strategy
+  ``"all"`` (with one goal this is HER's ``future`` rule: one fresh goal per sampled transition from the steps at or
+  after it), ``relabel_ratio=0.8`` (HER's ``n_sampled_goal=4``), the ``distance-threshold`` goal spec for continuous
+  goals and ``exact`` for bits; the policy sees ``"obs"`` and ``"goals"``.
 * HER: the raw GoalEnv, ``HerReplayBuffer(goal_selection_strategy="future", n_sampled_goal=4)``; the policy sees
   ``observation``, ``achieved_goal`` and ``desired_goal`` (SB3's usual HER setup, its own reward scale).
 
@@ -51,7 +55,7 @@ from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from sb3_hir import plugins
-from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.buffers import HindsightInstructionReplayBuffer, HindsightReplayBuffer
 from sb3_hir.extractors import KeySelectExtractor
 from sb3_hir.instruction import DesiredGoalSampler, InstructionWrapper
 
@@ -157,7 +161,13 @@ def build(agent: str, args: argparse.Namespace, seed: int) -> OffPolicyAlgorithm
         gradient_steps=args.gradient_steps, seed=seed, device="cpu",
     )
     net = dict(net_arch=[args.hidden, args.hidden])
-    if agent == "HIR":
+    if agent == "HIR" and args.ours == "native":
+        venv = make_vec_env(lambda: make_raw(args), n_envs=args.n_envs, seed=seed)
+        common.update(
+            replay_buffer_class=HindsightReplayBuffer,
+            replay_buffer_kwargs=dict(goal_selection_strategy="future", n_sampled_goal=4),
+        )
+    elif agent == "HIR":
         venv = make_vec_env(lambda: make_instruction(args), n_envs=args.n_envs, seed=seed)
         if args.env == BITFLIP:
             spec: Any = "exact"
@@ -183,7 +193,8 @@ def build(agent: str, args: argparse.Namespace, seed: int) -> OffPolicyAlgorithm
 
 def evaluate(agent: str, model: OffPolicyAlgorithm, args: argparse.Namespace, seed: int) -> float:
     """Fraction of episodes in which the env's own success test held at some step (same seeds for both agents)."""
-    env = make_instruction(args) if agent == "HIR" else make_raw(args)
+    instruction = agent == "HIR" and args.ours == "instruction"
+    env = make_instruction(args) if instruction else make_raw(args)
     successes = []
     for episode in range(args.eval_episodes):
         obs, _ = env.reset(seed=100_000 + 1000 * seed + episode)
@@ -192,7 +203,7 @@ def evaluate(agent: str, model: OffPolicyAlgorithm, args: argparse.Namespace, se
             action, _ = model.predict(obs, deterministic=True)
             obs, _, terminated, truncated, info = env.step(action)
             own = info.get("env_is_success", info.get("is_success", info.get("success", False)))
-            reached = reached or bool(own) or (agent == "HIR" and bool(info["is_success"]))
+            reached = reached or bool(own) or (instruction and bool(info["is_success"]))
             done = terminated or truncated
         successes.append(reached)
     env.close()
@@ -232,6 +243,9 @@ def main() -> None:
     parser.add_argument("--target-update-interval", type=int, default=500, help="DQN only")
     parser.add_argument("--ent-coef", default="auto", help="SAC only: its ent_coef (same for both buffers)")
     parser.add_argument("--eval-episodes", type=int, default=50)
+    parser.add_argument("--ours", choices=["native", "instruction"], default="native",
+                        help="native: HindsightReplayBuffer on the raw GoalEnv, only the class swapped; instruction: "
+                        "the InstructionWrapper adapter (the options below apply to it)")
     parser.add_argument("--strategy", choices=["all", "some", "none"], default="all",
                         help="HIR strategy; with one goal 'all' is HER's future rule, 'some' keeps half the draws")
     parser.add_argument("--goal-selection", choices=["future", "episode"], default="future")

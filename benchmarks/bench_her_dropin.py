@@ -44,9 +44,9 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.vec_env import VecNormalize
 
-from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.buffers import HindsightReplayBuffer
 
-BUFFERS = {"HER": HerReplayBuffer, "ours": HindsightInstructionReplayBuffer}
+BUFFERS = {"HER": HerReplayBuffer, "ours": HindsightReplayBuffer}
 RAY_OPTIONS = ("ray", "ray_address", "cpus_per_trial")
 
 

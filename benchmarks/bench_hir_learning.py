@@ -26,7 +26,8 @@ in the sequential loop, so the printed lines and tables are the same, printed on
 ``old-`` variants read git history from this script's repository, whatever the trial's working directory.
 
 Usage: ``python benchmarks/bench_hir_learning.py [--seeds 0 1 2] [--budgets 10000 20000 30000] [--maze-dim 7]
-[--goals 3] [--variants none some all some-n3 old-some old-all] [--ray [--ray-address auto] [--cpus-per-trial 1]]``
+[--goals 3] [--step-reward 0] [--variants none some all some-n3 old-some old-all]
+[--ray [--ray-address auto] [--cpus-per-trial 1]]``
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ class BudgetEval(BaseCallback):
 
 def make_env_fn(args: argparse.Namespace):
     def env_fn() -> MazeRunnerEnv:
-        return MazeRunnerEnv(maze_dim=args.maze_dim, num_goals=args.goals, time_limit=args.time_limit)
+        return MazeRunnerEnv(maze_dim=args.maze_dim, num_goals=args.goals, time_limit=args.time_limit,
+                             step_reward=args.step_reward)
 
     return env_fn
 
@@ -103,7 +105,7 @@ def train(variant: str, seed: int, args: argparse.Namespace) -> dict[int, tuple[
         buffer = dict(
             replay_buffer_class=HindsightInstructionReplayBuffer,
             replay_buffer_kwargs=dict(strategy=strategy, relabel_ratio=args.relabel_ratio, n_steps=int(n or 1),
-                                      gamma=args.gamma),
+                                      gamma=args.gamma, goal_spec=make_env_fn(args)().goal_spec),
         )
     model = DQN(
         "MultiInputPolicy",
@@ -158,6 +160,9 @@ def main() -> None:
     parser.add_argument("--goals", type=int, default=3)
     parser.add_argument("--time-limit", type=int, default=40)
     parser.add_argument("--n-envs", type=int, default=4)
+    parser.add_argument("--step-reward", type=float, default=0.0,
+                        help="MazeRunner's per-step reward (0: 0/1 rewards, -1: HER's -1/0 scale); the buffer "
+                        "relabels with the env's declared goal spec")
     parser.add_argument("--eval-episodes", type=int, default=50)
     parser.add_argument("--relabel-ratio", type=float, default=0.8)
     parser.add_argument("--learning-rate", type=float, default=5e-4)
@@ -180,6 +185,8 @@ def main() -> None:
     if args.ray and args.threads != 1:
         parser.error("--threads: Ray trials use one torch thread each; use --cpus-per-trial to reserve cores")
     args.budgets = sorted(args.budgets)
+    if args.step_reward != 0.0 and any(v.startswith("old-") for v in args.variants):
+        parser.error("--step-reward: the old- buffers predate step_reward and would relabel with 0/1 rewards")
     th.set_num_threads(args.threads)
 
     print(f"DQN on MazeRunner(maze_dim={args.maze_dim}, num_goals={args.goals}, time_limit={args.time_limit}), "

@@ -86,11 +86,12 @@ from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, 
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
 
 from sb3_hir import plugins
+from sb3_hir.contract import ENV_GOAL_SPEC
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import ExactGoalSpec, GoalSpec, ToleranceGoalSpec, _pack_goals
 from sb3_hir.relabel import GOAL_SELECTIONS, HindsightInstructionRelabeler, InstructionRelabeler
 
-__all__ = ["HindsightInstructionReplayBuffer", "SampleInfo"]
+__all__ = ["HindsightInstructionReplayBuffer", "HindsightReplayBuffer", "SampleInfo"]
 
 
 #: What the buffer calls on a relabeler (the ``"relabeler"`` hook's contract).
@@ -239,6 +240,19 @@ def _goal_env_spec(
     return None
 
 
+def _env_goal_spec(env: Any) -> str | GoalSpec:
+    """The goal spec the env declares (``env.goal_spec``: its rewards, mask and success test), else ``"exact"``.
+
+    Read through the VecEnv SB3 hands over, so that an env with a per-step reward (``step_reward``) is relabeled
+    with it without the user repeating it in ``replay_buffer_kwargs``.
+    """
+    if env is not None and env.has_attr(ENV_GOAL_SPEC):
+        spec = env.get_attr(ENV_GOAL_SPEC, indices=[0])[0]
+        if isinstance(spec, (str, GoalSpec)):
+            return spec
+    return "exact"
+
+
 def _probe_compute_terminated(env: Any, observation_space: spaces.Dict) -> bool | None:
     """Whether the env ends an episode on success: its ``compute_terminated`` at a goal reached exactly.
 
@@ -251,13 +265,13 @@ def _probe_compute_terminated(env: Any, observation_space: spaces.Dict) -> bool 
     return bool(np.asarray(env.env_method("compute_terminated", goal, goal, {}, indices=[0])[0]).all())
 
 
-class HindsightInstructionReplayBuffer(HerReplayBuffer):
+class HindsightInstructionReplayBuffer(DictReplayBuffer):
     """Replay buffer that serves transitions under fresh hindsight instructions (see the module docstring).
 
     Pass it as ``replay_buffer_class`` of any SB3 / sb3-contrib off-policy algorithm; the extra
-    arguments go in ``replay_buffer_kwargs``. It subclasses SB3's :class:`~stable_baselines3.HerReplayBuffer` only
-    for SB3's hand-over of the env (at construction, and ``set_env`` when a buffer is loaded) and to be found by
-    ``isinstance`` checks (rl-zoo3); it shares none of HER's storage or sampling code.
+    arguments go in ``replay_buffer_kwargs``. For GoalEnvs use :class:`HindsightReplayBuffer`, this class as SB3
+    treats ``HerReplayBuffer`` (it hands the buffer the env); this one needs no env, so a model using it loads
+    without one, as with ``DictReplayBuffer``.
 
     Two modes, chosen from ``observation_space``:
 
@@ -296,7 +310,8 @@ class HindsightInstructionReplayBuffer(HerReplayBuffer):
         ``"hindsight-instruction"``; ``"all"``, HER's rule, in GoalEnv mode). With one goal, ``"all"`` is HER's
         ``future`` rule; ``"some"`` keeps the recorded instruction in half of the draws.
     :param goal_spec: goal spec plugin name (``"exact"``, ``"tolerance"``) or a :class:`~sb3_hir.goals.GoalSpec`.
-        None: ``"exact"`` in instruction mode; in GoalEnv mode the success test used to find where a goal is first
+        None: in instruction mode the one the env declares (``env.goal_spec``, e.g. MazeRunner's with its
+        ``step_reward``), else ``"exact"``; in GoalEnv mode the success test used to find where a goal is first
         reached (only needed when successes terminate): exact equality for integer goals, else the env's
         ``distance_threshold`` as a tolerance.
     :param relabel_ratio: share of sampled transitions served under a hindsight draw (HER's
@@ -390,6 +405,12 @@ class HindsightInstructionReplayBuffer(HerReplayBuffer):
                     f"strategy must be None or 'all' for a GoalEnv (every relabeled transition gets a new goal, as "
                     f"in HER); got {strategy!r}"
                 )
+            if env is None and not isinstance(self, HerReplayBuffer):
+                raise ValueError(
+                    "observation_space is a GoalEnv's ('achieved_goal', 'desired_goal'), whose rewards come from the "
+                    "env's compute_reward: use sb3_hir.HindsightReplayBuffer (SB3 hands it the env, as to "
+                    "HerReplayBuffer), or pass env= when building the buffer by hand"
+                )
             goal_shape = _goal_env_shape(observation_space)
             spec = _goal_env_spec(goal_spec, observation_space, goal_shape, env)
             resolved_relabeler = HindsightInstructionRelabeler(
@@ -399,9 +420,10 @@ class HindsightInstructionReplayBuffer(HerReplayBuffer):
             )
             num_goals = 1
         else:
+            if goal_spec is None:
+                goal_spec = _env_goal_spec(env)
             resolved_relabeler = self._resolve_relabeler(
-                relabeler, observation_space, strategy, "exact" if goal_spec is None else goal_spec,
-                relabeler_kwargs or {},
+                relabeler, observation_space, strategy, goal_spec, relabeler_kwargs or {}
             )
             spec = resolved_relabeler.goal_spec
             num_goals, goal_shape = spec.validate_space(observation_space)
@@ -513,6 +535,7 @@ class HindsightInstructionReplayBuffer(HerReplayBuffer):
         self._slot_masks = masks.reshape(masks.shape + (1,) * len(goal_shape))
         self._init_episode_bookkeeping()
         self._warned_too_long = False
+        self._warned_reward_scale = False  # the recorded rewards' scale is checked until one mismatch is reported
         self.last_sample_info: SampleInfo | None = None
 
     # -- construction helpers ---------------------------------------------------------------------
@@ -560,6 +583,23 @@ class HindsightInstructionReplayBuffer(HerReplayBuffer):
                 f"{', '.join(missing)} (subclass sb3_hir.relabel.InstructionRelabeler)"
             )
         return created
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the env (VecEnvs often cannot be pickled); ``set_env`` gives it back, as for HER."""
+        state = self.__dict__.copy()
+        state["env"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.env = None
+
+    def set_env(self, env: VecEnv) -> None:
+        """Give a loaded buffer its env back (HER's API; SB3's ``load_replay_buffer`` calls it for
+        :class:`HindsightReplayBuffer`)."""
+        if self.env is not None:
+            raise ValueError("Trying to set env of already initialized environment.")
+        self.env = env
 
     def _init_episode_bookkeeping(self) -> None:
         self._num_adds = 0  # a Python int: add() touches it every step
@@ -701,6 +741,8 @@ class HindsightInstructionReplayBuffer(HerReplayBuffer):
         else:
             last_goals = self.next_observations[spec.goals_key][rows[-1], env_idx]
             meta[:, field["end"]] = other_end and not bool(spec.is_masked(last_goals).all())
+            if not self._warned_reward_scale:
+                self._check_reward_scale(rows, env_idx, own_steps, length)
         slots = min(k, length)
         meta[:slots, field["own"]] = own_steps[:slots]
         if self.single_index:
@@ -741,6 +783,25 @@ class HindsightInstructionReplayBuffer(HerReplayBuffer):
                 draws += 1
             meta[:, field["ndraw"]] = draws
         self._meta[rows, env_idx] = meta
+
+    def _check_reward_scale(self, rows: np.ndarray, env_idx: int, own_steps: np.ndarray, length: int) -> None:
+        """Warn once when the env's recorded rewards are not the goal spec's: relabeled rows would be served on
+        another scale than recorded ones (e.g. an env built with ``step_reward=-1.0`` and the default spec)."""
+        spec = self.goal_spec
+        counts = self.relabeler.reach_counts(own_steps, length)
+        expected = spec.step_reward + spec.goal_reward * np.diff(counts)
+        recorded = self.rewards[rows, env_idx]
+        wrong = np.flatnonzero(~np.isclose(recorded, expected, atol=1e-5))
+        if len(wrong):
+            t = int(wrong[0])
+            warnings.warn(
+                f"the env's recorded rewards differ from the goal spec's (goal_reward={spec.goal_reward}, "
+                f"step_reward={spec.step_reward}): step {t} of an episode recorded {float(recorded[t])}, the spec "
+                f"gives {float(expected[t])}. Relabeled transitions would be rewarded differently from recorded ones; "
+                "pass the env's own spec (goal_spec=env.goal_spec), or use HindsightReplayBuffer, which reads it",
+                stacklevel=4,
+            )
+            self._warned_reward_scale = True
 
     def _first_reach(self, achieved: np.ndarray, own_goals: np.ndarray) -> np.ndarray:
         """Step (1..T) at which the value achieved at each step 1..T is first reached, 0 if never.
@@ -1178,6 +1239,17 @@ class HindsightInstructionReplayBuffer(HerReplayBuffer):
         dones[:] = _take(self.dones, end_flat) * (1 - _take(self.timeouts, end_flat))
         window[:] = last + 1
         last_flat[:] = end_flat
+
+
+class HindsightReplayBuffer(HindsightInstructionReplayBuffer, HerReplayBuffer):
+    """The drop-in for SB3's ``HerReplayBuffer``: :class:`HindsightInstructionReplayBuffer`, treated by SB3 as HER.
+
+    Swap the class name and nothing else: GoalEnvs as they come, HER's ``replay_buffer_kwargs``, the env's own
+    ``compute_reward``. SB3 hands HER subclasses the env at construction and calls ``set_env`` when it loads a
+    saved buffer (and, as for HER, ``Model.load`` then needs ``env=``). It inherits nothing of HER's storage or
+    sampling: every method comes from :class:`HindsightInstructionReplayBuffer` (first in the MRO); it works for
+    instruction envs too.
+    """
 
 
 def _take(array: np.ndarray, flat: np.ndarray) -> np.ndarray:

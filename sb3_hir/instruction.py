@@ -230,11 +230,11 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     numbers; integer goals (MultiBinary, MultiDiscrete, Discrete, integer Box) get a signed dtype that holds both
     their range and the mask, and ``"goals"`` / ``"achieved"`` bounds include the mask.
 
-    Reward ``goal_reward`` on the step the active goal is reached by the env's own test (``sampler.reached``),
-    else 0; then the next goal is installed in the env and checked from the next step on. Terminated when all k
-    are reached; the env's own termination passes through except on a step that reaches a non-final goal
-    (episodic GoalEnvs terminate on success, the instruction goes on); truncation (``TimeLimit``) passes
-    through. ``info`` keeps the env's keys, with ``"is_success"`` (all k reached) and ``"goals_reached"``
+    Reward ``step_reward`` on every step plus ``goal_reward`` on the step the active goal is reached by the env's
+    own test (``sampler.reached``); then the next goal is installed in the env and checked from the next step on.
+    Terminated when all k are reached; the env's own termination passes through except on a step that reaches a
+    non-final goal (episodic GoalEnvs terminate on success, the instruction goes on); truncation (``TimeLimit``)
+    passes through. ``info`` keeps the env's keys, with ``"is_success"`` (all k reached) and ``"goals_reached"``
     overwritten, the env's own reward in ``"env_reward"`` and its own ``"is_success"`` in ``"env_is_success"``.
 
     ``reset(options={"goals": goals})`` plays the episode under ``goals`` (k, goal_dim) instead of a drawn
@@ -253,6 +253,7 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     :param mask_value: value of a reached goal; None takes ``sampler.mask_value``, else
         :func:`goal_space_mask_value` (-1 unless the goal range reaches it); an integer for integer goals.
     :param goal_reward: reward for reaching the active goal (MazeRunner: 1.0).
+    :param step_reward: reward of every step on top (0.0: 0/1 rewards; -1.0: HER's -1/0 scale, the Fetch envs').
     :param require_distinct: reject instructions with repeated goals (a repeated goal would be reached twice
         without moving).
     """
@@ -271,6 +272,7 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         mask_value: float | None = None,
         goal_reward: float = 1.0,
         require_distinct: bool = True,
+        step_reward: float = 0.0,
     ) -> None:
         if isinstance(num_goals, bool) or not isinstance(num_goals, Integral) or num_goals < 1:
             raise ValueError(f"num_goals must be an int >= 1; got {num_goals!r}")
@@ -283,7 +285,7 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         achieved_space, desired_space = check_goal_env(env)
         gym.utils.RecordConstructorArgs.__init__(
             self, sampler=sampler, num_goals=num_goals, mask_value=mask_value, goal_reward=goal_reward,
-            require_distinct=require_distinct,
+            require_distinct=require_distinct, step_reward=step_reward,
         )
         gym.Wrapper.__init__(self, env)
         if mask_value is None:
@@ -294,6 +296,8 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
             raise ValueError(f"mask_value must be a finite number; got {mask_value!r}")
         if isinstance(goal_reward, bool) or not isinstance(goal_reward, Real) or not math.isfinite(goal_reward):
             raise ValueError(f"goal_reward must be a finite number; got {goal_reward!r}")
+        if isinstance(step_reward, bool) or not isinstance(step_reward, Real) or not math.isfinite(step_reward):
+            raise ValueError(f"step_reward must be a finite number; got {step_reward!r}")
         integer = _is_integer(desired_space.dtype)
         if integer and not float(mask_value).is_integer():
             raise ValueError(
@@ -310,6 +314,7 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self.num_goals = int(num_goals)
         self.mask_value: float = int(mask_value) if integer else float(mask_value)
         self.goal_reward = float(goal_reward)
+        self.step_reward = float(step_reward)
         self.require_distinct = bool(require_distinct)
         self.goal_dim = int(desired_space.shape[0])
         k, d = self.num_goals, self.goal_dim
@@ -331,7 +336,9 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         #: ``sb3_hir.testing.check_instruction_env`` checks by default); None for float goals, whose tolerance is
         #: the env's success radius (env plugins set it, e.g. sb3-hir-robotics' ``declare_goal_spec``).
         self.goal_spec: GoalSpec | None = (
-            ExactGoalSpec(mask_value=self.mask_value, goal_reward=self.goal_reward) if integer else None
+            ExactGoalSpec(mask_value=self.mask_value, goal_reward=self.goal_reward, step_reward=self.step_reward)
+            if integer
+            else None
         )
         self._desired_space = env.observation_space["desired_goal"]
         self._obs_dtype = env.observation_space["observation"].dtype
@@ -486,11 +493,11 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self._env_obs = self._check_env_obs(obs)
         active = self._goals[self._num_reached]
         reached = bool(self.sampler.reached(self, np.asarray(obs["achieved_goal"]), active.copy(), info))
-        reward = 0.0
+        reward = self.step_reward
         if reached:
             self._goals_obs[self._num_reached] = self.mask_value
             self._num_reached += 1
-            reward = self.goal_reward
+            reward += self.goal_reward
             if self._num_reached < k:
                 self.sampler.install(self, self._goals[self._num_reached].copy())
         success = self._num_reached == k

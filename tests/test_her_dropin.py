@@ -19,7 +19,11 @@ from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy
 
-from sb3_hir.buffers import HindsightInstructionReplayBuffer as Buffer
+from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.buffers import HindsightReplayBuffer as Buffer
+from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.episodes import Episode
+from sb3_hir.relabel import HindsightInstructionRelabeler
 
 ALGOS = {"dqn": DQN, "sac": SAC, "td3": TD3, "ddpg": DDPG}
 
@@ -243,6 +247,15 @@ def test_her_arguments_and_ours_must_agree() -> None:
     assert Buffer(100, space, action, env=venv, goal_selection_strategy="FINAL").goal_selection == "final"
 
 
+def test_the_plain_buffer_needs_no_env_and_points_goal_envs_to_the_drop_in(tmp_path) -> None:
+    venv = bitflip_venv()
+    with pytest.raises(ValueError, match=r"use sb3_hir\.HindsightReplayBuffer"):
+        HindsightInstructionReplayBuffer(100, venv.observation_space, venv.action_space)
+    assert not issubclass(HindsightInstructionReplayBuffer, HerReplayBuffer)
+    by_hand = HindsightInstructionReplayBuffer(100, venv.observation_space, venv.action_space, env=venv)
+    assert by_hand.goal_env and by_hand.env is venv
+
+
 def test_goal_env_mode_needs_the_env_for_rewards_and_says_so() -> None:
     venv = bitflip_venv()
     buffer = Buffer(100, venv.observation_space, venv.action_space)
@@ -420,3 +433,44 @@ def test_her_and_ours_store_the_same_transitions() -> None:
     for key in her.observations:
         np.testing.assert_array_equal(her.observations[key][: her.pos], ours.observations[key][: ours.pos])
     np.testing.assert_array_equal(her.rewards[: her.pos], ours.rewards[: ours.pos])
+
+
+# ------------------------------------------------------------------------------------------- instruction envs
+def test_step_reward_is_served_in_relabeled_rows_and_read_from_the_env() -> None:
+    venv = make_vec_env(lambda: MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=30, step_reward=-1.0), n_envs=2,
+                        seed=0)
+    model = DQN("MultiInputPolicy", venv, replay_buffer_class=Buffer, replay_buffer_kwargs=dict(strategy="all"),
+                **small(buffer_size=5000))
+    buffer = model.replay_buffer
+    assert buffer.goal_spec.step_reward == -1.0  # the env's declared spec, handed over by SB3
+    model.learn(400)
+    samples = buffer.sample(256)
+    info = buffer.last_sample_info
+    relabeler = HindsightInstructionRelabeler(2, strategy="none", goal_spec=buffer.goal_spec)
+    served = 0
+    for i in np.flatnonzero(info.relabeled):
+        env, t, start = int(info.env_indices[i]), int(info.t[i]), int(info.episode_start[i])
+        rows = episode_rows(buffer, start, env)
+        episode = Episode(
+            observations={k: np.concatenate([v[rows[:1], env], buffer.next_observations[k][rows, env]])
+                          for k, v in buffer.observations.items()},
+            actions=buffer.actions[rows, env], rewards=buffer.rewards[rows, env],
+            terminated=(buffer.dones[rows, env] * (1 - buffer.timeouts[rows, env])).astype(bool),
+            truncated=(buffer.dones[rows, env] * buffer.timeouts[rows, env]).astype(bool),
+        )
+        replayed = relabeler.replay(episode, info.goals[i])
+        assert samples.rewards[i, 0].item() == pytest.approx(float(replayed.rewards[t]))
+        assert bool(samples.dones[i, 0]) == bool(replayed.terminated[t])
+        served += 1
+    assert served > 100
+    rewards = samples.rewards.numpy()
+    assert set(np.unique(rewards)) <= {-1.0, 0.0}
+
+
+def test_a_goal_spec_on_another_scale_than_the_env_is_reported() -> None:
+    venv = make_vec_env(lambda: MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=20, step_reward=-1.0), n_envs=1,
+                        seed=0)
+    model = DQN("MultiInputPolicy", venv, replay_buffer_class=HindsightInstructionReplayBuffer,
+                **small(buffer_size=5000))  # no env handed over: the default "exact" spec, 0/1 rewards
+    with pytest.warns(UserWarning, match="recorded rewards differ from the goal spec's"):
+        model.learn(100)

@@ -20,6 +20,7 @@ import numpy as np
 from gymnasium import spaces
 
 from sb3_hir.contract import RESET_GOALS_OPTION
+from sb3_hir.goals import ExactGoalSpec
 
 __all__ = [
     "ACTION_DIRECTIONS",
@@ -269,9 +270,11 @@ class MazeRunnerEnv(gym.Env):
 
     Observation: Dict ``obs`` float32 (7,) = [row/n, col/n, west/n, north/n, east/n, south/n, t/time_limit]
     (sensors count the free cells between the agent and the nearest wall), ``goals`` int32 (k, 2) with reached
-    goals replaced by (-1, -1), ``achieved`` int32 (1, 2) = current cell. Reward 1.0 on the step the agent stands
-    on the active goal (then the next goal becomes active, checked from the next step on); terminated when all k
-    are reached, truncated when t reaches ``time_limit``. ``info`` has ``is_success`` and ``goals_reached``.
+    goals replaced by (-1, -1), ``achieved`` int32 (1, 2) = current cell. Reward ``step_reward`` on every step,
+    plus 1.0 on the step the agent stands on the active goal (then the next goal becomes active, checked from the
+    next step on); terminated when all k are reached, truncated when t reaches ``time_limit``. ``info`` has
+    ``is_success`` and ``goals_reached``. ``goal_spec`` declares the same semantics (exact cells, mask -1, the
+    rewards), so the buffer and :func:`sb3_hir.testing.check_instruction_env` relabel with them.
 
     Every observation array is fresh on every step (gymnasium 1.x's env checker asserts that no two calls share an
     object, since users keep what they are given).
@@ -294,6 +297,9 @@ class MazeRunnerEnv(gym.Env):
     :param continuous: ``Box(-1, 1, (2,))`` actions (x = column axis, y = row axis): the move follows the axis
         with the larger magnitude (x on ties), stay when both are below 1/3.
     :param render_mode: ``"rgb_array"`` (uint8 image) or ``"ansi"`` (text grid) or None.
+    :param step_reward: reward of every step on top of the goal reward: 0.0 gives 0/1 rewards, -1.0 HER's -1/0
+        scale. The optimal policy is the same (the episode ends at the k-th goal; reach the goals in order, as fast
+        as possible).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array", "ansi"], "render_fps": 8}
@@ -312,6 +318,7 @@ class MazeRunnerEnv(gym.Env):
         randomized_actions: bool = False,
         continuous: bool = False,
         render_mode: str | None = None,
+        step_reward: float = 0.0,
     ) -> None:
         super().__init__()
         n = _check_int("maze_dim", maze_dim, 5)
@@ -333,6 +340,13 @@ class MazeRunnerEnv(gym.Env):
         self.num_goals = k
         self.randomized_actions = bool(randomized_actions)
         self.continuous = bool(continuous)
+        if isinstance(step_reward, bool) or not isinstance(step_reward, (int, float, np.number)) or not math.isfinite(
+            step_reward
+        ):
+            raise ValueError(f"step_reward must be a finite number, got {step_reward!r}")
+        self.step_reward = float(step_reward)
+        #: The semantics relabeling must reproduce (see :data:`sb3_hir.contract.ENV_GOAL_SPEC`).
+        self.goal_spec = ExactGoalSpec(mask_value=-1, goal_reward=1.0, step_reward=self.step_reward)
         self.render_mode = render_mode
         self.start = (n - 2, n // 2)
         self._grid = _grid(n)
@@ -454,10 +468,10 @@ class MazeRunnerEnv(gym.Env):
         self._cell = cell
         t = self._t + 1
         self._t = t
-        reward = 0.0
+        reward = self.step_reward
         terminated = False
         if cell == self._active_goal:
-            reward = 1.0
+            reward += 1.0
             self._goals_reached += 1
             if self._goals_reached == self.num_goals:
                 terminated = True

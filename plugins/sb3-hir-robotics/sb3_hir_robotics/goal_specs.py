@@ -61,7 +61,8 @@ class DistanceThresholdGoalSpec(ToleranceGoalSpec):
         HindsightInstructionReplayBuffer(..., goal_spec=spec)
 
     :param env: the env (an instruction env built by this plugin, or a bare GoalEnv); the threshold is read from
-        it, and ``mask_value`` / ``goal_reward`` from its :class:`InstructionWrapper` unless given.
+        it, and ``mask_value`` / ``goal_reward`` / ``step_reward`` from its :class:`InstructionWrapper` unless
+        given.
     :param distance_threshold: the tolerance, when the env does not tell it (checked against the env's otherwise);
         with neither given, the gymnasium-robotics mazes' 0.45.
     :param kwargs: further :class:`~sb3_hir.goals.GoalSpec` arguments (keys, ``mask_value``, ``goal_reward``).
@@ -90,7 +91,7 @@ class DistanceThresholdGoalSpec(ToleranceGoalSpec):
                 distance_threshold = found
             wrapper = find_instruction_wrapper(env)
             if wrapper is not None:
-                for name in ("mask_value", "goal_reward"):
+                for name in ("mask_value", "goal_reward", "step_reward"):
                     ours = getattr(wrapper, name)
                     if name in kwargs and float(kwargs[name]) != ours:
                         raise ValueError(

@@ -1,9 +1,12 @@
 """Any single-goal GoalEnv as a one-goal instruction (k = 1): env plugin ``"goalenv"``.
 
-The instruction is the env's own ``desired_goal`` drawn at reset and success is its own test, so a GoalEnv
-(Fetch, Hand, PointMaze, ...) trains with :class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer` where one
-would use SB3's ``HerReplayBuffer``. Goals may be a 1-D Box, MultiBinary, MultiDiscrete or a Discrete (see
-:mod:`sb3_hir.instruction`); integer goals come with the matching ``"exact"`` goal spec as ``env.goal_spec``.
+The instruction is the env's own ``desired_goal`` drawn at reset and success is its own test. The episode ends
+at the first reach, and the reward keeps the env's scale (-1/0 for Fetch). Prefer the buffer's native GoalEnv mode
+(pass the GoalEnv as it is to :class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer`): it keeps the task
+itself, e.g. FetchReach's "reach and hold". This adapter is for what needs an instruction env: k-goal tooling,
+DAgger with instruction relabeling, :func:`sb3_hir.testing.check_instruction_env`. Goals may be a 1-D Box,
+MultiBinary, MultiDiscrete or a Discrete (see :mod:`sb3_hir.instruction`); integer goals come with the matching
+``"exact"`` goal spec as ``env.goal_spec``.
 """
 
 from __future__ import annotations
@@ -11,13 +14,36 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
-import gymnasium_robotics  # noqa: F401  (registers the gymnasium-robotics ids)
+import numpy as np
 
 from sb3_hir.instruction import DesiredGoalSampler, InstructionWrapper, goal_space_mask_value
 from sb3_hir_robotics.goal_specs import declare_goal_spec
 from sb3_hir_robotics.maze import outside_mask_value
 
-__all__ = ["default_mask_value", "make_goal_env"]
+__all__ = ["default_mask_value", "env_reward_scale", "make_goal_env"]
+
+
+def env_reward_scale(env: gym.Env) -> tuple[float, float]:
+    """``(step_reward, goal_reward)`` that reproduce the env's own sparse scale: ``compute_reward`` of a goal
+    missed and the gain of reaching it (Fetch: ``(-1.0, 1.0)``, PointMaze: ``(0.0, 1.0)``). ``(0.0, 1.0)`` when the
+    env's reward cannot be probed that way (not sparse, or goals that cannot be moved far off)."""
+    space = env.observation_space["desired_goal"]
+    goal = np.asarray(space.sample())
+    if isinstance(space, gym.spaces.MultiBinary):
+        far = 1 - goal
+    elif isinstance(space, gym.spaces.Box) and space.dtype.kind == "f":
+        far = goal + 1000.0
+    else:
+        return 0.0, 1.0
+    compute = env.unwrapped.compute_reward
+    try:
+        hit = float(np.asarray(compute(goal, goal, {})).reshape(-1)[0])
+        miss = float(np.asarray(compute(far, goal, {})).reshape(-1)[0])
+    except Exception:  # an env whose compute_reward needs more than goals: keep 0/1
+        return 0.0, 1.0
+    if not (np.isfinite(hit) and np.isfinite(miss) and hit > miss and abs(miss) <= 1.0 and hit - miss <= 1.0 + 1e-9):
+        return 0.0, 1.0  # dense or unusual rewards: no sparse scale to keep
+    return miss, hit - miss
 
 
 def default_mask_value(env: gym.Env) -> float:
@@ -39,8 +65,9 @@ def make_goal_env(
     env_id: str = "PointMaze_UMaze-v3",
     num_goals: int = 1,
     mask_value: float | None = None,
-    goal_reward: float = 1.0,
+    goal_reward: float | None = None,
     success_reward: float | None = None,
+    step_reward: float | None = None,
     **make_kwargs: Any,
 ) -> InstructionWrapper:
     """``gymnasium.make(env_id, **make_kwargs)`` as a one-goal instruction env.
@@ -49,7 +76,9 @@ def make_goal_env(
     :param num_goals: must be 1 (the env has one goal); accepted so that callers passing k get a clear error.
     :param mask_value: mask of the reached goal; None uses :func:`default_mask_value` (-1, or a value outside the
         goal range when -1 could be a real goal, e.g. a maze cell centre).
-    :param goal_reward: reward for reaching the goal.
+    :param goal_reward: reward for reaching the goal; None keeps the env's scale (:func:`env_reward_scale`).
+    :param step_reward: reward of every step on top; None keeps the env's scale (Fetch: -1.0, so that a step
+        reaching the goal earns 0 and any other -1, as the env itself rewards).
     :param success_reward: ``compute_reward`` value of success (0.0 for sparse ``-1 / 0`` rewards), only for envs
         whose info reports neither ``is_success`` nor ``success``.
     """
@@ -65,7 +94,12 @@ def make_goal_env(
         if mask_value is None:
             mask_value = default_mask_value(env)
         sampler = DesiredGoalSampler(success_reward=success_reward, mask_value=mask_value)
-        return declare_goal_spec(InstructionWrapper(env, sampler, num_goals=1, goal_reward=goal_reward))
+        scale_step, scale_goal = env_reward_scale(env)
+        wrapper = InstructionWrapper(
+            env, sampler, num_goals=1, goal_reward=scale_goal if goal_reward is None else goal_reward,
+            step_reward=scale_step if step_reward is None else step_reward,
+        )
+        return declare_goal_spec(wrapper)
     except Exception:
         env.close()
         raise
