@@ -214,7 +214,8 @@ def main() -> None:
         scores: dict[str, dict[int, list[float]]] = {b: {x: [] for x in budgets} for b in BUFFERS}
         for config, out in rows:
             for budget in budgets:
-                scores[config["buffer"]][budget].append(out["scores"].get(str(budget), float("nan")))
+                if str(budget) in out["scores"]:  # perf: one budget per run
+                    scores[config["buffer"]][budget].append(out["scores"][str(budget)])
         seconds = {b: [o["seconds"] for c, o in rows if c["buffer"] == b] for b in BUFFERS}
         if args.suite == "perf":
             title = "SB3's HER performance test (DQN, BitFlipping-10, 2 envs): training success, last 50 episodes"

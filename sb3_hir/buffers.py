@@ -43,6 +43,23 @@ Design: a fresh hindsight instruction for every sampled transition, as HER draws
   episode's end, the last observation of the window and ``discounts = gamma ** m`` in the samples' field that
   DQN, QR-DQN, SAC, TQC and TD3 read.
 
+GoalEnv mode (a GoalEnv's ``observation`` / ``achieved_goal`` / ``desired_goal``, as ``HerReplayBuffer`` takes
+them; use :class:`HindsightReplayBuffer`, which SB3 hands the env) is the ``k = 1`` case of the same core: the same
+index, draw and serving code, with the desired goal unmasked and the env's own reward. A relabeled row is the stored
+episode replayed under the drawn goal ``g`` by the env itself: observations with ``desired_goal = g``, reward
+``compute_reward(achieved_goal after t, g, info_t)`` (one call per batch, as HER calls it, summed over the window
+for ``n_steps > 1``), and:
+
+* where the env terminates on success (``terminates_on_success``), the replayed episode ends at ``g``'s first
+  reach: that transition is terminal, goals first reached at or before ``t`` are not drawn (the episode would have
+  ended before ``t``), and a recorded termination that its own goal's reach caused is not kept;
+* elsewhere (continuing tasks such as FetchReach) the replayed episode is the recorded one: every future goal is
+  admissible, HER's rule exactly, and the recorded ``dones`` are served.
+
+HER's ``future`` (a goal from the steps at or after the transition's next observation), ``episode`` and ``final``
+rules are the draws; ``n_sampled_goal`` maps to ``relabel_ratio``. HER draws goals a terminating env could never
+reach again and serves its stale ``dones``; ``terminate_on_success=False`` reproduces that.
+
 The buffer never scans its storage: ``add()`` costs O(1) per step plus O(T) once per episode, and
 ``sample()`` costs O(batch) in the buffer size. An episode whose first row was overwritten by the circular
 buffer can no longer be relabeled (its instruction and early steps are gone); its remaining rows are still

@@ -27,6 +27,8 @@ def env_reward_scale(env: gym.Env) -> tuple[float, float]:
     """``(step_reward, goal_reward)`` that reproduce the env's own sparse scale: ``compute_reward`` of a goal
     missed and the gain of reaching it (Fetch: ``(-1.0, 1.0)``, PointMaze: ``(0.0, 1.0)``). ``(0.0, 1.0)`` when the
     env's reward cannot be probed that way (not sparse, or goals that cannot be moved far off)."""
+    if not isinstance(env.observation_space, gym.spaces.Dict) or "desired_goal" not in env.observation_space.spaces:
+        return 0.0, 1.0  # not a GoalEnv: InstructionWrapper refuses it, naming what it accepts
     space = env.observation_space["desired_goal"]
     goal = np.asarray(space.sample())
     if isinstance(space, gym.spaces.MultiBinary):

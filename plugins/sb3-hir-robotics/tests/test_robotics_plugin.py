@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch as th
 from sb3_hir_robotics.goal_specs import DistanceThresholdGoalSpec
+from sb3_hir_robotics.goalenv import env_reward_scale
 from sb3_hir_robotics.maze import DEFAULT_MASK_VALUE, MAZE_DISTANCE_THRESHOLD, MazeGoalSampler, goal_cells
 from stable_baselines3 import SAC
 from stable_baselines3.common.env_util import make_vec_env
@@ -265,10 +266,11 @@ def test_goalenv_adapter_keeps_the_envs_own_goal_and_success_on_fetch():
     for _ in range(50):
         delta = obs["goals"][0] - obs["achieved"][0]
         obs, reward, terminated, _, info = env.step(np.append(np.clip(delta * 20, -1, 1), 0.0))
-        assert reward == float(info["env_is_success"])
+        assert reward == info["env_reward"] == float(info["env_is_success"]) - 1.0  # Fetch's own -1/0 scale
         if terminated:
             break
     assert terminated and info["is_success"] and info["goals_reached"] == 1
+    assert (env.step_reward, env.goal_reward) == (-1.0, 1.0) == env_reward_scale(env.env)
     assert np.all(obs["goals"] == -1.0)
 
 
