@@ -474,3 +474,31 @@ def test_a_goal_spec_on_another_scale_than_the_env_is_reported() -> None:
                 **small(buffer_size=5000))  # no env handed over: the default "exact" spec, 0/1 rewards
     with pytest.warns(UserWarning, match="recorded rewards differ from the goal spec's"):
         model.learn(100)
+
+
+def test_final_selection_for_one_goal_instructions_and_refused_for_more() -> None:
+    venv = make_vec_env(lambda: MazeRunnerEnv(maze_dim=7, num_goals=1, time_limit=20), n_envs=2, seed=0)
+    model = DQN("MultiInputPolicy", venv, replay_buffer_class=HindsightInstructionReplayBuffer,
+                replay_buffer_kwargs=dict(strategy="all", goal_selection_strategy=GoalSelectionStrategy.FINAL),
+                **small(buffer_size=5000))
+    model.learn(300)
+    buffer = model.replay_buffer
+    buffer.sample(256)
+    info = buffer.last_sample_info
+    checked = 0
+    for i in np.flatnonzero(info.relabeled):
+        env, t, start = int(info.env_indices[i]), int(info.t[i]), int(info.episode_start[i])
+        rows = episode_rows(buffer, start, env)
+        achieved = buffer.next_observations["achieved"][rows, env].reshape(len(rows), -1)
+        goal = info.goals[i, 0]
+        own = buffer.observations["goals"][start, env, 0]
+        if np.array_equal(goal, own):
+            continue  # the recorded goal, kept where the episode reached it ("all" adds none)
+        np.testing.assert_array_equal(goal, achieved[-1])  # the episode's final achieved cell
+        first = int(np.flatnonzero((achieved == goal).all(axis=1))[0]) + 1
+        assert first > t  # admissible: the final cell is first reached after the transition
+        checked += 1
+    assert checked > 50
+    space = make_vec_env(lambda: MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=20)).observation_space
+    with pytest.raises(ValueError, match="goal_selection 'final' is for one-goal instructions"):
+        HindsightInstructionReplayBuffer(100, space, venv.action_space, goal_selection_strategy="final")
