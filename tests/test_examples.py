@@ -121,6 +121,30 @@ def test_rl_zoo3_trains_with_the_hir_buffer(tmp_path):
     assert model.num_timesteps >= 200
 
 
+def test_rl_zoo3_runs_its_own_fetchreach_her_config_with_only_the_class_swapped(tmp_path):
+    import gymnasium as gym
+    import gymnasium_robotics
+    from stable_baselines3 import SAC
+
+    from sb3_hir.buffers import HindsightReplayBuffer
+
+    gym.register_envs(gymnasium_robotics)
+    env_id = max(e for e in gym.registry if e in ("FetchReach-v2", "FetchReach-v4"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "rl_zoo3.train", "--algo", "sac", "--env", env_id, "--gym-packages",
+         "gymnasium_robotics", "-conf", str(EXAMPLES / "rl_zoo3" / "fetchreach_her_dropin.py"), "-n", "300",
+         "--hyperparams", "learning_starts:100", "--eval-freq", "-1", "-f", str(tmp_path), "--seed", "0",
+         "--vec-env", "dummy"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300, env=ENV,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (model_path,) = tmp_path.glob(f"sac/{env_id}_*/{env_id}.zip")
+    model = SAC.load(model_path, env=gym.make(env_id), device="cpu")  # a HER-style buffer: load with env=, as HER
+    assert model.replay_buffer_class is HindsightReplayBuffer
+    assert model.replay_buffer_kwargs == dict(goal_selection_strategy="future", n_sampled_goal=4)
+    assert model.num_timesteps >= 300
+
+
 @pytest.mark.parametrize("history", [4, 0])
 def test_memory_example_dqn(tmp_path, history):
     from stable_baselines3 import DQN
