@@ -495,13 +495,16 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self.terminate_on_success = terminate_on_success
         if self.goal_env and terminate_on_success is None:
             self.terminate_on_success = _probe_compute_terminated(env, observation_space)
-        if self.goal_env and self.terminate_on_success and not self.has_success_test:
-            warnings.warn(
-                "the env terminates on success, but its goals are floats and it has no distance_threshold: pass "
-                "goal_spec=ToleranceGoalSpec(tolerance=..., goals_key='desired_goal', achieved_key='achieved_goal') "
-                "so that relabeled successes terminate; until then the recorded dones are served, as by HER",
-                stacklevel=2,
-            )
+        if self.goal_env and not self.has_success_test:
+            if self.terminate_on_success is not False:
+                known = "terminates on success" if self.terminate_on_success else "may terminate on success"
+                warnings.warn(
+                    f"the env {known}, but its goals are floats and it has no distance_threshold, so the buffer "
+                    "cannot find where a relabeled goal is first reached: the recorded dones are served, as by HER. "
+                    "Pass goal_spec=ToleranceGoalSpec(tolerance=<the env's success radius>, "
+                    "goals_key='desired_goal', achieved_key='achieved_goal') to serve relabeled terminations",
+                    stacklevel=2,
+                )
             self.terminate_on_success = False
         #: recorded episodes that ended on their own goal's first reach / went on after reaching it (GoalEnv mode).
         self.episodes_ending_at_goal = 0

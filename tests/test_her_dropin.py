@@ -23,6 +23,7 @@ from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.buffers import HindsightReplayBuffer as Buffer
 from sb3_hir.envs import MazeRunnerEnv
 from sb3_hir.episodes import Episode
+from sb3_hir.goals import ToleranceGoalSpec
 from sb3_hir.relabel import HindsightInstructionRelabeler
 
 ALGOS = {"dqn": DQN, "sac": SAC, "td3": TD3, "ddpg": DDPG}
@@ -43,7 +44,8 @@ class PointGoalEnv(gym.Env):
     ``compute_reward`` reading infos can be told apart from one that does not.
     """
 
-    distance_threshold = 0.25
+    radius = 0.25
+    distance_threshold: float | None = radius  # the success radius, as Fetch and panda-gym's tasks expose it
 
     def __init__(self, terminate: bool = True, scale: float = 1.0) -> None:
         box = spaces.Box(-1.0, 1.0, (2,), np.float32)
@@ -53,14 +55,14 @@ class PointGoalEnv(gym.Env):
 
     def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
         distance = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
-        reward = -(distance > self.distance_threshold).astype(np.float32)
+        reward = -(distance > self.radius).astype(np.float32)
         if isinstance(info, (list, np.ndarray)) and len(info) and isinstance(info[0], dict):
             reward = reward * np.array([i.get("scale", 1.0) for i in info], dtype=np.float32)
         return reward
 
     def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> bool:
         distance = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
-        return bool(self.terminate and (distance <= self.distance_threshold).all())
+        return bool(self.terminate and (distance <= self.radius).all())
 
     def _obs(self) -> dict[str, np.ndarray]:
         return {"observation": self.pos.copy(), "achieved_goal": self.pos.copy(), "desired_goal": self.goal.copy()}
@@ -502,3 +504,17 @@ def test_final_selection_for_one_goal_instructions_and_refused_for_more() -> Non
     space = make_vec_env(lambda: MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=20)).observation_space
     with pytest.raises(ValueError, match="goal_selection 'final' is for one-goal instructions"):
         HindsightInstructionReplayBuffer(100, space, venv.action_space, goal_selection_strategy="final")
+
+
+def test_float_goals_without_a_success_radius_are_served_hers_dones_with_a_warning() -> None:
+    class NoRadius(PointGoalEnv):
+        distance_threshold = None
+
+    venv = make_vec_env(lambda: gym.wrappers.TimeLimit(NoRadius(), 12), n_envs=1, seed=0)
+    with pytest.warns(UserWarning, match="cannot find where a relabeled goal is first reached"):
+        buffer = Buffer(100, venv.observation_space, venv.action_space, env=venv)
+    assert buffer.terminate_on_success is False and not buffer.terminates_on_success
+    radius = dict(goals_key="desired_goal", achieved_key="achieved_goal")
+    given = Buffer(100, venv.observation_space, venv.action_space, env=venv,
+                   goal_spec=ToleranceGoalSpec(tolerance=0.25, **radius))
+    assert given.terminates_on_success  # compute_terminated says so, and reaches can be found
