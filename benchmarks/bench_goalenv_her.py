@@ -1,7 +1,7 @@
 """Single-goal GoalEnvs (k = 1): our HindsightInstructionReplayBuffer against SB3's HerReplayBuffer, same algorithm.
 
 Same GoalEnv, algorithm, hyperparameters, network sizes, seeds and budget; only the buffer differs. Ours is, with
-``--ours native`` (the default), :class:`~sb3_hir.buffers.HindsightReplayBuffer` on the raw GoalEnv with HER's own
+``--ours native`` (the default), ``sb3_hir.HerReplayBuffer`` on the raw GoalEnv with HER's own
 ``replay_buffer_kwargs``: only the class is swapped, the policy sees the same keys, rewards are the env's
 ``compute_reward``, and relabeled successes terminate where the env terminates on success (its
 ``compute_terminated``; with no success radius to find first reaches, as for PointMaze's hard-coded 0.45, the
@@ -54,8 +54,9 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
+from sb3_hir import buffers as hir
 from sb3_hir import plugins
-from sb3_hir.buffers import HindsightInstructionReplayBuffer, HindsightReplayBuffer
+from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.extractors import KeySelectExtractor
 from sb3_hir.instruction import DesiredGoalSampler, InstructionWrapper
 
@@ -164,7 +165,7 @@ def build(agent: str, args: argparse.Namespace, seed: int) -> OffPolicyAlgorithm
     if agent == "HIR" and args.ours == "native":
         venv = make_vec_env(lambda: make_raw(args), n_envs=args.n_envs, seed=seed)
         common.update(
-            replay_buffer_class=HindsightReplayBuffer,
+            replay_buffer_class=hir.HerReplayBuffer,
             replay_buffer_kwargs=dict(goal_selection_strategy="future", n_sampled_goal=4),
         )
     elif agent == "HIR":
@@ -244,7 +245,7 @@ def main() -> None:
     parser.add_argument("--ent-coef", default="auto", help="SAC only: its ent_coef (same for both buffers)")
     parser.add_argument("--eval-episodes", type=int, default=50)
     parser.add_argument("--ours", choices=["native", "instruction"], default="native",
-                        help="native: HindsightReplayBuffer on the raw GoalEnv, only the class swapped; instruction: "
+                        help="native: sb3_hir.HerReplayBuffer on the raw GoalEnv, only the class swapped; instruction: "
                         "the InstructionWrapper adapter (the options below apply to it)")
     parser.add_argument("--strategy", choices=["all", "some", "none"], default="all",
                         help="HIR strategy; with one goal 'all' is HER's future rule, 'some' keeps half the draws")

@@ -1,4 +1,4 @@
-"""The drop-in for ``HerReplayBuffer``: same script, same GoalEnv, only ``replay_buffer_class`` swapped.
+"""The drop-in for ``HerReplayBuffer``: same script, same GoalEnv, only the class swapped (``sb3_hir``'s for SB3's).
 
 Both sides get the raw GoalEnv (``observation`` / ``achieved_goal`` / ``desired_goal``), the same algorithm,
 hyperparameters, seeds and ``replay_buffer_kwargs`` (HER's own: ``n_sampled_goal``, ``goal_selection_strategy``);
@@ -50,9 +50,9 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.vec_env import VecNormalize
 
-from sb3_hir.buffers import HindsightReplayBuffer
+from sb3_hir import buffers as hir
 
-BUFFERS = {"HER": HerReplayBuffer, "ours": HindsightReplayBuffer}
+BUFFERS = {"HER": HerReplayBuffer, "ours": hir.HerReplayBuffer}
 RAY_OPTIONS = ("ray", "ray_address", "cpus_per_trial")
 
 

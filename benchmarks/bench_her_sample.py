@@ -1,4 +1,4 @@
-"""``sample(256)`` of HindsightReplayBuffer (GoalEnv mode) against SB3's HerReplayBuffer, same data, one process.
+"""``sample(256)`` of sb3_hir.HerReplayBuffer (GoalEnv mode) against SB3's HerReplayBuffer, same data, one process.
 
 Both buffers are filled through their own ``add()`` with the same transitions of a Fetch-shaped GoalEnv
 (``observation`` float32 (10,), ``achieved_goal`` / ``desired_goal`` float32 (3,), a random walk, 50-step
@@ -29,7 +29,7 @@ from gymnasium import spaces
 from stable_baselines3 import HerReplayBuffer
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from sb3_hir.buffers import HindsightReplayBuffer
+from sb3_hir import buffers as hir
 
 LENGTH = 50
 BATCH = 256
@@ -113,7 +113,7 @@ def main() -> None:
     th.set_num_threads(1)
     print(f"sample({BATCH}) at {args.size} stored, {args.n_envs} envs, {LENGTH}-step episodes; compute_reward through "
           "the VecEnv on both sides; median of interleaved rounds")
-    print("| case | HerReplayBuffer (ms) | HindsightReplayBuffer (ms) | ours / HER | target <= 0.5x |")
+    print("| case | SB3 HerReplayBuffer (ms) | sb3_hir.HerReplayBuffer (ms) | ours / HER | target <= 0.5x |")
     print("|---|---:|---:|---:|---|")
     for case in ("continuing", "terminating"):
         terminate = case == "terminating"
@@ -121,7 +121,7 @@ def main() -> None:
         space, action = venv.observation_space, venv.action_space
         per_env = args.size // args.n_envs
         her = HerReplayBuffer(per_env, space, action, env=venv, n_envs=args.n_envs, device="cpu")
-        ours = HindsightReplayBuffer(per_env, space, action, env=venv, n_envs=args.n_envs, device="cpu",
+        ours = hir.HerReplayBuffer(per_env, space, action, env=venv, n_envs=args.n_envs, device="cpu",
                                      seed=args.seed)
         assert ours.terminates_on_success == terminate
         np.random.seed(args.seed)

@@ -40,7 +40,7 @@ _LAZY: dict[str, str] = {
     "InstructionRelabeler": "sb3_hir.relabel",
     "HindsightInstructionRelabeler": "sb3_hir.relabel",
     "HindsightInstructionReplayBuffer": "sb3_hir.buffers",
-    "HindsightReplayBuffer": "sb3_hir.buffers",
+    "HerReplayBuffer": "sb3_hir.buffers",
     "KeySelectExtractor": "sb3_hir.extractors",
     "HistoryExtractor": "sb3_hir.extractors",
     "HistoryWrapper": "sb3_hir.history",
@@ -62,9 +62,9 @@ __all__ = [
     "Episode",
     "ExactGoalSpec",
     "GoalSpec",
+    "HerReplayBuffer",
     "HindsightInstructionRelabeler",
     "HindsightInstructionReplayBuffer",
-    "HindsightReplayBuffer",
     "HistoryExtractor",
     "HistoryWrapper",
     "InstructionEvalCallback",
@@ -86,7 +86,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from sb3_hir import envs
-    from sb3_hir.buffers import HindsightInstructionReplayBuffer, HindsightReplayBuffer
+    from sb3_hir.buffers import HerReplayBuffer, HindsightInstructionReplayBuffer
     from sb3_hir.callbacks import InstructionEvalCallback, evaluate_instruction_policy
     from sb3_hir.dagger import DAggerCollector, DAggerTrainer, SimpleDAggerTrainer, reconstruct_trainer
     from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert

@@ -43,8 +43,8 @@ Design: a fresh hindsight instruction for every sampled transition, as HER draws
   episode's end, the last observation of the window and ``discounts = gamma ** m`` in the samples' field that
   DQN, QR-DQN, SAC, TQC and TD3 read.
 
-GoalEnv mode (a GoalEnv's ``observation`` / ``achieved_goal`` / ``desired_goal``, as ``HerReplayBuffer`` takes
-them; use :class:`HindsightReplayBuffer`, which SB3 hands the env) is the ``k = 1`` case of the same core: the same
+GoalEnv mode (a GoalEnv's ``observation`` / ``achieved_goal`` / ``desired_goal``, as SB3's ``HerReplayBuffer`` takes
+them; use our :class:`HerReplayBuffer`, which SB3 hands the env) is the ``k = 1`` case of the same core: the same
 index, draw and serving code, with the desired goal unmasked and the env's own reward. A relabeled row is the stored
 episode replayed under the drawn goal ``g`` by the env itself: observations with ``desired_goal = g``, reward
 ``compute_reward(achieved_goal after t, g, info_t)`` (one call per batch, as HER calls it, summed over the window
@@ -100,7 +100,7 @@ from stable_baselines3.common.preprocessing import get_obs_shape
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
-from stable_baselines3.her.her_replay_buffer import HerReplayBuffer
+from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as SB3HerReplayBuffer
 
 from sb3_hir import plugins
 from sb3_hir.contract import ENV_GOAL_SPEC
@@ -108,7 +108,7 @@ from sb3_hir.episodes import Episode
 from sb3_hir.goals import ExactGoalSpec, GoalSpec, ToleranceGoalSpec, _pack_goals
 from sb3_hir.relabel import GOAL_SELECTIONS, HindsightInstructionRelabeler, InstructionRelabeler
 
-__all__ = ["HindsightInstructionReplayBuffer", "HindsightReplayBuffer", "SampleInfo"]
+__all__ = ["HerReplayBuffer", "HindsightInstructionReplayBuffer", "SampleInfo"]
 
 
 #: What the buffer calls on a relabeler (the ``"relabeler"`` hook's contract).
@@ -286,8 +286,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     """Replay buffer that serves transitions under fresh hindsight instructions (see the module docstring).
 
     Pass it as ``replay_buffer_class`` of any SB3 / sb3-contrib off-policy algorithm; the extra
-    arguments go in ``replay_buffer_kwargs``. For GoalEnvs use :class:`HindsightReplayBuffer`, this class as SB3
-    treats ``HerReplayBuffer`` (it hands the buffer the env); this one needs no env, so a model using it loads
+    arguments go in ``replay_buffer_kwargs``. For GoalEnvs use :class:`HerReplayBuffer`, this class as SB3
+    treats its own ``HerReplayBuffer`` (it hands the buffer the env); this one needs no env, so a model using it loads
     without one, as with ``DictReplayBuffer``.
 
     Two modes, chosen from ``observation_space``:
@@ -422,11 +422,12 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
                     f"strategy must be None or 'all' for a GoalEnv (every relabeled transition gets a new goal, as "
                     f"in HER); got {strategy!r}"
                 )
-            if env is None and not isinstance(self, HerReplayBuffer):
+            if env is None and not isinstance(self, SB3HerReplayBuffer):
                 raise ValueError(
                     "observation_space is a GoalEnv's ('achieved_goal', 'desired_goal'), whose rewards come from the "
-                    "env's compute_reward: use sb3_hir.HindsightReplayBuffer (SB3 hands it the env, as to "
-                    "HerReplayBuffer), or pass env= when building the buffer by hand"
+                    "env's compute_reward: use sb3_hir.HerReplayBuffer, the drop-in for SB3's (SB3 hands it the "
+                    "env), "
+                    "or pass env= when building the buffer by hand"
                 )
             goal_shape = _goal_env_shape(observation_space)
             spec = _goal_env_spec(goal_spec, observation_space, goal_shape, env)
@@ -616,7 +617,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
     def set_env(self, env: VecEnv) -> None:
         """Give a loaded buffer its env back (HER's API; SB3's ``load_replay_buffer`` calls it for
-        :class:`HindsightReplayBuffer`)."""
+        :class:`HerReplayBuffer`)."""
         if self.env is not None:
             raise ValueError("Trying to set env of already initialized environment.")
         self.env = env
@@ -818,7 +819,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
                 f"the env's recorded rewards differ from the goal spec's (goal_reward={spec.goal_reward}, "
                 f"step_reward={spec.step_reward}): step {t} of an episode recorded {float(recorded[t])}, the spec "
                 f"gives {float(expected[t])}. Relabeled transitions would be rewarded differently from recorded ones; "
-                "pass the env's own spec (goal_spec=env.goal_spec), or use HindsightReplayBuffer, which reads it",
+                "pass the env's own spec (goal_spec=env.goal_spec), or use HerReplayBuffer, which reads it",
                 stacklevel=4,
             )
             self._warned_reward_scale = True
@@ -1261,10 +1262,13 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         last_flat[:] = end_flat
 
 
-class HindsightReplayBuffer(HindsightInstructionReplayBuffer, HerReplayBuffer):
+class HerReplayBuffer(HindsightInstructionReplayBuffer, SB3HerReplayBuffer):
     """The drop-in for SB3's ``HerReplayBuffer``: :class:`HindsightInstructionReplayBuffer`, treated by SB3 as HER.
 
-    Swap the class name and nothing else: GoalEnvs as they come, HER's ``replay_buffer_kwargs``, the env's own
+    Swap the import (``from sb3_hir import HerReplayBuffer``) and nothing else: the migration is one line, as for
+    ``sb3_hir.dagger``, and code that tests for HER by type (SB3's ``isinstance``) or by name finds it.
+
+    GoalEnvs as they come, HER's ``replay_buffer_kwargs``, the env's own
     ``compute_reward``. SB3 hands HER subclasses the env at construction and calls ``set_env`` when it loads a
     saved buffer (and, as for HER, ``Model.load`` then needs ``env=``). It inherits nothing of HER's storage or
     sampling: every method comes from :class:`HindsightInstructionReplayBuffer` (first in the MRO); it works for

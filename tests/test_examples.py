@@ -126,7 +126,7 @@ def test_rl_zoo3_runs_its_own_fetchreach_her_config_with_only_the_class_swapped(
     import gymnasium_robotics
     from stable_baselines3 import SAC
 
-    from sb3_hir.buffers import HindsightReplayBuffer
+    from sb3_hir import buffers
 
     gym.register_envs(gymnasium_robotics)
     env_id = max(e for e in gym.registry if e in ("FetchReach-v2", "FetchReach-v4"))
@@ -140,7 +140,7 @@ def test_rl_zoo3_runs_its_own_fetchreach_her_config_with_only_the_class_swapped(
     assert proc.returncode == 0, proc.stderr[-3000:]
     (model_path,) = tmp_path.glob(f"sac/{env_id}_*/{env_id}.zip")
     model = SAC.load(model_path, env=gym.make(env_id), device="cpu")  # a HER-style buffer: load with env=, as HER
-    assert model.replay_buffer_class is HindsightReplayBuffer
+    assert model.replay_buffer_class is buffers.HerReplayBuffer
     assert model.replay_buffer_kwargs == dict(goal_selection_strategy="future", n_sampled_goal=4)
     assert model.num_timesteps >= 300
 

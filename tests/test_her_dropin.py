@@ -19,8 +19,8 @@ from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy
 
+from sb3_hir.buffers import HerReplayBuffer as Buffer
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
-from sb3_hir.buffers import HindsightReplayBuffer as Buffer
 from sb3_hir.envs import MazeRunnerEnv
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import ToleranceGoalSpec
@@ -251,7 +251,7 @@ def test_her_arguments_and_ours_must_agree() -> None:
 
 def test_the_plain_buffer_needs_no_env_and_points_goal_envs_to_the_drop_in(tmp_path) -> None:
     venv = bitflip_venv()
-    with pytest.raises(ValueError, match=r"use sb3_hir\.HindsightReplayBuffer"):
+    with pytest.raises(ValueError, match=r"use sb3_hir\.HerReplayBuffer"):
         HindsightInstructionReplayBuffer(100, venv.observation_space, venv.action_space)
     assert not issubclass(HindsightInstructionReplayBuffer, HerReplayBuffer)
     by_hand = HindsightInstructionReplayBuffer(100, venv.observation_space, venv.action_space, env=venv)

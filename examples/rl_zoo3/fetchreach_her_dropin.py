@@ -1,6 +1,6 @@
 """rl-zoo3 hyperparameters: the zoo's own tuned SAC entry for FetchReach (``hyperparams/sac.yml``), class swapped.
 
-Everything but ``replay_buffer_class`` is the zoo's entry as it stands; ``HindsightReplayBuffer`` takes HER's
+Everything is the zoo's entry as it stands, with sb3-hir's ``HerReplayBuffer`` for SB3's; it takes HER's
 ``replay_buffer_kwargs`` unchanged. A Python ``-conf`` file holds the class itself (in YAML it would be a string the
 zoo ``eval``s without sb3-hir imported)::
 
@@ -8,7 +8,7 @@ zoo ``eval``s without sb3-hir imported)::
         -conf examples/rl_zoo3/fetchreach_her_dropin.py
 """
 
-from sb3_hir import HindsightReplayBuffer
+from sb3_hir import HerReplayBuffer  # was: from stable_baselines3 import HerReplayBuffer
 
 _FETCH_REACH = dict(
     n_timesteps=20_000,
@@ -20,7 +20,7 @@ _FETCH_REACH = dict(
     learning_rate=0.001,
     learning_starts=1000,
     normalize=True,
-    replay_buffer_class=HindsightReplayBuffer,  # the zoo's entry: HerReplayBuffer
+    replay_buffer_class=HerReplayBuffer,
     replay_buffer_kwargs=dict(goal_selection_strategy="future", n_sampled_goal=4),
     policy_kwargs=dict(net_arch=[64, 64]),
 )
