@@ -166,7 +166,8 @@ def build(agent: str, args: argparse.Namespace, seed: int) -> OffPolicyAlgorithm
         venv = make_vec_env(lambda: make_raw(args), n_envs=args.n_envs, seed=seed)
         common.update(
             replay_buffer_class=hir.HerReplayBuffer,
-            replay_buffer_kwargs=dict(goal_selection_strategy="future", n_sampled_goal=4),
+            replay_buffer_kwargs=dict(goal_selection_strategy="future", n_sampled_goal=4,
+                                      terminate_on_success={"auto": None, "false": False}[args.terminate_on_success]),
         )
     elif agent == "HIR":
         venv = make_vec_env(lambda: make_instruction(args), n_envs=args.n_envs, seed=seed)
@@ -247,6 +248,9 @@ def main() -> None:
     parser.add_argument("--ours", choices=["native", "instruction"], default="native",
                         help="native: sb3_hir.HerReplayBuffer on the raw GoalEnv, only the class swapped; instruction: "
                         "the InstructionWrapper adapter (the options below apply to it)")
+    parser.add_argument("--terminate-on-success", choices=["auto", "false"], default="auto",
+                        help="native: the buffer's terminate_on_success (auto = decided from the env; false = HER's "
+                        "recorded dones), to isolate what terminations do")
     parser.add_argument("--strategy", choices=["all", "some", "none"], default="all",
                         help="HIR strategy; with one goal 'all' is HER's future rule, 'some' keeps half the draws")
     parser.add_argument("--goal-selection", choices=["future", "episode"], default="future")

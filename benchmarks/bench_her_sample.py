@@ -11,7 +11,8 @@ HER runs at its defaults (``future``, ``n_sampled_goal=4``), ours with the same 
   reach and serves the terminations HER does not (more work than HER's sample, not less).
 
 Timed in interleaved rounds (``--rounds`` of ``--calls`` calls each), median per call; prints the ratio ours / HER
-and the target (<= 0.5x at 1M stored).
+and the target (<= 0.5x at 1M stored). SB3's plain ``DictReplayBuffer`` on the same data (no relabeling, no reward
+call) is the floor: gathering 256 random rows of a 1M-row store, which neither HER buffer can go below.
 
 Usage: ``python benchmarks/bench_her_sample.py [--size 1000000] [--n-envs 8] [--rounds 7] [--calls 100]``
 """
@@ -27,6 +28,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3 import HerReplayBuffer
+from stable_baselines3.common.buffers import DictReplayBuffer
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir import buffers as hir
@@ -113,8 +115,9 @@ def main() -> None:
     th.set_num_threads(1)
     print(f"sample({BATCH}) at {args.size} stored, {args.n_envs} envs, {LENGTH}-step episodes; compute_reward through "
           "the VecEnv on both sides; median of interleaved rounds")
-    print("| case | SB3 HerReplayBuffer (ms) | sb3_hir.HerReplayBuffer (ms) | ours / HER | target <= 0.5x |")
-    print("|---|---:|---:|---:|---|")
+    print("| case | SB3 HerReplayBuffer (ms) | sb3_hir.HerReplayBuffer (ms) | ours / HER | target <= 0.5x | "
+          "DictReplayBuffer, the floor (ms) | HER / floor | ours / floor |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|")
     for case in ("continuing", "terminating"):
         terminate = case == "terminating"
         venv = DummyVecEnv([lambda terminate=terminate: FetchShapedEnv(terminate)])
@@ -123,17 +126,20 @@ def main() -> None:
         her = HerReplayBuffer(per_env, space, action, env=venv, n_envs=args.n_envs, device="cpu")
         ours = hir.HerReplayBuffer(per_env, space, action, env=venv, n_envs=args.n_envs, device="cpu",
                                      seed=args.seed)
+        floor = DictReplayBuffer(per_env, space, action, n_envs=args.n_envs, device="cpu")
         assert ours.terminates_on_success == terminate
         np.random.seed(args.seed)
-        fill([her, ours], args.size, args.n_envs, args.seed, terminate)
-        times: dict[str, list[float]] = {"HER": [], "ours": []}
+        fill([her, ours, floor], args.size, args.n_envs, args.seed, terminate)
+        buffers = {"HER": her, "ours": ours, "floor": floor}
+        times: dict[str, list[float]] = {name: [] for name in buffers}
         for _ in range(args.rounds):
-            median_seconds(her, times["HER"], args.calls)
-            median_seconds(ours, times["ours"], args.calls)
-        her_ms, ours_ms = (1e3 * float(np.median(times[k])) for k in ("HER", "ours"))
+            for name, buffer in buffers.items():
+                median_seconds(buffer, times[name], args.calls)
+        her_ms, ours_ms, floor_ms = (1e3 * float(np.median(times[k])) for k in buffers)
         ratio = ours_ms / her_ms
-        print(f"| {case} | {her_ms:.3f} | {ours_ms:.3f} | {ratio:.2f}x | {'PASS' if ratio <= 0.5 else 'MISS'} |",
-              flush=True)
+        print(f"| {case} | {her_ms:.3f} | {ours_ms:.3f} | {ratio:.2f}x | {'PASS' if ratio <= 0.5 else 'MISS'} | "
+              f"{floor_ms:.3f} | {her_ms / floor_ms:.2f}x | {ours_ms / floor_ms:.2f}x |", flush=True)
+        del her, ours, floor, buffers
 
 
 if __name__ == "__main__":
