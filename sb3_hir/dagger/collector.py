@@ -295,9 +295,16 @@ class DAggerCollector(VecEnvWrapper):
             labels = labels.reshape(expected)
         use_learner = self.rng.random(self.num_envs) >= self._beta
         executed = labels.copy()
-        if self._learner.stateful is not False or use_learner.any():
+        if self._learner.stateful is not False:
+            # A recurrent learner sees every sub-env's observation, so that its memory of each episode is whole
+            # (also where the expert acts); only the rows of the learner's sub-envs are executed. Its state's
+            # layout is the policy's own, which is why it is not sliced per sub-env instead.
             learner_acts = self._learner(self._last_obs)  # type: ignore[arg-type]
             executed[use_learner] = learner_acts.reshape(expected)[use_learner]
+        elif use_learner.any():
+            # As imitation: get_robot_acts gets exactly the observations of the sub-envs it acts in.
+            rows = np.flatnonzero(use_learner)
+            executed[rows] = self._learner(self._last_obs, rows).reshape((len(rows), *self._act_shape))
         self._buffer.record(acts=labels, executed_acts=executed, learner_mask=use_learner)
         self.venv.step_async(executed)
 
