@@ -272,9 +272,10 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
         self._all_demos.extend(new)
         transitions = rollout.flatten_trajectories(self._all_demos)
         if len(transitions) < self.batch_size:
-            raise ValueError(
-                f"not enough transitions for one batch: {len(transitions)} < batch_size={self.batch_size}; "
-                "collect more steps this round (rollout_round_min_timesteps) or use a smaller BC batch_size"
+            raise ValueError(  # imitation's sentence first, for code that matches it
+                f"Not enough transitions to form a single batch: self.batch_size={self.batch_size} > "
+                f"len(transitions)={len(transitions)}; collect more steps this round (rollout_round_min_timesteps) "
+                "or use a smaller BC batch_size"
             )
         self.bc_trainer.set_demonstrations(_Batches(transitions, self.bc_trainer.minibatch_size, self.rng))
         self._last_loaded_round = self.round_num
