@@ -44,7 +44,7 @@ from sb3_hir.dagger.checks import (
     check_unfinished,
 )
 from sb3_hir.dagger.policy_runner import PolicyRunner
-from sb3_hir.dagger.storage import new_round_file, next_file_index, save_trajectories
+from sb3_hir.dagger.storage import file_index, new_round_file, next_file_index, save_trajectories
 from sb3_hir.dagger.trajectory import TERMINAL_OBS_KEY, TIMEOUT_KEY, DAggerTrajectory, trajectory_fingerprint
 from sb3_hir.relabel import relabel_trajectory, resolve_relabeler
 
@@ -389,8 +389,8 @@ class DAggerCollector(VecEnvWrapper):
             return None
         if self._next_index is None:  # list the directory once; later files count on
             self._next_index = next_file_index(self.save_dir)
-        path = new_round_file(self.save_dir, self.file_prefix, self._next_index)
-        self._next_index += 1
+        path = new_round_file(self.save_dir, self.rng, self.file_prefix, self._next_index)
+        self._next_index = file_index(path) + 1
         # Uncompressed: episode files are small and written on the collector's hot path (see save_trajectories).
         path = save_trajectories(path, self._pending, meta={"beta": self._beta}, save_infos=self.save_infos,
                                  fsync=self.fsync, compress=False)
