@@ -351,6 +351,9 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
             "fsync": self.fsync,
             "observation_space": str(self.venv.observation_space),
             "action_space": str(self.venv.action_space),
+            # the spaces as data, for reconstruct_policy(policy_path) without an env (None: not representable)
+            "spaces": {"observation": ckpt.space_to_json(self.venv.observation_space),
+                       "action": ckpt.space_to_json(self.venv.action_space)},
             "bc": {
                 "batch_size": self.bc_trainer.batch_size,
                 "minibatch_size": self.bc_trainer.minibatch_size,
@@ -499,15 +502,41 @@ def reconstruct_trainer(
 
 
 def reconstruct_policy(
-    scratch_dir: str | os.PathLike[str],
-    venv: VecEnv,
+    policy_path: str | os.PathLike[str],
     device: th.device | str = "auto",
+    *,
+    venv: VecEnv | None = None,
     policy_factory: ckpt.PolicyFactory | None = None,
 ) -> BasePolicy:
-    """The learner policy of the latest checkpoint in ``scratch_dir``, without the trainer (data only)."""
-    scratch_dir = pathlib.Path(scratch_dir)
+    """The learner policy of the latest checkpoint, without the trainer, reading data only.
+
+    Takes imitation's call shape, ``bc.reconstruct_policy(policy_path, device)``, where imitation unpickles the
+    file (refused by torch >= 2.6's ``weights_only`` default unless ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` is set):
+    ``policy_path`` is ``scratch_dir/policy-latest.pt`` as :meth:`DAggerTrainer.save_trainer` returns it, or the
+    ``scratch_dir``; the weights come from the checkpoint beside it and the spaces from the checkpoint too, or
+    from ``venv`` when given. ``policy_factory`` builds a policy class that is not on ``ALLOWED_CLASSES``.
+    """
+    path = pathlib.Path(policy_path)
+    scratch_dir = path if path.is_dir() else path.parent
+    if not (scratch_dir / "checkpoint-latest.json").exists():
+        raise FileNotFoundError(
+            f"policy_path {str(path)!r}: no sb3-hir checkpoint (checkpoint-latest.json) in {str(scratch_dir)!r}; "
+            "pass the policy-latest.pt that save_trainer() returned, or its scratch_dir (a file of imitation's "
+            "util.save_policy loads with imitation's bc.reconstruct_policy)"
+        )
     state = ckpt.read_checkpoint(scratch_dir)
-    policy, _ = ckpt.load_policy(state["policy"], scratch_dir, venv.observation_space, venv.action_space,
+    if venv is not None:
+        observation_space, action_space = venv.observation_space, venv.action_space
+    else:
+        stored = state.get("spaces") or {}
+        if stored.get("observation") is None or stored.get("action") is None:
+            raise ValueError(
+                f"the checkpoint in {str(scratch_dir)!r} does not hold its spaces as data "
+                f"({state['observation_space']}, {state['action_space']}); pass venv= to reconstruct_policy"
+            )
+        observation_space = ckpt.space_from_json(stored["observation"])
+        action_space = ckpt.space_from_json(stored["action"])
+    policy, _ = ckpt.load_policy(state["policy"], scratch_dir, observation_space, action_space,
                                  sb3_utils.get_device(device), policy_factory)
     return policy
 
