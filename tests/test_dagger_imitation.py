@@ -34,6 +34,7 @@ from sb3_hir.dagger import (
     load_trajectories,
     reconstruct_trainer,
     round_files,
+    save_trajectories,
     trajectory_fingerprint,
 )
 
@@ -207,6 +208,20 @@ def test_file_tokens_come_from_the_trainers_rng_so_seeded_runs_write_the_same_na
     first, again, other = names("a", 0), names("b", 0), names("c", 1)
     assert len(first) >= 2 and first == again
     assert not set(first) & set(other)
+
+
+def test_a_seeded_name_that_is_taken_moves_to_the_next_index_and_replaces_nothing(tmp_path):
+    """Seeded tokens repeat across writers with the same seed (two processes listing one round directory at
+    once); the taken name moves to the next index instead of the rename replacing a collected episode."""
+    from sb3_hir.dagger.storage import file_index, new_round_file
+
+    taken = new_round_file(tmp_path, np.random.default_rng(7), index=0)
+    save_trajectories(taken, [types.Trajectory(obs=np.zeros((2, 4), np.float32), acts=np.zeros(1, np.int64),
+                                               infos=None, terminal=True)])
+    again = new_round_file(tmp_path, np.random.default_rng(7), index=0)  # the same draw
+    assert again != taken and file_index(again) == 1 and DEMO_NAME.match(again.name)
+    assert file_index(new_round_file(tmp_path, np.random.default_rng(7))) == 1  # listing finds the same index
+    assert len(load_trajectories(taken)) == 1
 
 
 # ----------------------------------------------------------------------------------------------- scratch_dir
