@@ -6,7 +6,8 @@ The expert is a scripted balancer that keeps the pole up; the learner is imitati
 first cloned from that expert by BC (a few seconds) so that learner steps keep the pole up too and episodes run
 to the time limit (the mean episode length is printed). Every side samples from the learner, as imitation does.
 
-- ceiling: the bare VecEnv, the expert's action, ``learner.predict`` on every step and the beta mix, written as a
+- ceiling: the bare VecEnv, the expert's action and the beta mix, with ``learner.predict`` on the observations of
+  the sub-envs the learner acts in (what imitation's collector and, since issue 23, ours pass it), written as a
   competent loop (numpy mask); nothing recorded.
 - imitation, per-episode save: ``InteractiveTrajectoryCollector`` as shipped: each finished episode is saved
   (one HuggingFace dataset per episode) before ``step`` returns.
@@ -108,9 +109,9 @@ def ceiling_loop(venv: VecEnv, expert: BasePolicy, learner: BasePolicy, n_steps:
     obs = venv.reset()
     for _ in range(n_steps // N_ENVS):
         acts, _ = expert.predict(obs, deterministic=True)
-        learner_acts, _ = learner.predict(obs, deterministic=False)
         use_learner = rng.random(N_ENVS) >= BETA
-        acts[use_learner] = learner_acts[use_learner]
+        if use_learner.any():
+            acts[use_learner] = learner.predict(obs[use_learner], deterministic=False)[0]
         obs, _, _, _ = venv.step(acts)
 
 
