@@ -164,7 +164,10 @@ class DAggerCollector(VecEnvWrapper):
     :param venv: the environment; Box/Discrete or Dict observations.
     :param get_robot_acts: the learner: an SB3 policy or algorithm (recurrent ones included, their state is
         carried per sub-env and reset at episode start), anything with SB3's ``predict``, or a
-        ``callable(obs) -> actions`` as imitation takes.
+        ``callable(obs) -> actions`` as imitation takes. As in imitation, it gets only the observations of the
+        sub-envs it acts in this step; a recurrent learner gets every sub-env's, to keep each one's memory (and a
+        ``predict``-er that is not an SB3 policy gets them all once, on the first step, which tells whether it
+        returns a state).
     :param beta: probability of executing the expert's action, drawn per sub-env and step.
     :param save_dir: directory for round files; None keeps episodes in memory only.
     :param rng: draws the expert/learner choices (and relabeling).
