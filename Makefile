@@ -4,8 +4,11 @@
 #   .venv          "dagger":  gymnasium 0.29 with imitation 1.0 (the 'dagger' extra) and gymnasium-robotics 1.2;
 #                             everything, the main job included.
 #   Both install the 'sweep' extra (Ray Tune, Optuna) for `sb3-hir sweep`.
-#   .venv-current  "current": the newest SB3 / sb3-contrib and gymnasium 1.x with gymnasium-robotics 1.4, without
-#                             imitation (what `pip install sb3-hir` gives); DAgger tests skip there, with the reason.
+#   .venv-current  "current": the newest SB3 / sb3-contrib and gymnasium 1.x with gymnasium-robotics 1.4, plus
+#                             DAgger as a user of that stack gets it: the 'dagger-gymnasium1' extra (imitation's
+#                             runtime needs there) and `pip install --no-deps imitation==1.0.0`, since imitation 1.0
+#                             pins gymnasium 0.29. The DAgger tests run in both profiles; `make test` checks that
+#                             sb3_hir.dagger imports in each, so they cannot skip unnoticed.
 PYTHON ?= python3
 VENV ?= .venv
 VENV_CURRENT ?= .venv-current
@@ -13,13 +16,14 @@ PLUGINS := $(wildcard plugins/*/)
 
 .PHONY: install test test-dagger test-current train lint
 
-# $(1): venv, $(2): extras, $(3): constraints file
+# $(1): venv, $(2): extras, $(3): constraints file, $(4): packages installed last with --no-deps (may be empty)
 define install_profile
 	$(PYTHON) -m venv $(1)
 	# CPU build of torch first: an unpinned torch pulls a CUDA build of several GB.
 	$(1)/bin/python -m pip install torch==2.13.0
 	$(1)/bin/python -m pip install -c $(3) -e ".[$(2)]"
 	for plugin in $(PLUGINS); do $(1)/bin/python -m pip install -c $(3) -e "$$plugin" || exit 1; done
+	$(if $(4),$(1)/bin/python -m pip install --no-deps -c $(3) $(4))
 	touch $(1)/.installed
 endef
 
@@ -27,7 +31,7 @@ $(VENV)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml) .ci/cons
 	$(call install_profile,$(VENV),test$(comma)dagger$(comma)sweep,.ci/constraints-dagger.txt)
 
 $(VENV_CURRENT)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml) .ci/constraints-current.txt
-	$(call install_profile,$(VENV_CURRENT),test$(comma)sweep,.ci/constraints-current.txt)
+	$(call install_profile,$(VENV_CURRENT),test$(comma)sweep$(comma)dagger-gymnasium1,.ci/constraints-current.txt,imitation)
 
 comma := ,
 
@@ -37,7 +41,8 @@ install: $(VENV)/.installed $(VENV_CURRENT)/.installed
 test: install
 	@rc=0; \
 	for venv in $(VENV) $(VENV_CURRENT); do \
-	  echo "== profile $$venv: $$($$venv/bin/python -c 'import gymnasium, stable_baselines3 as s; print("gymnasium", gymnasium.__version__, "SB3", s.__version__)')"; \
+	  echo "== profile $$venv: $$($$venv/bin/python -c 'import gymnasium, stable_baselines3 as s, imitation; print("gymnasium", gymnasium.__version__, "SB3", s.__version__, "imitation", imitation.__version__)')"; \
+	  $$venv/bin/python -c 'import sb3_hir.dagger' || { echo "sb3_hir.dagger does not import in $$venv: its DAgger tests would skip" >&2; rc=1; }; \
 	  $$venv/bin/python -m pytest tests plugins -q; r=$$?; \
 	  if [ $$r -eq 5 ]; then echo "pytest collected no tests in $$venv: treat as a failure" >&2; r=1; fi; \
 	  if [ $$r -ne 0 ]; then rc=$$r; fi; \

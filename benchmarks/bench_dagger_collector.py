@@ -6,7 +6,8 @@ The expert is a scripted balancer that keeps the pole up; the learner is imitati
 first cloned from that expert by BC (a few seconds) so that learner steps keep the pole up too and episodes run
 to the time limit (the mean episode length is printed). Every side samples from the learner, as imitation does.
 
-- ceiling: the bare VecEnv, the expert's action, ``learner.predict`` on every step and the beta mix, written as a
+- ceiling: the bare VecEnv, the expert's action and the beta mix, with ``learner.predict`` on the observations of
+  the sub-envs the learner acts in (what imitation's collector and, since issue 23, ours pass it), written as a
   competent loop (numpy mask); nothing recorded.
 - imitation, per-episode save: ``InteractiveTrajectoryCollector`` as shipped: each finished episode is saved
   (one HuggingFace dataset per episode) before ``step`` returns.
@@ -17,7 +18,11 @@ to the time limit (the mean episode length is printed). Every side samples from 
 
 Targets: sb3-hir per-episode >= 1.5x imitation per-episode (equal durability), and >= 0.8x the ceiling.
 
-    python benchmarks/bench_dagger_collector.py [--steps 40000] [--repeats 3] [--episode-steps 200]
+Where the files go matters as much as what is written: both savers create one file (imitation: a directory of
+three) per episode, and creating a file costs what the file system makes it cost. ``--save-root`` picks the
+directory the runs' temporary save directories are made in (default: the system's, as imitation's examples use).
+
+    python benchmarks/bench_dagger_collector.py [--steps 40000] [--repeats 3] [--episode-steps 200] [--save-root DIR]
 """
 
 from __future__ import annotations
@@ -108,9 +113,9 @@ def ceiling_loop(venv: VecEnv, expert: BasePolicy, learner: BasePolicy, n_steps:
     obs = venv.reset()
     for _ in range(n_steps // N_ENVS):
         acts, _ = expert.predict(obs, deterministic=True)
-        learner_acts, _ = learner.predict(obs, deterministic=False)
         use_learner = rng.random(N_ENVS) >= BETA
-        acts[use_learner] = learner_acts[use_learner]
+        if use_learner.any():
+            acts[use_learner] = learner.predict(obs[use_learner], deterministic=False)[0]
         obs, _, _, _ = venv.step(acts)
 
 
@@ -121,14 +126,15 @@ def drive(collector: VecEnv, expert: BasePolicy, n_steps: int) -> None:
         obs, _, _, _ = collector.step(acts)
 
 
-def run(condition: str, learner: BasePolicy, n_steps: int, seed: int, episode_steps: int) -> tuple[float, float]:
+def run(condition: str, learner: BasePolicy, n_steps: int, seed: int, episode_steps: int,
+        save_root: str | None = None) -> tuple[float, float]:
     """(env-steps per second, mean length of the episodes finished) of one condition."""
     venv = make_venv(seed, episode_steps)
     expert = BalancePolicy(venv.observation_space, venv.action_space)
     rng = np.random.default_rng(seed)
     robot: Callable[[np.ndarray], np.ndarray] = lambda obs: learner.predict(obs)[0]  # noqa: E731 - imitation's
     lengths: list[int] = []
-    with tempfile.TemporaryDirectory() as save_dir:
+    with tempfile.TemporaryDirectory(dir=save_root) as save_dir:
         start = time.perf_counter()
         if condition == CEILING:
             ceiling_loop(venv, expert, learner, n_steps, rng)
@@ -155,23 +161,26 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved runs per condition (default 3)")
     parser.add_argument("--episode-steps", type=int, default=200, help="CartPole time limit (default 200)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--save-root", default=None,
+                        help="directory for the runs' temporary save directories (default: the system's temp dir)")
     args = parser.parse_args()
     th.set_num_threads(1)
     datasets.disable_progress_bars()  # imitation saves one dataset per episode; no bar per save
     learner = cloned_learner(args.seed, args.episode_steps)
     for condition in CONDITIONS:  # warm-up: lazy imports, first dataset write
-        run(condition, learner, 8 * N_ENVS, args.seed, args.episode_steps)
+        run(condition, learner, 8 * N_ENVS, args.seed, args.episode_steps, args.save_root)
     rates: dict[str, list[float]] = {c: [] for c in CONDITIONS}
     lengths: dict[str, float] = {}
     for _ in range(args.repeats):
         for condition in CONDITIONS:
-            rate, length = run(condition, learner, args.steps, args.seed, args.episode_steps)
+            rate, length = run(condition, learner, args.steps, args.seed, args.episode_steps, args.save_root)
             rates[condition].append(rate)
             lengths.setdefault(condition, length)
     best = {c: max(r) for c, r in rates.items()}
     print(f"CartPole-v1 x {N_ENVS} (DummyVecEnv), time limit {args.episode_steps}, beta {BETA}, {args.steps} env "
           f"steps per run, best of {args.repeats} interleaved; mean finished episode length "
-          f"{lengths[OURS_MEMORY]:.0f} steps (ours) / {lengths[IMITATION_MEMORY]:.0f} (imitation)")
+          f"{lengths[OURS_MEMORY]:.0f} steps (ours) / {lengths[IMITATION_MEMORY]:.0f} (imitation); files under "
+          f"{args.save_root or tempfile.gettempdir()}")
     print("| condition | env-steps/s |\n|---|---|")
     for condition in CONDITIONS:
         print(f"| {condition} | {best[condition]:.0f} |")

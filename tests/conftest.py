@@ -17,10 +17,10 @@ from sb3_hir.extras import has
 
 torch.set_num_threads(1)
 
-#: Why DAgger tests skip in the "current" profile (gymnasium 1.x, newest SB3), which installs without imitation.
+#: Why DAgger tests skip where imitation is not installed (both CI profiles install it; `make test` checks).
 DAGGER_SKIP_REASON = (
-    "DAgger test: needs imitation (the 'dagger' extra), which pins gymnasium 0.29; the 'current' profile runs "
-    "without it and .ci/run tests DAgger in the 'dagger' profile"
+    "DAgger test: needs imitation (the 'dagger' extra on gymnasium 0.29; on gymnasium 1.x the 'dagger-gymnasium1' "
+    "extra plus pip install --no-deps imitation==1.0.0)"
 )
 
 

@@ -22,8 +22,8 @@ import torch as th
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("imitation", reason="DAgger test module: needs imitation (the 'dagger' extra); the 'current' "
-                    "profile runs without it and .ci/run tests DAgger in the 'dagger' profile")
+pytest.importorskip("imitation", reason="DAgger test module: needs imitation (the 'dagger' extra, or on gymnasium "
+                    "1.x the 'dagger-gymnasium1' extra plus pip install --no-deps imitation==1.0.0)")
 
 from imitation.algorithms import bc
 from imitation.data import types

@@ -146,8 +146,9 @@ def test_rerun_after_a_kill_in_round_0_refuses_or_resumes_and_never_duplicates(t
     drive(killed.create_trajectory_collector(), killed.expert_policy, 60)  # abandoned mid-round, never finished
     before = fingerprints(load_round_dir(tmp_path / "demos" / "round-000"))
     assert sum(before.values()) >= 4
+    rerun = run()  # building writes nothing; its first collection refuses the used directory
     with pytest.raises(ValueError, match=r"already holds a DAgger run.*reconstruct_trainer.*resume=True"):
-        run()
+        rerun.train(60, rollout_round_min_timesteps=60, bc_train_kwargs=QUIET_BC)
     resumed = run(resume=True)
     assert resumed.round_num == 0
     with pytest.warns(RuntimeWarning, match="not stored again"):

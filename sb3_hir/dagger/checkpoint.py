@@ -46,6 +46,8 @@ __all__ = [
     "rng_from_state",
     "save_imitation_policy",
     "save_policy",
+    "space_from_json",
+    "space_to_json",
     "to_json",
 ]
 
@@ -161,6 +163,43 @@ def from_json(value: Any) -> Any:
             return lookup_class(value["class"], "the class")
         return {k: from_json(v) for k, v in value.items()}
     return value
+
+
+def space_to_json(space: gym.Space) -> dict[str, Any] | None:
+    """A Box, Discrete, MultiDiscrete, MultiBinary or Dict space as plain JSON, so that a policy reloads without
+    the env (imitation's ``bc.reconstruct_policy(policy_path)`` takes no env); None for any other space."""
+    spaces = gym.spaces
+    if isinstance(space, spaces.Box):
+        return {"type": "Box", "low": space.low.tolist(), "high": space.high.tolist(), "dtype": str(space.dtype)}
+    if isinstance(space, spaces.Discrete):
+        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
+    if isinstance(space, spaces.MultiDiscrete):
+        return {"type": "MultiDiscrete", "nvec": space.nvec.tolist(), "dtype": str(space.dtype)}
+    if isinstance(space, spaces.MultiBinary):
+        return {"type": "MultiBinary", "n": to_json(space.n)}
+    if isinstance(space, spaces.Dict):
+        parts = {k: space_to_json(v) for k, v in space.spaces.items()}
+        return None if any(v is None for v in parts.values()) else {"type": "Dict", "spaces": parts}
+    return None
+
+
+def space_from_json(value: Mapping[str, Any]) -> gym.Space:
+    """Inverse of :func:`space_to_json`; only these five space types are built, and dtypes are numpy names."""
+    spaces = gym.spaces
+    kind = value.get("type")
+    if kind == "Box":
+        dtype = np.dtype(value["dtype"])
+        return spaces.Box(np.array(value["low"], dtype=dtype), np.array(value["high"], dtype=dtype), dtype=dtype)
+    if kind == "Discrete":
+        return spaces.Discrete(int(value["n"]), start=int(value["start"]))
+    if kind == "MultiDiscrete":
+        return spaces.MultiDiscrete(np.array(value["nvec"]), dtype=np.dtype(value["dtype"]))
+    if kind == "MultiBinary":
+        return spaces.MultiBinary(value["n"])
+    if kind == "Dict":
+        return spaces.Dict({k: space_from_json(v) for k, v in value["spaces"].items()})
+    raise ValueError(f"the checkpoint names space type {kind!r}; accepted: Box, Discrete, MultiDiscrete, "
+                     "MultiBinary, Dict")
 
 
 def _unused_lr_schedule(_progress_remaining: float) -> float:

@@ -75,11 +75,15 @@ def check_rng(rng: Any) -> np.random.Generator:
 
 
 def check_policy_spaces(policy: Any, venv: VecEnv, name: str) -> None:
-    """A policy that declares its spaces must have the venv's (pass a :class:`PolicyRunner`'s ``.policy``)."""
+    """A policy that declares its spaces must have the venv's (pass a :class:`PolicyRunner`'s ``.policy``).
+
+    The message starts with imitation's sentence (``Mismatched observation space between expert_policy and
+    venv``), so code that matches imitation's errors matches ours; the detail follows it.
+    """
     for attr in ("observation_space", "action_space"):
         space = getattr(policy, attr, None)
         if isinstance(space, gym.Space) and space != getattr(venv, attr):
             raise ValueError(
-                f"{name}.{attr} {space} does not match venv.{attr} {getattr(venv, attr)}; pass a {name} "
-                "built for this environment (same spaces)"
+                f"Mismatched {attr.split('_')[0]} space between {name} and venv: {name}.{attr} {space} does not "
+                f"match venv.{attr} {getattr(venv, attr)}; pass a {name} built for this environment (same spaces)"
             )

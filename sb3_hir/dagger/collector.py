@@ -44,7 +44,7 @@ from sb3_hir.dagger.checks import (
     check_unfinished,
 )
 from sb3_hir.dagger.policy_runner import PolicyRunner
-from sb3_hir.dagger.storage import new_round_file, next_file_index, save_trajectories
+from sb3_hir.dagger.storage import file_index, new_round_file, next_file_index, save_trajectories
 from sb3_hir.dagger.trajectory import TERMINAL_OBS_KEY, TIMEOUT_KEY, DAggerTrajectory, trajectory_fingerprint
 from sb3_hir.relabel import relabel_trajectory, resolve_relabeler
 
@@ -164,7 +164,10 @@ class DAggerCollector(VecEnvWrapper):
     :param venv: the environment; Box/Discrete or Dict observations.
     :param get_robot_acts: the learner: an SB3 policy or algorithm (recurrent ones included, their state is
         carried per sub-env and reset at episode start), anything with SB3's ``predict``, or a
-        ``callable(obs) -> actions`` as imitation takes.
+        ``callable(obs) -> actions`` as imitation takes. As in imitation, it gets only the observations of the
+        sub-envs it acts in this step; a recurrent learner gets every sub-env's, to keep each one's memory (and a
+        ``predict``-er that is not an SB3 policy gets them all once, on the first step, which tells whether it
+        returns a state).
     :param beta: probability of executing the expert's action, drawn per sub-env and step.
     :param save_dir: directory for round files; None keeps episodes in memory only.
     :param rng: draws the expert/learner choices (and relabeling).
@@ -295,9 +298,16 @@ class DAggerCollector(VecEnvWrapper):
             labels = labels.reshape(expected)
         use_learner = self.rng.random(self.num_envs) >= self._beta
         executed = labels.copy()
-        if self._learner.stateful is not False or use_learner.any():
+        if self._learner.stateful is not False:
+            # A recurrent learner sees every sub-env's observation, so that its memory of each episode is whole
+            # (also where the expert acts); only the rows of the learner's sub-envs are executed. Its state's
+            # layout is the policy's own, which is why it is not sliced per sub-env instead.
             learner_acts = self._learner(self._last_obs)  # type: ignore[arg-type]
             executed[use_learner] = learner_acts.reshape(expected)[use_learner]
+        elif use_learner.any():
+            # As imitation: get_robot_acts gets exactly the observations of the sub-envs it acts in.
+            rows = np.flatnonzero(use_learner)
+            executed[rows] = self._learner(self._last_obs, rows).reshape((len(rows), *self._act_shape))
         self._buffer.record(acts=labels, executed_acts=executed, learner_mask=use_learner)
         self.venv.step_async(executed)
 
@@ -382,8 +392,8 @@ class DAggerCollector(VecEnvWrapper):
             return None
         if self._next_index is None:  # list the directory once; later files count on
             self._next_index = next_file_index(self.save_dir)
-        path = new_round_file(self.save_dir, self.file_prefix, self._next_index)
-        self._next_index += 1
+        path = new_round_file(self.save_dir, self.rng, self.file_prefix, self._next_index)
+        self._next_index = file_index(path) + 1
         # Uncompressed: episode files are small and written on the collector's hot path (see save_trajectories).
         path = save_trajectories(path, self._pending, meta={"beta": self._beta}, save_infos=self.save_infos,
                                  fsync=self.fsync, compress=False)

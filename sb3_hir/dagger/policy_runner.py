@@ -7,13 +7,28 @@ every step, which resets a recurrent policy's memory each step; DAgger needs lea
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
+from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs
 
 __all__ = ["PolicyRunner"]
+
+
+def _known_statefulness(policy: Any) -> bool | None:
+    """True for sb3-contrib's recurrent policies, False for SB3 policies that keep SB3's own stateless
+    ``predict``, None otherwise (a first call on every sub-env tells)."""
+    if isinstance(policy, BaseAlgorithm):
+        policy = policy.policy
+    if isinstance(policy, RecurrentActorCriticPolicy):
+        return True
+    if isinstance(policy, BasePolicy) and type(policy).predict is BasePolicy.predict:
+        return False
+    return None
 
 
 class PolicyRunner:
@@ -43,8 +58,9 @@ class PolicyRunner:
         self.deterministic = deterministic
         self.state: tuple[np.ndarray, ...] | None = None
         self.episode_start = np.ones(num_envs, dtype=bool)
-        #: None until the first call tells whether the policy returns a recurrent state.
-        self.stateful: bool | None = None if self._predict is not None else False
+        #: Whether the policy carries a recurrent state: known for plain callables and SB3 policies, otherwise
+        #: None until the first call tells.
+        self.stateful: bool | None = _known_statefulness(policy) if self._predict is not None else False
 
     def reset(self) -> None:
         self.state = None
@@ -53,12 +69,21 @@ class PolicyRunner:
     def observe_dones(self, dones: np.ndarray) -> None:
         self.episode_start = np.asarray(dones, dtype=bool).copy()
 
-    def __call__(self, obs: VecEnvObs) -> np.ndarray:
+    def __call__(self, obs: VecEnvObs, rows: np.ndarray | None = None) -> np.ndarray:
+        """Actions for ``obs``, or for its ``rows`` only (sub-env indices), whose observations alone the policy
+        gets; ``rows`` needs a stateless policy (:attr:`stateful` False), since a state covers every sub-env."""
+        if rows is not None:
+            if self.stateful is not False:
+                raise ValueError("rows= needs a stateless policy: a recurrent state covers every sub-env")
+            obs = {k: v[rows] for k, v in obs.items()} if isinstance(obs, Mapping) else obs[rows]
         if self._predict is not None:
+            starts = self.episode_start if rows is None else self.episode_start[rows]
             acts, state = self._predict(
-                obs, state=self.state, episode_start=self.episode_start, deterministic=self.deterministic
+                obs, state=None if rows is not None else self.state, episode_start=starts,
+                deterministic=self.deterministic,
             )
-            self.state = state
+            if rows is None:
+                self.state = state
             if self.stateful is None:
                 self.stateful = state is not None
         else:
@@ -73,7 +98,7 @@ class PolicyRunner:
         Stops after the first step when the policy turns out to be stateless, so feed-forward policies cost one
         call. ``episode_starts`` flags, per row, the sub-envs whose episode begins there.
         """
-        if self._predict is None:
+        if self._predict is None or self.stateful is False:
             return
         for obs, starts in zip(observations, episode_starts, strict=True):
             self.episode_start = np.asarray(starts, dtype=bool)

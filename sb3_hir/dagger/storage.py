@@ -1,13 +1,33 @@
-"""Round files: DAgger's episodes on disk, as compressed ``.npz`` files that load without running code.
+"""Round files: DAgger's episodes on disk, named and laid out as imitation's, read by us without running code.
 
-A round directory holds any number of files named ``[prefix]demos-NNNNN-TOKEN.npz``; each is written to a hidden
-temporary file and renamed into place (:mod:`sb3_hir.atomic`), so a reader sees whole files or none, and a crash
-at any point leaves every earlier file intact. Files are never rewritten: a resumed round adds files beside the
-ones already there, and readers take them all in index order.
+Names. A round directory (``scratch_dir/demos/round-NNN/``) holds files named as imitation's DAgger names them,
+``[prefix-]dagger-demo-{i}-{uuid}.npz``: ``i`` counts the directory's files (one per episode by default) and the
+uuid's 128 bits are drawn from the caller's ``rng`` as imitation draws them, so two runs with the same seed write
+the same names. Each file is written to a hidden temporary file and renamed into place (:mod:`sb3_hir.atomic`):
+a reader sees whole files or none, and a crash leaves every earlier file intact. Files are never rewritten: a
+resumed round adds files beside the ones already there, and readers take them all in index order.
+
+Layout (format ``sb3_hir.dagger.round/2``). For Box/Discrete observations a file is the ``.npz`` layout that
+``imitation.data.serialize.load`` reads (imitation's pre-HuggingFace trajectory format: ``obs``, ``acts``,
+``rews``, ``infos``, ``terminal``, ``indices``), so imitation's loader and its ``DAggerTrainer`` read our rounds.
+``terminal`` has imitation's meaning there (the file holds the episode's end, by termination or time limit). Our
+own fields ride along: ``executed_acts`` and ``learner_mask`` as arrays, and a JSON ``header`` holding the format,
+the per-episode ``truncated`` / ``complete`` flags and the infos (per-episode values go into the header rather than
+into arrays of their own because every ``.npz`` entry costs ~30 us on the collector's hot path). Only imitation's
+``infos`` is an object array (a pickle of plain dicts, for imitation's loader, which unpickles anyway);
+:func:`load_trajectories` reads the header's copy with ``np.load(allow_pickle=False)`` and never touches it.
+
+Dict observations (our extension, which imitation's ``.npz`` layout cannot hold): one array per key, named
+``obs:{key}``, with the keys in the header's ``obs_keys``; there is no ``obs`` entry, so imitation's loader fails
+on such a file with ``KeyError: 'obs'`` rather than misreading it. :func:`load_trajectories` returns ``DictObs``.
+
+Files of format 1 (``[prefix]demos-NNNNN-TOKEN.npz``, written before issue 23) are still found and read, so a run
+begun with an older sb3-hir resumes without dropping them.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pathlib
@@ -28,19 +48,25 @@ from sb3_hir.dagger.trajectory import TERMINAL_OBS_KEY, DAggerTrajectory, as_dag
 __all__ = [
     "ROUND_FILE_FORMAT",
     "CorruptRoundFileError",
+    "file_index",
     "load_round_dir",
     "load_trajectories",
     "new_round_file",
     "next_file_index",
+    "round_file_token",
     "round_files",
     "save_trajectories",
     "stored_fingerprints",
 ]
 
 #: Format tag of round files; bumped on incompatible changes.
-ROUND_FILE_FORMAT = "sb3_hir.dagger.round/1"
+ROUND_FILE_FORMAT = "sb3_hir.dagger.round/2"
+_FORMAT_1 = "sb3_hir.dagger.round/1"
 
-_ROUND_FILE_RE = re.compile(r"^(?P<prefix>.*?)demos-(?P<index>\d+)-(?P<token>[0-9a-f]+)\.npz$")
+#: imitation's name for a DAgger demo file: ``[prefix-]dagger-demo-{i}-{uuid hex}.npz``.
+_ROUND_FILE_RE = re.compile(r"^(?:(?P<prefix>.+)-)?dagger-demo-(?P<index>\d+)-(?P<token>[0-9a-f]{32})\.npz$")
+#: Format 1 names, read so that older runs resume.
+_FORMAT_1_RE = re.compile(r"^(?P<prefix>.*?)demos-(?P<index>\d+)-(?P<token>[0-9a-f]+)\.npz$")
 
 
 class CorruptRoundFileError(ValueError):
@@ -62,8 +88,15 @@ def _json_default(value: Any) -> Any:
     return repr(value)
 
 
-def _json_bytes(value: Any) -> np.ndarray:
-    return np.frombuffer(json.dumps(value, default=_json_default).encode(), dtype=np.uint8)
+def _plain_infos(trajs: Sequence[DAggerTrajectory]) -> list[list[dict[str, Any]]]:
+    """Per episode, its info dicts as plain JSON values (``terminal_observation``, a copy of the last obs, dropped)."""
+    infos = []
+    for t in trajs:
+        ep_infos = [{}] * len(t) if t.infos is None else list(t.infos)
+        if TERMINAL_OBS_KEY in ep_infos[-1]:  # only an episode's last info holds it
+            ep_infos[-1] = {k: v for k, v in ep_infos[-1].items() if k != TERMINAL_OBS_KEY}
+        infos.append(ep_infos)
+    return infos
 
 
 def save_trajectories(
@@ -75,14 +108,14 @@ def save_trajectories(
     fsync: bool = True,
     compress: bool = True,
 ) -> pathlib.Path:
-    """Write trajectories to one ``.npz`` atomically; no pickles, so loading runs no code.
+    """Write trajectories to one ``.npz`` atomically, in the layout described in the module docstring.
 
-    Arrays are concatenated over episodes (``lengths`` splits them again); the JSON header and infos are stored
-    as bytes. ``infos`` go through JSON: numpy values become lists/numbers, other objects their ``repr``, and the
-    duplicated ``terminal_observation`` is dropped. ``fsync=False`` skips flushing to the disk: the file still
-    appears whole or not at all and survives a crash of the process, but not a power loss. ``compress=False``
-    skips zlib: about 0.6 ms less per file (half the cost of a one-episode file), which the collector's
-    per-episode writes take (``benchmarks/bench_dagger_collector.py``), at the price of larger files.
+    Arrays are concatenated over episodes and split again at ``indices`` (imitation's layout). ``infos`` go
+    through JSON: numpy values become lists/numbers, other objects their ``repr``; ``save_infos=False`` stores
+    empty dicts. ``fsync=False`` skips flushing to the disk: the file still appears whole or not at all and
+    survives a crash of the process, but not a power loss. ``compress=False`` skips zlib: about 0.6 ms less per
+    file (half the cost of a one-episode file), which the collector's per-episode writes take
+    (``benchmarks/bench_dagger_collector.py``), at the price of larger files.
     """
     path = pathlib.Path(path)
     trajs = [as_dagger_trajectory(t) for t in trajectories]
@@ -91,7 +124,8 @@ def save_trajectories(
     dict_obs = isinstance(trajs[0].obs, types.DictObs)
     if any(isinstance(t.obs, types.DictObs) != dict_obs for t in trajs):
         raise ValueError("trajectories must all have Dict observations (DictObs) or all array observations")
-    arrays: dict[str, np.ndarray] = {"lengths": np.array([len(t) for t in trajs], dtype=np.int64)}
+    lengths = [len(t) for t in trajs]
+    arrays: dict[str, np.ndarray] = {}
     if dict_obs:
         keys = list(trajs[0].obs.keys())
         for key in keys:
@@ -100,47 +134,70 @@ def save_trajectories(
         keys = None
         arrays["obs"] = np.concatenate([t.obs for t in trajs])
     arrays["acts"] = np.concatenate([t.acts for t in trajs])
+    arrays["rews"] = np.concatenate([t.rews for t in trajs])
+    # imitation's "terminal": the trajectory holds its episode's end (terminated or truncated)
+    arrays["terminal"] = np.array([t.complete for t in trajs], dtype=bool)
+    arrays["indices"] = np.cumsum(lengths[:-1], dtype=np.int64)
     arrays["executed_acts"] = np.concatenate(
         [t.acts if t.executed_acts is None else t.executed_acts for t in trajs]
     )
     arrays["learner_mask"] = np.concatenate(
         [np.zeros(len(t), bool) if t.learner_mask is None else t.learner_mask for t in trajs]
     )
-    arrays["rews"] = np.concatenate([t.rews for t in trajs])
-    arrays["terminal"] = np.array([t.terminal for t in trajs], dtype=bool)
-    arrays["truncated"] = np.array([t.truncated for t in trajs], dtype=bool)
-    arrays["complete"] = np.array([t.complete for t in trajs], dtype=bool)
-    if save_infos:
-        infos = []
-        for t in trajs:
-            ep_infos = [{}] * len(t) if t.infos is None else list(t.infos)
-            if TERMINAL_OBS_KEY in ep_infos[-1]:  # only an episode's last info holds it
-                ep_infos[-1] = {k: v for k, v in ep_infos[-1].items() if k != TERMINAL_OBS_KEY}
-            infos.append(ep_infos)
-        arrays["infos"] = _json_bytes(infos)
-    header = {"format": ROUND_FILE_FORMAT, "n_episodes": len(trajs), "obs_keys": keys, "meta": dict(meta or {})}
-    arrays["header"] = _json_bytes(header)
+    infos_text = json.dumps(_plain_infos(trajs) if save_infos else [[{}] * n for n in lengths], default=_json_default)
+    plain = np.empty(sum(lengths), dtype=object)  # imitation's loader wants one dict per step
+    plain[:] = [info for ep in json.loads(infos_text) for info in ep]
+    arrays["infos"] = plain
+    header = {"format": ROUND_FILE_FORMAT, "n_episodes": len(trajs), "obs_keys": keys, "meta": dict(meta or {}),
+              "truncated": [bool(t.truncated) for t in trajs], "complete": [bool(t.complete) for t in trajs],
+              "save_infos": bool(save_infos)}
+    text = json.dumps(header, default=_json_default)
+    # the infos, already JSON, spliced in rather than parsed and dumped again
+    text = f'{text[:-1]}, "infos": {infos_text}}}'
+    arrays["header"] = np.frombuffer(text.encode(), dtype=np.uint8)
     save = np.savez_compressed if compress else np.savez
-    atomic_write(path, lambda f: save(f, **arrays), fsync=fsync)
+    # Built in memory and written with one write: np.savez straight into the file seeks back over every entry's
+    # header, flushing small writes (a one-episode file: 355 us to a file against 113 us to memory, measured).
+    buffer = io.BytesIO()
+    save(buffer, **arrays)
+    atomic_write(path, lambda f: f.write(buffer.getbuffer()), fsync=fsync)
     return path
 
 
+_ARRAYS = ("acts", "executed_acts", "learner_mask", "rews", "terminal")
+
+
 def load_trajectories(path: str | os.PathLike[str]) -> list[DAggerTrajectory]:
-    """Read a file written by :func:`save_trajectories`; unreadable content raises :class:`CorruptRoundFileError`."""
+    """Read a file written by :func:`save_trajectories`; unreadable content raises :class:`CorruptRoundFileError`.
+
+    Loads with ``allow_pickle=False``: imitation's pickled ``infos`` entry is never read.
+    """
     path = pathlib.Path(path)
+    if path.is_dir():
+        raise CorruptRoundFileError(path, "a directory: imitation's own HuggingFace-dataset demo, which sb3_hir does "
+                                    "not read; load it with imitation.data.serialize.load")
     try:
         with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:  # np.load leaks its own handle
             header = json.loads(data["header"].tobytes())
-            if header.get("format") != ROUND_FILE_FORMAT:
-                raise CorruptRoundFileError(path, f"unknown format {header.get('format')!r}")
-            lengths = data["lengths"]
+            version = header.get("format")
+            if version not in (ROUND_FILE_FORMAT, _FORMAT_1):
+                raise CorruptRoundFileError(path, f"unknown format {version!r}")
             keys = header["obs_keys"]
             obs_arrays = {k: data[f"obs:{k}"] for k in keys} if keys is not None else {"": data["obs"]}
-            fields = {
-                name: data[name]
-                for name in ("acts", "executed_acts", "learner_mask", "rews", "terminal", "truncated", "complete")
-            }
-            infos = json.loads(data["infos"].tobytes()) if "infos" in data.files else None
+            fields = {name: data[name] for name in _ARRAYS}
+            if version == ROUND_FILE_FORMAT:
+                infos = header["infos"]
+                fields["truncated"] = np.array(header["truncated"], dtype=bool)
+                fields["complete"] = np.array(header["complete"], dtype=bool)
+                bounds = np.concatenate([[0], data["indices"], [len(fields["acts"])]]).astype(np.int64)
+                lengths = np.diff(bounds)
+                terminated = fields["terminal"] & ~fields["truncated"]
+            else:  # format 1: flags as arrays, "terminal" meaning terminated, infos as JSON bytes
+                infos = json.loads(data["infos"].tobytes()) if "infos" in data.files else None
+                fields["truncated"] = data["truncated"]
+                fields["complete"] = data["complete"]
+                lengths = data["lengths"]
+                terminated = fields["terminal"]
     except CorruptRoundFileError:
         raise
     except FileNotFoundError:
@@ -158,6 +215,8 @@ def load_trajectories(path: str | os.PathLike[str]) -> list[DAggerTrajectory]:
         or (infos is not None and [len(i) for i in infos] != lengths.tolist())
     ):
         raise CorruptRoundFileError(path, "array lengths disagree with the header")
+    if header.get("save_infos") is False:
+        infos = None
     act_splits = np.cumsum(lengths)[:-1]
     obs_splits = act_splits + np.arange(1, n)
     obs_parts = {k: np.split(v, obs_splits) for k, v in obs_arrays.items()}
@@ -177,7 +236,7 @@ def load_trajectories(path: str | os.PathLike[str]) -> list[DAggerTrajectory]:
                 obs=obs,
                 acts=split["acts"][i],
                 infos=ep_infos,
-                terminal=bool(fields["terminal"][i]),
+                terminal=bool(terminated[i]),
                 rews=split["rews"][i],
                 truncated=bool(fields["truncated"][i]),
                 complete=bool(fields["complete"][i]),
@@ -188,23 +247,36 @@ def load_trajectories(path: str | os.PathLike[str]) -> list[DAggerTrajectory]:
     return out
 
 
+def _match(name: str) -> re.Match[str] | None:
+    if name.startswith("."):  # temporary files of interrupted writes
+        return None
+    return _ROUND_FILE_RE.match(name) or _FORMAT_1_RE.match(name)
+
+
 def round_files(directory: str | os.PathLike[str]) -> list[pathlib.Path]:
-    """Round files of ``directory`` in write order; temporary files of interrupted writes are ignored."""
+    """Round files of ``directory`` in write order (by index); temporary files of interrupted writes are ignored."""
     directory = pathlib.Path(directory)
     if not directory.is_dir():
         return []
     found = []
     for entry in directory.iterdir():
-        match = _ROUND_FILE_RE.match(entry.name)
-        if match and not entry.name.startswith("."):
+        match = _match(entry.name)
+        if match:
             found.append((int(match["index"]), entry.name, entry))
     return [entry for _, _, entry in sorted(found)]
 
 
+def file_index(path: str | os.PathLike[str]) -> int:
+    """The index in a round file's name."""
+    match = _match(pathlib.Path(path).name)
+    if match is None:
+        raise ValueError(f"path {str(path)!r} is not named as a round file ([prefix-]dagger-demo-{{i}}-{{uuid}}.npz)")
+    return int(match["index"])
+
+
 def next_file_index(directory: pathlib.Path) -> int:
     """One more than the highest file index in ``directory`` (0 when it holds none)."""
-    indices = [int(_ROUND_FILE_RE.match(p.name)["index"]) for p in round_files(directory)]  # type: ignore[index]
-    return max(indices, default=-1) + 1
+    return max((file_index(p) for p in round_files(directory)), default=-1) + 1
 
 
 def load_round_dir(directory: str | os.PathLike[str], *, skip_corrupt: bool = False) -> list[DAggerTrajectory]:
@@ -224,12 +296,32 @@ def load_round_dir(directory: str | os.PathLike[str], *, skip_corrupt: bool = Fa
     return out
 
 
-def new_round_file(directory: str | os.PathLike[str], prefix: str = "", index: int | None = None) -> pathlib.Path:
-    """A fresh file name after the existing ones (or at ``index``, which a writer that counts its own files
-    passes to skip listing the directory); the random token keeps two writers of one round apart."""
+def round_file_token(rng: np.random.Generator) -> str:
+    """A file token as imitation draws it: 128 bits of ``rng`` as a version-4 uuid, so seeded runs agree."""
+    return uuid.UUID(int=int.from_bytes(rng.bytes(16), "big"), version=4).hex
+
+
+def new_round_file(
+    directory: str | os.PathLike[str],
+    rng: np.random.Generator,
+    prefix: str = "",
+    index: int | None = None,
+) -> pathlib.Path:
+    """A fresh name ``[prefix-]dagger-demo-{index}-{uuid}.npz`` after the existing files (or at ``index``, which a
+    writer that counts its own files passes to skip listing the directory).
+
+    The index orders files and the token (:func:`round_file_token`) keeps writers of one round apart; a name
+    that exists already (two writers with the same seed and index) moves to the next index, so no file is ever
+    replaced.
+    """
     directory = pathlib.Path(directory)
     index = next_file_index(directory) if index is None else index
-    return directory / f"{prefix}demos-{index:05d}-{uuid.uuid4().hex[:8]}.npz"
+    dash = f"{prefix}-" if prefix else ""
+    while True:
+        path = directory / f"{dash}dagger-demo-{index}-{round_file_token(rng)}.npz"
+        if not path.exists():
+            return path
+        index += 1
 
 
 def stored_fingerprints(directory: str | os.PathLike[str], *, skip_corrupt: bool = False) -> set[str]:

@@ -3,7 +3,10 @@
 The round files (``scratch_dir/demos/round-NNN/``) and a data-only checkpoint (:mod:`.checkpoint`) are the whole
 state, so a killed run continues in another process with :func:`reconstruct_trainer`. A new trainer never
 writes into a directory that holds an earlier run unless told to continue it (``resume=True``), and a resumed
-round never stores an episode twice (:attr:`DAggerCollector.skipped_duplicates`).
+round never stores an episode twice (:attr:`DAggerCollector.skipped_duplicates`). The check is made where the
+trainer would first use the directory (:meth:`DAggerTrainer.create_trajectory_collector`,
+:meth:`~DAggerTrainer.extend_and_update`, :meth:`~DAggerTrainer.save_trainer`), not when it is built: building
+writes nothing, so a trainer built beside a run (imitation's tests build one to compare fresh weights) is harmless.
 """
 
 from __future__ import annotations
@@ -43,7 +46,15 @@ from sb3_hir.dagger.checks import (
 )
 from sb3_hir.dagger.collector import DAggerCollector
 from sb3_hir.dagger.policy_runner import PolicyRunner
-from sb3_hir.dagger.storage import load_round_dir, new_round_file, round_files, save_trajectories, stored_fingerprints
+from sb3_hir.dagger.storage import (
+    file_index,
+    load_round_dir,
+    new_round_file,
+    next_file_index,
+    round_files,
+    save_trajectories,
+    stored_fingerprints,
+)
 from sb3_hir.dagger.trajectory import DAggerTrajectory, as_dagger_trajectory, trajectory_fingerprint
 from sb3_hir.relabel import relabel_trajectory, resolve_relabeler
 
@@ -124,7 +135,8 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
     :param skip_corrupt: load the readable round files and warn about corrupt ones instead of raising.
     :param resume: continue the run already in ``scratch_dir`` (e.g. one killed before its first checkpoint):
         its round files are kept and count, and its episodes are not stored again. Without it, a
-        ``scratch_dir`` that holds a run is refused, so two runs never mix by accident.
+        ``scratch_dir`` that holds a run is refused at the trainer's first collection, update or save (never at
+        construction), so two runs never mix by accident.
     """
 
     DEFAULT_N_EPOCHS: int = 4
@@ -154,12 +166,8 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
             raise ValueError(f"bc_trainer must be an imitation.algorithms.bc.BC; got {type(bc_trainer).__name__}")
         self.venv = venv
         self.scratch_dir = pathlib.Path(scratch_dir)
-        if not resume and _has_run(self.scratch_dir):
-            raise ValueError(
-                f"scratch_dir {str(self.scratch_dir)!r} already holds a DAgger run (round files or a checkpoint); "
-                "continue it with reconstruct_trainer(scratch_dir, venv) or resume=True, or choose an empty "
-                "scratch_dir (a new run there would train on both runs' demos)"
-            )
+        #: True once this trainer owns ``scratch_dir``: resumed, or checked free at its first write.
+        self._claimed = bool(resume)
         if beta_schedule is None:
             beta_schedule = "linear"  # imitation's default: linear over 15 rounds
         if not isinstance(beta_schedule, str) and beta_schedule_kwargs:
@@ -217,6 +225,26 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
         round_num = self.round_num if round_num is None else round_num
         return check_beta(self.beta_schedule(round_num), f"beta_schedule({round_num}) (beta of round {round_num})")
 
+    def _claim_scratch_dir(self) -> None:
+        """Refuse a ``scratch_dir`` holding another run, where this trainer would first write to or train from it.
+
+        Called by collection, :meth:`extend_and_update` and :meth:`save_trainer` rather than by the constructor,
+        which writes nothing and so never mixes two runs.
+        """
+        if self._claimed:
+            return
+        if _has_run(self.scratch_dir):
+            raise ValueError(
+                f"scratch_dir {str(self.scratch_dir)!r} already holds a DAgger run (round files or a checkpoint) "
+                "that this trainer did not write; continue it with reconstruct_trainer(scratch_dir, venv) or "
+                "resume=True, or choose an empty scratch_dir (a second run there would train on both runs' demos)"
+            )
+        self._claimed = True
+        self._on_claim()
+
+    def _on_claim(self) -> None:
+        """Hook: the first write into ``scratch_dir`` is allowed (a subclass stores what it held back)."""
+
     # -- rounds -----------------------------------------------------------------------------------------------
     def _stored_fingerprints(self) -> set[str]:
         """Episodes an earlier process stored in this round (read once per round; empty for a fresh round)."""
@@ -229,7 +257,9 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
         """A collector for the current round: its beta, the current learner, this round's directory.
 
         Several collectors of one round may run side by side; :meth:`extend_and_update` finishes them all.
+        Raises ``ValueError`` when ``scratch_dir`` holds another run (see :meth:`_claim_scratch_dir`).
         """
+        self._claim_scratch_dir()
         collector = DAggerCollector(
             self.venv,
             self.bc_trainer.policy,
@@ -272,9 +302,10 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
         self._all_demos.extend(new)
         transitions = rollout.flatten_trajectories(self._all_demos)
         if len(transitions) < self.batch_size:
-            raise ValueError(
-                f"not enough transitions for one batch: {len(transitions)} < batch_size={self.batch_size}; "
-                "collect more steps this round (rollout_round_min_timesteps) or use a smaller BC batch_size"
+            raise ValueError(  # imitation's sentence first, for code that matches it
+                f"Not enough transitions to form a single batch: self.batch_size={self.batch_size} > "
+                f"len(transitions)={len(transitions)}; collect more steps this round (rollout_round_min_timesteps) "
+                "or use a smaller BC batch_size"
             )
         self.bc_trainer.set_demonstrations(_Batches(transitions, self.bc_trainer.minibatch_size, self.rng))
         self._last_loaded_round = self.round_num
@@ -288,6 +319,7 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
         Keys as in imitation: ``log_rollouts_venv`` defaults to the venv; ``n_epochs`` to
         :attr:`DEFAULT_N_EPOCHS` unless ``n_epochs``/``n_batches`` is given.
         """
+        self._claim_scratch_dir()
         kwargs = dict(bc_train_kwargs or {})
         kwargs.setdefault("log_rollouts_venv", self.venv)
         if "n_epochs" not in kwargs and "n_batches" not in kwargs:
@@ -319,6 +351,9 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
             "fsync": self.fsync,
             "observation_space": str(self.venv.observation_space),
             "action_space": str(self.venv.action_space),
+            # the spaces as data, for reconstruct_policy(policy_path) without an env (None: not representable)
+            "spaces": {"observation": ckpt.space_to_json(self.venv.observation_space),
+                       "action": ckpt.space_to_json(self.venv.action_space)},
             "bc": {
                 "batch_size": self.bc_trainer.batch_size,
                 "minibatch_size": self.bc_trainer.minibatch_size,
@@ -336,6 +371,7 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
         The JSON is written after the weights, so a crash leaves the previous consistent checkpoint in place.
         Returns ``(checkpoint_path, policy_path)`` as imitation does.
         """
+        self._claim_scratch_dir()
         self.scratch_dir.mkdir(parents=True, exist_ok=True)
         weights_path = self.scratch_dir / f"weights-{self.round_num:03d}.pt"
         state = self._state()
@@ -466,15 +502,41 @@ def reconstruct_trainer(
 
 
 def reconstruct_policy(
-    scratch_dir: str | os.PathLike[str],
-    venv: VecEnv,
+    policy_path: str | os.PathLike[str],
     device: th.device | str = "auto",
+    *,
+    venv: VecEnv | None = None,
     policy_factory: ckpt.PolicyFactory | None = None,
 ) -> BasePolicy:
-    """The learner policy of the latest checkpoint in ``scratch_dir``, without the trainer (data only)."""
-    scratch_dir = pathlib.Path(scratch_dir)
+    """The learner policy of the latest checkpoint, without the trainer, reading data only.
+
+    Takes imitation's call shape, ``bc.reconstruct_policy(policy_path, device)``, where imitation unpickles the
+    file (refused by torch >= 2.6's ``weights_only`` default unless ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` is set):
+    ``policy_path`` is ``scratch_dir/policy-latest.pt`` as :meth:`DAggerTrainer.save_trainer` returns it, or the
+    ``scratch_dir``; the weights come from the checkpoint beside it and the spaces from the checkpoint too, or
+    from ``venv`` when given. ``policy_factory`` builds a policy class that is not on ``ALLOWED_CLASSES``.
+    """
+    path = pathlib.Path(policy_path)
+    scratch_dir = path if path.is_dir() else path.parent
+    if not (scratch_dir / "checkpoint-latest.json").exists():
+        raise FileNotFoundError(
+            f"policy_path {str(path)!r}: no sb3-hir checkpoint (checkpoint-latest.json) in {str(scratch_dir)!r}; "
+            "pass the policy-latest.pt that save_trainer() returned, or its scratch_dir (a file of imitation's "
+            "util.save_policy loads with imitation's bc.reconstruct_policy)"
+        )
     state = ckpt.read_checkpoint(scratch_dir)
-    policy, _ = ckpt.load_policy(state["policy"], scratch_dir, venv.observation_space, venv.action_space,
+    if venv is not None:
+        observation_space, action_space = venv.observation_space, venv.action_space
+    else:
+        stored = state.get("spaces") or {}
+        if stored.get("observation") is None or stored.get("action") is None:
+            raise ValueError(
+                f"the checkpoint in {str(scratch_dir)!r} does not hold its spaces as data "
+                f"({state['observation_space']}, {state['action_space']}); pass venv= to reconstruct_policy"
+            )
+        observation_space = ckpt.space_from_json(stored["observation"])
+        action_space = ckpt.space_from_json(stored["action"])
+    policy, _ = ckpt.load_policy(state["policy"], scratch_dir, observation_space, action_space,
                                  sb3_utils.get_device(device), policy_factory)
     return policy
 
@@ -519,15 +581,31 @@ class SimpleDAggerTrainer(DAggerTrainer):
             )
         self.unfinished = check_unfinished(unfinished)
         self.expert_policy = expert_policy
-        if expert_trajs:
-            self._store_expert_trajs(expert_trajs)
+        #: Initial demonstrations not written yet: held back while ``scratch_dir`` holds another run.
+        self._pending_expert_trajs = [as_dagger_trajectory(t) for t in expert_trajs or ()]
+        if self._claimed:  # resumed: round 0 is ours already
+            self._store_expert_trajs()
+        elif self._pending_expert_trajs and not _has_run(self.scratch_dir):
+            self._claim_scratch_dir()  # as imitation: written to round 0 at once
 
-    def _store_expert_trajs(self, expert_trajs: Sequence[types.Trajectory]) -> None:
+    def _on_claim(self) -> None:
+        self._store_expert_trajs()
+
+    def _store_expert_trajs(self) -> None:
+        """One file per initial demonstration, named as imitation names them (``initial_data-dagger-demo-*``);
+        those round 0 holds already (a resumed run) are not stored again."""
+        if not self._pending_expert_trajs:
+            return
         round0 = self._demo_dir_path_for_round(0)
         stored = stored_fingerprints(round0, skip_corrupt=True)
-        new = [t for t in map(as_dagger_trajectory, expert_trajs) if trajectory_fingerprint(t) not in stored]
-        if new:
-            save_trajectories(new_round_file(round0, "initial-"), new, meta={"source": "expert_trajs"})
+        index = next_file_index(round0)
+        for traj in self._pending_expert_trajs:
+            if trajectory_fingerprint(traj) in stored:
+                continue
+            path = new_round_file(round0, self.rng, "initial_data", index)
+            save_trajectories(path, [traj], meta={"source": "expert_trajs"}, fsync=self.fsync)
+            index = file_index(path) + 1
+        self._pending_expert_trajs = []
 
     def _extend_state(self, state: dict[str, Any]) -> None:
         state["unfinished"] = self.unfinished
