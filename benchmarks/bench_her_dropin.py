@@ -5,13 +5,14 @@ hyperparameters, seeds and ``replay_buffer_kwargs`` (HER's own: ``n_sampled_goal
 the policy sees the same keys. Nothing is tuned for our side. Suites (``--suite``):
 
 * ``perf``: SB3's own HER performance test (``tests/test_her.py::test_performance_her``): DQN on
-  ``BitFlippingEnv(n_bits=10)``, 2 envs, ``n_sampled_goal=5``, ``learning_rate=5e-4``, ``train_freq=1``,
-  ``gradient_steps=2``, ``learning_starts=100``, ``exploration_final_eps=0.02``, ``target_update_interval=500``,
-  ``batch_size=32``. Scored as that test scores: training success over the last 50 episodes
+  ``BitFlippingEnv(n_bits=10)``, 2 envs, ``n_sampled_goal=5``, ``learning_rate=2e-3``, ``train_freq=1``,
+  ``gradient_steps=2``, ``learning_starts=20``, ``exploration_final_eps=0.02``, ``target_update_interval=100``,
+  ``batch_size=32``, ``stats_window_size=50`` (SB3 2.9's ``tests/test_her.py``, which learns for 1500 steps). Scored as that test scores: training success over the last 50 episodes
   (``model.ep_success_buffer``) at the end of ``learn(budget)``, one run per budget of ``--budgets`` (DQN's
   exploration schedule spans the whole ``learn`` call, so a longer run read early would not be the test).
 * ``bitflip``: ``BitFlippingEnv`` with 8, 12 and 15 bits (``--n-bits``), DQN with ``--dqn perf-test`` (the
-  performance test's settings above, 2 envs, ``n_sampled_goal=5``: SB3's own tuned BitFlipping config) or
+  performance test's settings above, 2 envs, ``n_sampled_goal=5``: SB3's own tuned BitFlipping config, with
+  ``learning_starts=100`` so that an episode of up to 15 steps has ended before the first sample) or
   ``--dqn defaults`` (SB3's DQN defaults, 1 env, ``n_sampled_goal=4``; ``target_update_interval=10000`` and
   ``learning_rate=1e-4`` learn little within 64k steps on either side), scored by ``--eval-episodes``
   deterministic episodes at budgets 250 * 2**i up to ``--max-steps``. The table reports both buffers at 1/4,
@@ -54,6 +55,11 @@ from sb3_hir import buffers as hir
 
 BUFFERS = {"HER": HerReplayBuffer, "ours": hir.HerReplayBuffer}
 RAY_OPTIONS = ("ray", "ray_address", "cpus_per_trial")
+# SB3 2.9's ``tests/test_her.py::test_performance_her`` (besides the env, the buffer and ``n_sampled_goal=5``).
+PERF_TEST: dict[str, Any] = dict(
+    learning_rate=2e-3, train_freq=1, gradient_steps=2, learning_starts=20, exploration_final_eps=0.02,
+    target_update_interval=100, batch_size=32, buffer_size=int(1e5), stats_window_size=50,
+)
 
 
 class AtBudgets(BaseCallback):
@@ -115,8 +121,7 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
         model: Any = DQN(
             "MultiInputPolicy", venv, replay_buffer_class=buffer_class,
             replay_buffer_kwargs=dict(n_sampled_goal=5, goal_selection_strategy="future"),
-            learning_rate=5e-4, train_freq=1, gradient_steps=2, learning_starts=100, exploration_final_eps=0.02,
-            target_update_interval=500, seed=seed, batch_size=32, buffer_size=int(1e5), device="cpu",
+            **PERF_TEST, seed=seed, device="cpu",
         )
         budgets, score = [config["budget"]], training_success
     elif args.suite == "bitflip":
@@ -124,10 +129,8 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
         tuned = args.dqn == "perf-test"
         venv = make_vec_env(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), n_envs=2 if tuned else 1,
                             seed=seed)
-        settings: dict[str, Any] = dict(
-            learning_rate=5e-4, train_freq=1, gradient_steps=2, learning_starts=100, exploration_final_eps=0.02,
-            target_update_interval=500, batch_size=32, buffer_size=int(1e5),
-        ) if tuned else {}
+        # learning_starts=20 ends no 12- or 15-step episode in time (HER refuses to sample before one has ended).
+        settings: dict[str, Any] = dict(PERF_TEST, learning_starts=100) if tuned else {}
         model = DQN("MultiInputPolicy", venv, replay_buffer_class=buffer_class,
                     replay_buffer_kwargs=dict(n_sampled_goal=5 if tuned else 4, goal_selection_strategy="future"),
                     seed=seed, device="cpu", **settings)
@@ -196,7 +199,7 @@ def main() -> None:
     parser.add_argument("--suite", choices=["perf", "bitflip", "fetch", "panda"], required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--budgets", type=int, nargs="+", default=None,
-                        help="perf: default 1500 2500 5000; fetch, panda: default 5000 10000 20000")
+                        help="perf: default 1000 1500 2500; fetch, panda: default 5000 10000 20000")
     parser.add_argument("--n-bits", type=int, nargs="+", default=[8, 12, 15], help="bitflip suite")
     parser.add_argument("--max-steps", type=int, nargs="+", default=[16000, 32000, 64000],
                         help="bitflip suite: longest budget per --n-bits entry")
@@ -208,7 +211,7 @@ def main() -> None:
     parser.add_argument("--cpus-per-trial", type=int, default=1)
     args = parser.parse_args()
     if args.budgets is None:
-        args.budgets = [1500, 2500, 5000] if args.suite == "perf" else [5000, 10000, 20000]
+        args.budgets = [1000, 1500, 2500] if args.suite == "perf" else [5000, 10000, 20000]
     if len(args.max_steps) != len(args.n_bits):
         parser.error("--max-steps needs one entry per --n-bits entry")
     th.set_num_threads(1)
