@@ -98,7 +98,7 @@ from gymnasium import spaces
 from stable_baselines3.common.buffers import DictReplayBuffer
 from stable_baselines3.common.preprocessing import get_obs_shape
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as SB3HerReplayBuffer
 
@@ -249,11 +249,31 @@ def _goal_env_spec(
     dtype = np.dtype(observation_space[DESIRED_GOAL].dtype)
     if dtype.kind in "biu":
         return ExactGoalSpec(**keys)
+    threshold = _env_distance_threshold(env)
+    return None if threshold is None else ToleranceGoalSpec(tolerance=threshold, **keys)
+
+
+def _env_distance_threshold(env: Any) -> float | None:
+    """The env's success radius: ``distance_threshold`` on the env (gymnasium-robotics) or on its ``task``.
+
+    panda-gym keeps the radius on ``env.task`` (``RobotTaskEnv``); without it, float goals would fall back to HER's
+    recorded dones although the env terminates on success. The task is read in-process only (``DummyVecEnv``, under
+    any VecEnv wrappers): a ``SubprocVecEnv`` would have to pickle it, simulator included.
+    """
+    if env is None:
+        return None
     threshold = None
-    if env is not None and env.has_attr("distance_threshold"):
+    if env.has_attr("distance_threshold"):
         threshold = env.get_attr("distance_threshold", indices=[0])[0]
+    else:
+        inner = env
+        while isinstance(inner, VecEnvWrapper):
+            inner = inner.venv
+        if isinstance(inner, DummyVecEnv):
+            task = getattr(inner.envs[0].unwrapped, "task", None)
+            threshold = getattr(task, "distance_threshold", None)
     if isinstance(threshold, (int, float, np.number)) and not isinstance(threshold, bool) and threshold > 0:
-        return ToleranceGoalSpec(tolerance=float(threshold), **keys)
+        return float(threshold)
     return None
 
 

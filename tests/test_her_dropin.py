@@ -506,6 +506,28 @@ def test_final_selection_for_one_goal_instructions_and_refused_for_more() -> Non
         HindsightInstructionReplayBuffer(100, space, venv.action_space, goal_selection_strategy="final")
 
 
+def test_a_radius_kept_on_the_envs_task_is_found_as_panda_gym_keeps_it() -> None:
+    class Task:
+        distance_threshold = 0.25
+
+    class TaskRadius(gym.Env):  # panda-gym's RobotTaskEnv: the radius lives on env.task, no compute_terminated
+        observation_space, action_space = PointGoalEnv().observation_space, PointGoalEnv().action_space
+        compute_reward, _obs, reset = PointGoalEnv.compute_reward, PointGoalEnv._obs, PointGoalEnv.reset
+        radius, scale, task = PointGoalEnv.radius, 1.0, Task()
+
+        def step(self, action: Any):
+            self.pos = np.clip(self.pos + 0.3 * np.asarray(action, dtype=np.float32), -1, 1).astype(np.float32)
+            reward = float(self.compute_reward(self.pos, self.goal, None))
+            return self._obs(), reward, reward == 0.0, False, {"is_success": reward == 0.0}
+
+    venv = VecNormalize(make_vec_env(lambda: gym.wrappers.TimeLimit(TaskRadius(), 12), n_envs=2, seed=0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "cannot find where a goal is first reached" warning
+        buffer = Buffer(100, venv.observation_space, venv.action_space, env=venv)
+    assert isinstance(buffer.goal_spec, ToleranceGoalSpec) and buffer.goal_spec.tolerance == 0.25
+    assert buffer.terminates_on_success  # no compute_terminated: success is taken to end the episode
+
+
 def test_float_goals_without_a_success_radius_are_served_hers_dones_with_a_warning() -> None:
     class NoRadius(PointGoalEnv):
         distance_threshold = None
