@@ -1,0 +1,92 @@
+"""What each component kind must provide: ``typing.Protocol`` contracts, one per kind, in one place.
+
+A plugin satisfies a contract by shape, not by inheritance (subclassing :class:`~sb3_hir.relabel.InstructionRelabeler`
+or :class:`~sb3_hir.goals.GoalSpec` is the easy way, not a requirement). The resolvers of :mod:`sb3_hir.plugins`
+check objects against these with ``isinstance``, so the buffer, the DAgger trainers, the testing checks and the
+CLI all accept and refuse the same things, with the same message.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
+    from gymnasium import spaces
+
+    from sb3_hir.episodes import Episode
+
+__all__ = ["BetaScheduleProtocol", "ExpertProtocol", "GoalSpecProtocol", "RelabelerProtocol", "missing_members"]
+
+
+@runtime_checkable
+class GoalSpecProtocol(Protocol):
+    """Where the instruction and the achieved value live, the rewards, and the vectorized success test."""
+
+    goals_key: str
+    achieved_key: str
+    mask_value: Any
+    goal_reward: float
+    step_reward: float
+    goal_ndim: int
+
+    def reached(self, achieved: np.ndarray, goal: np.ndarray) -> np.ndarray: ...
+
+    def is_masked(self, goals: np.ndarray) -> np.ndarray: ...
+
+    def validate_space(self, observation_space: spaces.Space) -> tuple[int, tuple[int, ...]]: ...
+
+
+@runtime_checkable
+class RelabelerProtocol(Protocol):
+    """Which instruction an episode is replayed under, and the replay itself (the env's semantics)."""
+
+    num_goals: int
+    goal_spec: GoalSpecProtocol
+
+    def relabel_goals(self, episode: Episode, rng: np.random.Generator) -> np.ndarray | None: ...
+
+    def reach_steps(self, achieved: np.ndarray, goals: np.ndarray) -> np.ndarray: ...
+
+    def replay(self, episode: Episode, goals: np.ndarray) -> Episode: ...
+
+
+@runtime_checkable
+class ExpertProtocol(Protocol):
+    """SB3's ``predict``: a DAgger expert, usable as imitation's ``expert_policy`` too."""
+
+    def predict(
+        self,
+        observation: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+    ) -> tuple[np.ndarray, Any]: ...
+
+
+@runtime_checkable
+class BetaScheduleProtocol(Protocol):
+    """``schedule(round_num) -> beta`` in ``[0, 1]``, as imitation's ``BetaSchedule``."""
+
+    def __call__(self, round_num: int) -> float: ...
+
+
+def missing_members(obj: Any, protocol: type) -> list[str]:
+    """The members of ``protocol`` that ``obj`` lacks (or has but cannot call), for an error that names them."""
+    names = [n for n in getattr(protocol, "__protocol_attrs__", None) or _protocol_attrs(protocol)]
+    missing = []
+    for name in sorted(names):
+        if not hasattr(obj, name):
+            missing.append(name)
+        elif callable(getattr(protocol, name, None)) and not callable(getattr(obj, name)):
+            missing.append(name)
+    return missing
+
+
+def _protocol_attrs(protocol: type) -> set[str]:
+    """Python < 3.12 keeps no ``__protocol_attrs__``: the annotated and defined names of the protocol body."""
+    names = set(getattr(protocol, "__annotations__", {}))
+    names |= {n for n, v in vars(protocol).items() if callable(v) and not n.startswith("_")}
+    if "__call__" in vars(protocol):
+        names.add("__call__")
+    return names
