@@ -655,8 +655,10 @@ def resolve_relabeler(
     Built ones get ``goal_spec`` (resolved) and ``num_goals`` from ``kwargs``, else from the spec and
     ``observation_space`` (the instruction's length), so a name alone fits the env it relabels.
     """
-    accepted = ("a relabeler plugin name or an object with num_goals, goal_spec, relabel_goals(episode, rng), "
-                "reach_steps(achieved, goals) and replay(episode, goals) (subclass sb3_hir.relabel.InstructionRelabeler)")
+    accepted = (
+        "a relabeler plugin name or an object with num_goals, goal_spec, relabel_goals(episode, rng), "
+        "reach_steps(achieved, goals) and replay(episode, goals) (subclass sb3_hir.relabel.InstructionRelabeler)"
+    )
     if isinstance(relabeler, (str, type)):
         if goal_spec is not None:
             kwargs["goal_spec"] = resolve_goal_spec(goal_spec)

@@ -76,9 +76,7 @@ def missing_members(obj: Any, protocol: type) -> list[str]:
     names = [n for n in getattr(protocol, "__protocol_attrs__", None) or _protocol_attrs(protocol)]
     missing = []
     for name in sorted(names):
-        if not hasattr(obj, name):
-            missing.append(name)
-        elif callable(getattr(protocol, name, None)) and not callable(getattr(obj, name)):
+        if not hasattr(obj, name) or (callable(getattr(protocol, name, None)) and not callable(getattr(obj, name))):
             missing.append(name)
     return missing
 

@@ -12,44 +12,23 @@ Everything is vectorised over time: the ``(T, k)`` matrix "observation t reaches
 
 from __future__ import annotations
 
-import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import GoalSpec
+from sb3_hir.plugins import resolve_goal_spec
 
 if TYPE_CHECKING:
-    import gymnasium as gym
-    from imitation.data.types import TrajectoryWithRew
+    pass
 
-__all__ = ["HindsightInstructionRelabeler", "InstructionRelabeler", "relabel_trajectory", "resolve_relabeler"]
+__all__ = ["HindsightInstructionRelabeler", "InstructionRelabeler"]
 
 STRATEGIES = ("some", "all", "none")
 #: Where per-sample hindsight goals come from (see :meth:`HindsightInstructionRelabeler.draw_goal_steps`).
 GOAL_SELECTIONS = ("future", "episode")
-
-
-def _resolve_goal_spec(goal_spec: str | GoalSpec) -> GoalSpec:
-    if isinstance(goal_spec, GoalSpec):
-        return goal_spec
-    if not isinstance(goal_spec, str):
-        raise ValueError(
-            "goal_spec must be a registered goal-spec name (e.g. 'exact', 'tolerance') or a GoalSpec "
-            f"instance, got {goal_spec!r}"
-        )
-    from sb3_hir import plugins  # lazily: plugin discovery stays off the import path of this module
-
-    try:
-        resolved = plugins.resolve("goal_spec", goal_spec)
-    except LookupError as error:
-        raise ValueError(f"goal_spec {goal_spec!r} is not a registered goal spec: {error}") from error
-    if not isinstance(resolved, GoalSpec):
-        raise ValueError(f"goal_spec plugin {goal_spec!r} built {resolved!r}, which is not a GoalSpec")
-    return resolved
 
 
 class InstructionRelabeler(ABC):
@@ -67,7 +46,7 @@ class InstructionRelabeler(ABC):
         if isinstance(num_goals, bool) or not isinstance(num_goals, (int, np.integer)) or num_goals < 1:
             raise ValueError(f"num_goals must be an int >= 1, got {num_goals!r}")
         self.num_goals = int(num_goals)
-        self.goal_spec = _resolve_goal_spec(goal_spec)
+        self.goal_spec = resolve_goal_spec(goal_spec)
 
     # ------------------------------------------------------------------ reaching
     def reach_steps(self, achieved: np.ndarray, goals: np.ndarray) -> np.ndarray:
@@ -314,58 +293,3 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
 
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + f", strategy={self.strategy!r})"
-
-
-# ----------------------------------------------------------------------------------------------- trajectories
-#: Which actions label a relabeled trajectory (see :func:`relabel_trajectory`).
-RelabelLabels = Literal["auto", "expert", "executed"]
-
-
-def resolve_relabeler(relabeler: Any, observation_space: gym.Space, kwargs: Mapping[str, Any] | None = None) -> Any:
-    """A relabeler from a plugin name (``num_goals`` defaults to the ``goals`` shape) or an object; None stays None."""
-    if relabeler is None:
-        return None
-    kwargs = dict(kwargs or {})
-    if isinstance(relabeler, str):
-        goals_space = getattr(observation_space, "spaces", {}).get("goals")
-        if goals_space is None:
-            raise ValueError("relabeler needs a Dict observation space with the instruction under 'goals'")
-        if "num_goals" not in kwargs and goals_space.shape:
-            kwargs["num_goals"] = goals_space.shape[0]
-        from sb3_hir import plugins  # lazily, as in _resolve_goal_spec
-
-        return plugins.resolve("relabeler", relabeler, **kwargs)
-    if not callable(getattr(relabeler, "relabel_goals", None)) or not callable(getattr(relabeler, "replay", None)):
-        raise ValueError(
-            "relabeler must be a relabeler plugin name or an object with relabel_goals(episode, rng) and "
-            f"replay(episode, goals) (e.g. sb3_hir.relabel.HindsightInstructionRelabeler); got {relabeler!r}"
-        )
-    return relabeler
-
-
-def relabel_trajectory(
-    traj: TrajectoryWithRew,
-    relabeler: InstructionRelabeler,
-    rng: np.random.Generator,
-    labels: RelabelLabels = "auto",
-) -> TrajectoryWithRew:
-    """Relabel one Dict-observation trajectory's instruction for goal-conditioned BC (DAgger's demos).
-
-    The expert's labels point at the *original* instruction, so once the instruction changes they no longer
-    fit the observations. ``labels="auto"`` therefore keeps expert labels for episodes whose instruction is
-    unchanged and uses the executed actions (``traj.executed_acts``, which did reach the new goals, as in GCSL)
-    for relabeled ones; ``"expert"`` / ``"executed"`` force one source.
-    """
-    if labels not in ("auto", "expert", "executed"):
-        raise ValueError(f"labels must be 'auto', 'expert' or 'executed'; got {labels!r}")
-    episode = Episode.from_trajectory(traj)
-    goals_key = getattr(getattr(relabeler, "goal_spec", None), "goals_key", "goals")
-    goals = relabeler.relabel_goals(episode, rng)
-    executed = getattr(traj, "executed_acts", None)
-    if goals is None or (labels == "auto" and np.array_equal(goals, episode.observations[goals_key][0])):
-        if labels != "executed" or executed is None:
-            return traj
-        return dataclasses.replace(traj, acts=executed)
-    if labels != "expert" and executed is not None:
-        episode = dataclasses.replace(episode, actions=executed)
-    return relabeler.replay(episode, goals).to_trajectory()

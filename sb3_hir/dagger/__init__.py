@@ -36,8 +36,7 @@ from sb3_hir.dagger.trainer import (  # noqa: E402
     reconstruct_policy,
     reconstruct_trainer,
 )
-from sb3_hir.dagger.trajectory import DAggerTrajectory, trajectory_fingerprint  # noqa: E402
-from sb3_hir.relabel import relabel_trajectory  # noqa: E402
+from sb3_hir.dagger.trajectory import DAggerTrajectory, relabel_trajectory, trajectory_fingerprint  # noqa: E402
 
 #: imitation's name for the collector: ours takes the same arguments (``venv, get_robot_acts, beta, save_dir,
 #: rng``) and is driven the same way.

@@ -56,9 +56,9 @@ def check_episodes_per_file(value: Any) -> int:
     return int(value)
 
 
-def check_relabel_labels(value: Any) -> RelabelLabels:
+def check_relabel_labels(value: Any, name: str = "relabel_labels") -> RelabelLabels:
     if value not in ("auto", "expert", "executed"):
-        raise ValueError(f"relabel_labels must be 'auto', 'expert' or 'executed'; got {value!r}")
+        raise ValueError(f"{name} must be 'auto', 'expert' or 'executed'; got {value!r}")
     return value  # type: ignore[no-any-return]
 
 

@@ -33,6 +33,7 @@ from imitation.data import types
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
+from sb3_hir import plugins
 from sb3_hir.dagger.checks import (
     RelabelLabels,
     UnfinishedPolicy,
@@ -45,8 +46,13 @@ from sb3_hir.dagger.checks import (
 )
 from sb3_hir.dagger.policy_runner import PolicyRunner
 from sb3_hir.dagger.storage import file_index, new_round_file, next_file_index, save_trajectories
-from sb3_hir.dagger.trajectory import TERMINAL_OBS_KEY, TIMEOUT_KEY, DAggerTrajectory, trajectory_fingerprint
-from sb3_hir.relabel import relabel_trajectory, resolve_relabeler
+from sb3_hir.dagger.trajectory import (
+    TERMINAL_OBS_KEY,
+    TIMEOUT_KEY,
+    DAggerTrajectory,
+    relabel_trajectory,
+    trajectory_fingerprint,
+)
 
 __all__ = ["DAggerCollector"]
 
@@ -219,7 +225,9 @@ class DAggerCollector(VecEnvWrapper):
         self.get_robot_acts = get_robot_acts
         self._learner = PolicyRunner(get_robot_acts, self.num_envs, deterministic=bool(deterministic_learner))
         self.save_dir = None if save_dir is None else pathlib.Path(save_dir)
-        self.relabeler = resolve_relabeler(relabeler, venv.observation_space, relabeler_kwargs)
+        self.relabeler = None if relabeler is None else plugins.resolve_relabeler(
+            relabeler, venv.observation_space, **dict(relabeler_kwargs or {})
+        )
         self.relabel_labels = check_relabel_labels(relabel_labels)
         self._skip_fingerprints = set(skip_fingerprints)
         self.fsync = bool(fsync)

@@ -55,8 +55,7 @@ from sb3_hir.dagger.storage import (
     save_trajectories,
     stored_fingerprints,
 )
-from sb3_hir.dagger.trajectory import DAggerTrajectory, as_dagger_trajectory, trajectory_fingerprint
-from sb3_hir.relabel import relabel_trajectory, resolve_relabeler
+from sb3_hir.dagger.trajectory import DAggerTrajectory, as_dagger_trajectory, relabel_trajectory, trajectory_fingerprint
 
 __all__ = ["DAggerTrainer", "NeedsDemosError", "SimpleDAggerTrainer", "reconstruct_policy", "reconstruct_trainer"]
 
@@ -172,9 +171,7 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
             beta_schedule = "linear"  # imitation's default: linear over 15 rounds
         if not isinstance(beta_schedule, str) and beta_schedule_kwargs:
             raise ValueError("beta_schedule_kwargs is only used with a beta_schedule plugin name")
-        self.beta_schedule = plugins.resolve("beta_schedule", beta_schedule, **dict(beta_schedule_kwargs or {}))
-        if not callable(self.beta_schedule):
-            raise ValueError(f"beta_schedule must be a name or a callable round -> beta; got {beta_schedule!r}")
+        self.beta_schedule = plugins.resolve_beta_schedule(beta_schedule, **dict(beta_schedule_kwargs or {}))
         self._beta_spec = _beta_spec(
             self.beta_schedule, beta_schedule if isinstance(beta_schedule, str) else None, beta_schedule_kwargs
         )
@@ -182,7 +179,9 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
         if isinstance(relabeler, str):
             stored = ckpt.try_to_json(dict(relabeler_kwargs or {}))
             self._relabeler_spec = None if stored is None else {"name": relabeler, "kwargs": stored}
-        self.relabeler = resolve_relabeler(relabeler, venv.observation_space, relabeler_kwargs)
+        self.relabeler = None if relabeler is None else plugins.resolve_relabeler(
+            relabeler, venv.observation_space, **dict(relabeler_kwargs or {})
+        )
         self.relabel_labels = check_relabel_labels(relabel_labels)
         self.deterministic_learner = bool(deterministic_learner)
         self.episodes_per_file = check_episodes_per_file(episodes_per_file)
@@ -570,7 +569,7 @@ class SimpleDAggerTrainer(DAggerTrainer):
         if isinstance(expert_policy, str):
             stored = ckpt.try_to_json(dict(expert_kwargs or {}))
             self._expert_spec = None if stored is None else {"name": expert_policy, "kwargs": stored}
-            expert_policy = plugins.resolve("expert", expert_policy, venv=venv, **dict(expert_kwargs or {}))
+            expert_policy = plugins.resolve_expert(expert_policy, venv=venv, **dict(expert_kwargs or {}))
         if isinstance(expert_policy, BaseAlgorithm):
             expert_policy = expert_policy.policy
         check_policy_spaces(expert_policy, venv, "expert_policy")

@@ -1,7 +1,7 @@
 """What DAgger records per episode: imitation's ``TrajectoryWithRew`` plus executed actions and who acted.
 
 The labels (``acts``) are always the expert's; ``executed_acts`` and ``learner_mask`` say what was actually sent
-to the env, which goal relabeling needs (see :func:`sb3_hir.relabel.relabel_trajectory`). Any imitation
+to the env, which goal relabeling needs (see :func:`relabel_trajectory`). Any imitation
 trajectory converts losslessly with :func:`as_dagger_trajectory`, so every reader and writer handles one type.
 """
 
@@ -13,7 +13,18 @@ import hashlib
 import numpy as np
 from imitation.data import types
 
-__all__ = ["TERMINAL_OBS_KEY", "TIMEOUT_KEY", "DAggerTrajectory", "as_dagger_trajectory", "trajectory_fingerprint"]
+from sb3_hir.dagger.checks import RelabelLabels, check_relabel_labels
+from sb3_hir.episodes import Episode
+from sb3_hir.protocols import RelabelerProtocol
+
+__all__ = [
+    "TERMINAL_OBS_KEY",
+    "TIMEOUT_KEY",
+    "DAggerTrajectory",
+    "as_dagger_trajectory",
+    "relabel_trajectory",
+    "trajectory_fingerprint",
+]
 
 #: SB3 VecEnv info keys.
 TIMEOUT_KEY = "TimeLimit.truncated"
@@ -76,3 +87,30 @@ def trajectory_fingerprint(traj: types.Trajectory) -> str:
     for part in [*parts, traj.acts]:
         digest.update(np.ascontiguousarray(part).tobytes())
     return digest.hexdigest()
+
+
+def relabel_trajectory(
+    traj: types.TrajectoryWithRew,
+    relabeler: RelabelerProtocol,
+    rng: np.random.Generator,
+    labels: RelabelLabels = "auto",
+) -> types.TrajectoryWithRew:
+    """Relabel one Dict-observation trajectory's instruction for goal-conditioned BC (DAgger's demos).
+
+    The expert's labels point at the *original* instruction, so once the instruction changes they no longer
+    fit the observations. ``labels="auto"`` therefore keeps expert labels for episodes whose instruction is
+    unchanged and uses the executed actions (``traj.executed_acts``, which did reach the new goals, as in GCSL)
+    for relabeled ones; ``"expert"`` / ``"executed"`` force one source.
+    """
+    labels = check_relabel_labels(labels, "labels")
+    episode = Episode.from_trajectory(traj)
+    goals_key = getattr(getattr(relabeler, "goal_spec", None), "goals_key", "goals")
+    goals = relabeler.relabel_goals(episode, rng)
+    executed = getattr(traj, "executed_acts", None)
+    if goals is None or (labels == "auto" and np.array_equal(goals, episode.observations[goals_key][0])):
+        if labels != "executed" or executed is None:
+            return traj
+        return dataclasses.replace(traj, acts=executed)
+    if labels != "expert" and executed is not None:
+        episode = dataclasses.replace(episode, actions=executed)
+    return relabeler.replay(episode, goals).to_trajectory()
