@@ -50,14 +50,15 @@ def check_number(
         low = "" if minimum is None else f"{'(' if open_low else '['}{minimum:g}"
         high = "" if maximum is None else f"{maximum:g}{')' if open_high else ']'}"
         if minimum is not None and maximum is not None:
-            where = f" in {low}, {high}"
+            where = f" in {low}, {high}"  # a bounded interval says finite by itself
         elif minimum is not None:
-            where = f" {'>' if open_low else '>='} {minimum:g}"
+            where = f" finite number {'>' if open_low else '>='} {minimum:g}"
         elif maximum is not None:
-            where = f" {'<' if open_high else '<='} {maximum:g}"
+            where = f" finite number {'<' if open_high else '<='} {maximum:g}"
         else:
-            where = " (finite)"
-        raise ValueError(f"{name} must be a number{where}; got {value!r}{_hint(hint)}")
+            where = " finite number"
+        kind = "a number" if minimum is not None and maximum is not None else "a"
+        raise ValueError(f"{name} must be {kind}{where}; got {value!r}{_hint(hint)}")
     return float(value)
 
 

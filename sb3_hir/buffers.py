@@ -103,6 +103,7 @@ from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, 
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as SB3HerReplayBuffer
 
 from sb3_hir import plugins
+from sb3_hir._validate import check_int, check_number
 from sb3_hir.contract import ENV_GOAL_SPEC
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import ExactGoalSpec, GoalSpec, ToleranceGoalSpec, _pack_goals
@@ -112,7 +113,6 @@ __all__ = ["HerReplayBuffer", "HindsightInstructionReplayBuffer", "SampleInfo"]
 
 
 #: What the buffer calls on a relabeler (the ``"relabeler"`` hook's contract).
-_RELABELER_API = ("num_goals", "goal_spec", "relabel_goals", "reach_steps")
 
 
 class SampleInfo(NamedTuple):
@@ -153,23 +153,13 @@ DESIRED_GOAL = "desired_goal"
 ACHIEVED_GOAL = "achieved_goal"
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}; got {value!r}")
-    return int(value)
-
-
 def _relabel_ratio(relabel_ratio: Any, n_sampled_goal: Any) -> float:
     """``relabel_ratio`` from it or from HER's ``n_sampled_goal``; both must agree when both are given."""
-    if relabel_ratio is not None and (
-        isinstance(relabel_ratio, bool)
-        or not isinstance(relabel_ratio, (int, float, np.number))
-        or not 0.0 <= float(relabel_ratio) <= 1.0
-    ):
-        raise ValueError(f"relabel_ratio must be a number in [0, 1]; got {relabel_ratio!r}")
+    if relabel_ratio is not None:
+        check_number(relabel_ratio, "relabel_ratio", 0.0, 1.0)
     if n_sampled_goal is None:
         return 0.8 if relabel_ratio is None else float(relabel_ratio)
-    n = _check_int("n_sampled_goal", n_sampled_goal, 0)
+    n = check_int(n_sampled_goal, "n_sampled_goal", 0)
     ratio = n / (n + 1)
     if relabel_ratio is not None and not np.isclose(float(relabel_ratio), ratio):
         raise ValueError(
@@ -236,16 +226,8 @@ def _goal_env_spec(
                 f"{len(goal_shape)}; got {goal_spec!r}"
             )
         return goal_spec
-    if isinstance(goal_spec, str):
-        try:
-            created = plugins.create("goal_spec", goal_spec, **keys)
-        except plugins.UnknownComponentError as exc:
-            raise ValueError(f"goal_spec: {exc}") from exc
-        if not isinstance(created, GoalSpec):
-            raise ValueError(f"goal_spec plugin {goal_spec!r} built {created!r}, which is not a GoalSpec")
-        return created
     if goal_spec is not None:
-        raise ValueError(f"goal_spec must be a goal spec plugin name, a GoalSpec or None; got {goal_spec!r}")
+        return plugins.resolve_goal_spec(goal_spec, **keys)
     dtype = np.dtype(observation_space[DESIRED_GOAL].dtype)
     if dtype.kind in "biu":
         return ExactGoalSpec(**keys)
@@ -404,8 +386,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             )
         relabel_ratio = _relabel_ratio(relabel_ratio, n_sampled_goal)
         goal_selection = _goal_selection(goal_selection, goal_selection_strategy)
-        if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.number)) or not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma must be a number in [0, 1]; got {gamma!r}")
+        check_number(gamma, "gamma", 0.0, 1.0)
         flags = {"copy_info_dict": copy_info_dict, "handle_timeout_termination": handle_timeout_termination}
         for name, flag in flags.items():
             if not isinstance(flag, (bool, np.bool_)):
@@ -413,11 +394,11 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         if terminate_on_success is not None and not isinstance(terminate_on_success, (bool, np.bool_)):
             raise ValueError(f"terminate_on_success must be True, False or None (decide from the env); got "
                              f"{terminate_on_success!r}")
-        _check_int("buffer_size", buffer_size, 1)
-        _check_int("n_envs", n_envs, 1)
-        self.n_steps = _check_int("n_steps", n_steps, 1)
-        self.draws_per_episode = _check_int("draws_per_episode", draws_per_episode, 1)
-        self.max_redraws = _check_int("max_redraws", max_redraws, 0)
+        check_int(buffer_size, "buffer_size", 1)
+        check_int(n_envs, "n_envs", 1)
+        self.n_steps = check_int(n_steps, "n_steps", 1)
+        self.draws_per_episode = check_int(draws_per_episode, "draws_per_episode", 1)
+        self.max_redraws = check_int(max_redraws, "max_redraws", 0)
         if relabeler_kwargs is not None and not isinstance(relabeler_kwargs, dict):
             raise ValueError(
                 f"relabeler_kwargs must be a dict or None; got {type(relabeler_kwargs).__name__}"
@@ -460,9 +441,10 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         else:
             if goal_spec is None:
                 goal_spec = _env_goal_spec(env)
-            resolved_relabeler = self._resolve_relabeler(
-                relabeler, observation_space, strategy, goal_spec, relabeler_kwargs or {}
-            )
+            kwargs = dict(relabeler_kwargs or {})
+            if strategy is not None and isinstance(relabeler, (str, type)):
+                kwargs = {"strategy": strategy, **kwargs}
+            resolved_relabeler = plugins.resolve_relabeler(relabeler, observation_space, goal_spec=goal_spec, **kwargs)
             spec = resolved_relabeler.goal_spec
             num_goals, goal_shape = spec.validate_space(observation_space)
             if int(resolved_relabeler.num_goals) != num_goals:
@@ -578,52 +560,6 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self._warned_too_long = False
         self._warned_reward_scale = False  # the recorded rewards' scale is checked until one mismatch is reported
         self.last_sample_info: SampleInfo | None = None
-
-    # -- construction helpers ---------------------------------------------------------------------
-    @staticmethod
-    def _resolve_relabeler(
-        relabeler: str | InstructionRelabeler,
-        observation_space: spaces.Space,
-        strategy: str | None,
-        goal_spec: str | GoalSpec,
-        relabeler_kwargs: dict[str, Any],
-    ) -> InstructionRelabeler:
-        if not isinstance(relabeler, str):
-            missing = [name for name in _RELABELER_API if not hasattr(relabeler, name)]
-            if missing:
-                raise ValueError(
-                    "relabeler must be a relabeler plugin name (str) or a relabeler such as an "
-                    f"InstructionRelabeler; {type(relabeler).__name__} lacks {', '.join(missing)}"
-                )
-            return relabeler
-        if isinstance(goal_spec, str):
-            try:
-                spec = plugins.create("goal_spec", goal_spec)
-            except plugins.UnknownComponentError as exc:
-                raise ValueError(f"goal_spec: {exc}") from exc
-        elif isinstance(goal_spec, GoalSpec):
-            spec = goal_spec
-        else:
-            raise ValueError(
-                "goal_spec must be a goal spec plugin name (str) or a GoalSpec; "
-                f"got {type(goal_spec).__name__}"
-            )
-        num_goals, _ = spec.validate_space(observation_space)
-        if strategy is not None:
-            relabeler_kwargs = {"strategy": strategy, **relabeler_kwargs}
-        try:
-            created = plugins.resolve(
-                "relabeler", relabeler, num_goals=num_goals, goal_spec=spec, **relabeler_kwargs
-            )
-        except plugins.UnknownComponentError as exc:
-            raise ValueError(f"relabeler: {exc}") from exc
-        missing = [name for name in _RELABELER_API if not hasattr(created, name)]
-        if missing:
-            raise ValueError(
-                f"relabeler plugin {relabeler!r} built a {type(created).__name__}, which lacks "
-                f"{', '.join(missing)} (subclass sb3_hir.relabel.InstructionRelabeler)"
-            )
-        return created
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the env (VecEnvs often cannot be pickled); ``set_env`` gives it back, as for HER."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sb3_hir._validate import check_int, check_number
 from sb3_hir.extras import has, require
 from sb3_hir.hookspecs import Register, hookimpl
 
@@ -48,18 +49,14 @@ def linear_beta_schedule(rampdown_rounds: int = 15) -> LinearBetaSchedule:
     """imitation's linear schedule: beta falls from 1 to 0 over ``rampdown_rounds`` (imitation's default 15)."""
     dagger = require("imitation.algorithms.dagger", "beta schedule 'linear'")
 
-    if isinstance(rampdown_rounds, bool) or not isinstance(rampdown_rounds, int) or rampdown_rounds < 1:
-        raise ValueError(f"rampdown_rounds must be an integer >= 1; got {rampdown_rounds!r}")
+    check_int(rampdown_rounds, "rampdown_rounds", 1)
     return dagger.LinearBetaSchedule(rampdown_rounds)
 
 
 def exponential_beta_schedule(decay_probability: float = 0.5) -> ExponentialBetaSchedule:
     """imitation's exponential schedule: beta = decay_probability ** round."""
     dagger = require("imitation.algorithms.dagger", "beta schedule 'exponential'")
-    if isinstance(decay_probability, bool) or not isinstance(decay_probability, int | float) or not (
-        0.0 < decay_probability <= 1.0
-    ):
-        raise ValueError(f"decay_probability must be a number in (0, 1]; got {decay_probability!r}")
+    check_number(decay_probability, "decay_probability", 0.0, 1.0, open_low=True)
     return dagger.ExponentialBetaSchedule(decay_probability)
 
 

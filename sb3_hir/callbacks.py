@@ -28,6 +28,8 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
+from sb3_hir._validate import check_int
+
 __all__ = ["EvalHistory", "EvalResult", "InstructionEvalCallback", "evaluate_instruction_policy"]
 
 
@@ -149,9 +151,8 @@ class InstructionEvalCallback(BaseCallback):
         verbose: int = 0,
     ) -> None:
         super().__init__(verbose=verbose)
-        for name, value in (("eval_freq", eval_freq), ("n_eval_episodes", n_eval_episodes)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1; got {value!r}")
+        check_int(eval_freq, "eval_freq", 1)
+        check_int(n_eval_episodes, "n_eval_episodes", 1)
         if not isinstance(eval_env, VecEnv):
             if not isinstance(eval_env, gym.Env):
                 raise ValueError(f"eval_env must be a VecEnv or a gymnasium.Env; got {type(eval_env).__name__}")

@@ -38,6 +38,8 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, CombinedExtractor
 from torch import nn
 
+from sb3_hir._validate import check_int
+
 __all__ = ["HistoryExtractor", "KeySelectExtractor"]
 
 #: ``encoder=`` names of :class:`HistoryExtractor`.
@@ -137,8 +139,7 @@ class HistoryExtractor(BaseFeaturesExtractor):
             raise ValueError(f"keys must not include the history key {history_key!r}; it is encoded separately")
         if encoder not in HISTORY_ENCODERS:
             raise ValueError(f"encoder must be one of {HISTORY_ENCODERS}; got {encoder!r}")
-        if isinstance(hidden_size, bool) or not isinstance(hidden_size, int) or hidden_size < 1:
-            raise ValueError(f"hidden_size must be an int >= 1; got {hidden_size!r}")
+        check_int(hidden_size, "hidden_size", 1)
         current = KeySelectExtractor(observation_space, keys=selected)
         super().__init__(observation_space, features_dim=current.features_dim + hidden_size)
         self.current = current

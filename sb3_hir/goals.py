@@ -19,6 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 from gymnasium import spaces
 
+from sb3_hir._validate import check_int, check_number
+
 __all__ = ["ExactGoalSpec", "GoalSpec", "ToleranceGoalSpec"]
 
 
@@ -53,16 +55,9 @@ class GoalSpec(ABC):
             raise ValueError(f"goals_key and achieved_key must differ, both are {goals_key!r}")
         if isinstance(mask_value, bool) or not isinstance(mask_value, (int, float, np.number)):
             raise ValueError(f"mask_value must be a number, got {mask_value!r}")
-        if isinstance(goal_reward, bool) or not isinstance(goal_reward, (int, float, np.number)) or not (
-            math.isfinite(goal_reward)
-        ):
-            raise ValueError(f"goal_reward must be a finite number, got {goal_reward!r}")
-        if isinstance(step_reward, bool) or not isinstance(step_reward, (int, float, np.number)) or not (
-            math.isfinite(step_reward)
-        ):
-            raise ValueError(f"step_reward must be a finite number, got {step_reward!r}")
-        if isinstance(goal_ndim, bool) or not isinstance(goal_ndim, (int, np.integer)) or goal_ndim < 0:
-            raise ValueError(f"goal_ndim must be an int >= 0, got {goal_ndim!r}")
+        check_number(goal_reward, "goal_reward")
+        check_number(step_reward, "step_reward")
+        check_int(goal_ndim, "goal_ndim", 0)
         self.goals_key = goals_key
         self.achieved_key = achieved_key
         self.mask_value = mask_value
@@ -194,10 +189,7 @@ class ToleranceGoalSpec(GoalSpec):
 
     def __init__(self, tolerance: float = 0.05, **kwargs) -> None:
         super().__init__(**kwargs)
-        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float, np.number)) or not (
-            math.isfinite(tolerance) and tolerance > 0
-        ):
-            raise ValueError(f"tolerance must be a finite number > 0, got {tolerance!r}")
+        check_number(tolerance, "tolerance", 0.0, open_low=True)
         self.tolerance = float(tolerance)
 
     def reached(self, achieved: np.ndarray, goal: np.ndarray) -> np.ndarray:

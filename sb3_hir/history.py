@@ -37,6 +37,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from sb3_hir._validate import check_int
 from sb3_hir.contract import ENV_GOAL_SPEC, declared
 
 __all__ = ["HISTORY_KEY", "HistoryWrapper"]
@@ -84,8 +85,7 @@ class HistoryWrapper(gym.Wrapper):
         space = env.observation_space
         if not isinstance(space, spaces.Dict):
             raise ValueError(f"env must have a Dict observation space to add a history key to; got {space!r}")
-        if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 1:
-            raise ValueError(f"length must be an int >= 1 (steps in the window); got {length!r}")
+        check_int(length, "length", 1, hint="steps in the window")
         selected = [keys] if isinstance(keys, str) else list(keys)
         if not selected or not all(isinstance(k, str) for k in selected) or len(set(selected)) != len(selected):
             raise ValueError(f"keys must be one or more distinct str observation keys; got {keys!r}")

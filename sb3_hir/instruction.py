@@ -30,15 +30,14 @@ reads both from the wrapper).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from numbers import Integral, Real
 from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from sb3_hir._validate import check_int, check_number
 from sb3_hir.contract import RESET_GOALS_OPTION
 from sb3_hir.goals import ExactGoalSpec, GoalSpec
 
@@ -274,8 +273,7 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         require_distinct: bool = True,
         step_reward: float = 0.0,
     ) -> None:
-        if isinstance(num_goals, bool) or not isinstance(num_goals, Integral) or num_goals < 1:
-            raise ValueError(f"num_goals must be an int >= 1; got {num_goals!r}")
+        check_int(num_goals, "num_goals", 1)
         missing = [name for name in ("sample", "install", "reached") if not callable(getattr(sampler, name, None))]
         if missing:
             raise ValueError(
@@ -292,12 +290,8 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
             mask_value = getattr(sampler, "mask_value", None)
         if mask_value is None:
             mask_value = goal_space_mask_value(desired_space)
-        if isinstance(mask_value, bool) or not isinstance(mask_value, Real) or not math.isfinite(mask_value):
-            raise ValueError(f"mask_value must be a finite number; got {mask_value!r}")
-        if isinstance(goal_reward, bool) or not isinstance(goal_reward, Real) or not math.isfinite(goal_reward):
-            raise ValueError(f"goal_reward must be a finite number; got {goal_reward!r}")
-        if isinstance(step_reward, bool) or not isinstance(step_reward, Real) or not math.isfinite(step_reward):
-            raise ValueError(f"step_reward must be a finite number; got {step_reward!r}")
+        for name, value in (("mask_value", mask_value), ("goal_reward", goal_reward), ("step_reward", step_reward)):
+            check_number(value, name)
         integer = _is_integer(desired_space.dtype)
         if integer and not float(mask_value).is_integer():
             raise ValueError(

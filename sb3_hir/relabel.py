@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sb3_hir._validate import check_int
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import GoalSpec
 from sb3_hir.plugins import resolve_goal_spec
@@ -43,9 +44,7 @@ class InstructionRelabeler(ABC):
     never_lowers_return: bool = False
 
     def __init__(self, num_goals: int, goal_spec: str | GoalSpec = "exact") -> None:
-        if isinstance(num_goals, bool) or not isinstance(num_goals, (int, np.integer)) or num_goals < 1:
-            raise ValueError(f"num_goals must be an int >= 1, got {num_goals!r}")
-        self.num_goals = int(num_goals)
+        self.num_goals = check_int(num_goals, "num_goals", 1)
         self.goal_spec = resolve_goal_spec(goal_spec)
 
     # ------------------------------------------------------------------ reaching

@@ -7,6 +7,8 @@ model of the goal logic) so that they share no code with the env's vectorised ta
 from __future__ import annotations
 
 import importlib
+import subprocess
+import sys
 
 import gymnasium
 import numpy as np
@@ -144,6 +146,24 @@ def test_registration_is_idempotent_and_make_passes_kwargs() -> None:
     obs, info = env.reset(seed=1)
     assert env.unwrapped.maze_dim == 9 and obs["goals"].shape == (5, 2)
     assert info == {"is_success": False, "goals_reached": 0}
+
+
+def test_gym_make_works_in_a_fresh_interpreter_in_the_documented_forms() -> None:
+    """pyproject.toml's comment: the module-prefixed id works on every gymnasium, the bare id on 0.29 only."""
+    code = (
+        "import sys, gymnasium\n"
+        "assert 'sb3_hir.envs.mazerunner' not in sys.modules\n"
+        "try:\n"
+        "    gymnasium.make('sb3_hir/MazeRunner-v0')\n"
+        "    print('bare id works')\n"
+        "except gymnasium.error.NamespaceNotFound:\n"
+        "    print('bare id needs import')\n"
+        "env = gymnasium.make('sb3_hir:sb3_hir/MazeRunner-v0', maze_dim=7)\n"
+        "assert env.unwrapped.maze_dim == 7\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    expected = "bare id works" if gymnasium.__version__.startswith("0.") else "bare id needs import"
+    assert expected in out
 
 
 # ---------------------------------------------------------------------------------------------------- maze

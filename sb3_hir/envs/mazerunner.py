@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from sb3_hir._validate import check_int, check_number
 from sb3_hir.contract import RESET_GOALS_OPTION
 from sb3_hir.goals import ExactGoalSpec
 
@@ -259,12 +260,6 @@ def wall_distances(maze: np.ndarray) -> np.ndarray:
 MAX_MAZE_DIM = 501
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return int(value)
-
-
 class MazeRunnerEnv(gym.Env):
     """Reach ``num_goals`` goal cells in order in a new random maze each episode.
 
@@ -321,29 +316,26 @@ class MazeRunnerEnv(gym.Env):
         step_reward: float = 0.0,
     ) -> None:
         super().__init__()
-        n = _check_int("maze_dim", maze_dim, 5)
+        n = check_int(maze_dim, "maze_dim", 5)
         if n % 2 == 0 or n > MAX_MAZE_DIM:
             raise ValueError(f"maze_dim must be an odd int in [5, {MAX_MAZE_DIM}] (walls sit on even rows and "
                              f"columns; larger mazes outgrow memory), got {maze_dim!r}"
                              + (f"; use {n - 1} or {n + 1}" if n % 2 == 0 and n < MAX_MAZE_DIM else ""))
-        k = _check_int("num_goals", num_goals, 1)
+        k = check_int(num_goals, "num_goals", 1)
         bound = min_reachable_goal_cells(n)
         if k > bound:
             raise ValueError(
                 f"num_goals must be <= {bound} for maze_dim={n} (the free cells besides the start that every "
                 f"maze of that size guarantees reachable), got {num_goals!r}"
             )
-        self.time_limit = _check_int("time_limit", time_limit, 1)
+        self.time_limit = check_int(time_limit, "time_limit", 1)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.maze_dim = n
         self.num_goals = k
         self.randomized_actions = bool(randomized_actions)
         self.continuous = bool(continuous)
-        if isinstance(step_reward, bool) or not isinstance(step_reward, (int, float, np.number)) or not math.isfinite(
-            step_reward
-        ):
-            raise ValueError(f"step_reward must be a finite number, got {step_reward!r}")
+        check_number(step_reward, "step_reward")
         self.step_reward = float(step_reward)
         #: The semantics relabeling must reproduce (see :data:`sb3_hir.contract.ENV_GOAL_SPEC`).
         self.goal_spec = ExactGoalSpec(mask_value=-1, goal_reward=1.0, step_reward=self.step_reward)
@@ -518,10 +510,6 @@ class MazeRunnerEnv(gym.Env):
     def action_index(self, action: Any) -> int:
         """Action index (0..4, before the episode's permutation) that ``action`` selects."""
         return self._continuous_index(action) if self.continuous else self._discrete_index(action)
-
-    def action_direction(self, action: Any) -> tuple[int, int]:
-        """(d_row, d_col) that ``action`` moves by this episode, honouring the action permutation."""
-        return ACTION_DIRECTIONS[int(self.action_permutation[self.action_index(action)])]
 
     # ------------------------------------------------------------------ observation
     def _build_sensor_table(self) -> None:
