@@ -30,6 +30,7 @@ import tempfile
 import time
 import warnings
 
+import bench_args
 import numpy as np
 import torch as th
 from imitation.algorithms import bc
@@ -177,18 +178,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--steps-per-round", type=int, default=250, help="vector steps (x 8 envs = labels)")
     parser.add_argument("--batches-per-round", type=int, default=1000)
-    parser.add_argument("--eval-episodes", type=int, default=200)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--history", type=int, nargs="+", default=[0, 16],
-                        help="window lengths to compare (0: the memoryless learner)")
+    bench_args.add_eval_episodes(parser, 200)
+    bench_args.add_seeds(parser, [0, 1, 2])
+    bench_args.add_history(parser, [0, 16], help="window lengths to compare (0: the memoryless learner)")
     parser.add_argument("--encoder", default="gru", choices=["gru", "conv"], help="HistoryExtractor encoder")
-    parser.add_argument("--ray", action="store_true", help="run the (seed, memory, arm) runs as Ray Tune trials")
-    parser.add_argument("--ray-address", default=None, help="with --ray: a Ray cluster to join; default a local one")
+    bench_args.add_ray(parser, "(seed, memory, arm) runs", cpus_per_trial=False)
     args = parser.parse_args()
     th.set_num_threads(1)
     warnings.filterwarnings("ignore", category=UserWarning, module="imitation")  # its DictObs/BC chatter
     start = time.perf_counter()
-    options = {k: v for k, v in vars(args).items() if k not in ("ray", "ray_address")}
+    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
     runs = [(seed, h, arm) for seed in args.seeds for h in args.history for arm in ARMS]
     configs = [dict(seed=seed, history=h, arm=arm, options=options) for seed, h, arm in runs]
     outs = list(run_all(run_trial, configs, use_ray=args.ray, address=args.ray_address, name="bench_dagger_mazerunner"))

@@ -42,6 +42,7 @@ import argparse
 import time
 from typing import Any
 
+import bench_args
 import gymnasium as gym
 import numpy as np
 import torch as th
@@ -111,8 +112,6 @@ if PLANAR_ID not in gym.registry:
 
 BITFLIP = "bitflip"
 PLANAR = "planar"
-#: Options that choose where the runs execute, not what they compute (left out of the runs' configs).
-RAY_OPTIONS = ("ray", "ray_address", "cpus_per_trial")
 
 
 def env_id(args: argparse.Namespace) -> str:
@@ -229,22 +228,18 @@ def run_seed(config: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default=PLANAR, help="planar, bitflip, or a GoalEnv id such as PointMaze_UMaze-v3")
-    parser.add_argument("--budgets", type=int, nargs="+", default=[2000, 4000, 8000],
-                        help="env steps at which to evaluate; the last one is the training length")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    bench_args.add_budgets(parser, [2000, 4000, 8000], help=bench_args.BUDGETS_HELP)
+    bench_args.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--max-episode-steps", type=int, default=50)
     parser.add_argument("--n-bits", type=int, default=15, help="bitflip: number of bits (and episode length)")
-    parser.add_argument("--n-envs", type=int, default=1)
-    parser.add_argument("--gradient-steps", type=int, default=1, help="gradient steps per vector step")
-    parser.add_argument("--learning-starts", type=int, default=500)
-    parser.add_argument("--learning-rate", type=float, default=1e-3)
-    parser.add_argument("--gamma", type=float, default=0.95)
-    parser.add_argument("--batch-size", type=int, default=128)
+    bench_args.add_n_envs(parser, 1)
+    bench_args.add_learner(parser, helps={"gradient_steps": "gradient steps per vector step"}, gradient_steps=1,
+                           learning_starts=500, learning_rate=1e-3, gamma=0.95, batch_size=128)
     parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--exploration-fraction", type=float, default=0.1, help="DQN only")
+    bench_args.add_learner(parser, helps={"exploration_fraction": "DQN only"}, exploration_fraction=0.1)
     parser.add_argument("--target-update-interval", type=int, default=500, help="DQN only")
     parser.add_argument("--ent-coef", default="auto", help="SAC only: its ent_coef (same for both buffers)")
-    parser.add_argument("--eval-episodes", type=int, default=50)
+    bench_args.add_eval_episodes(parser, 50)
     parser.add_argument("--ours", choices=["native", "instruction"], default="native",
                         help="native: sb3_hir.HerReplayBuffer on the raw GoalEnv, only the class swapped; instruction: "
                         "the InstructionWrapper adapter (the options below apply to it)")
@@ -255,12 +250,8 @@ def main() -> None:
                         help="HIR strategy; with one goal 'all' is HER's future rule, 'some' keeps half the draws")
     parser.add_argument("--goal-selection", choices=["future", "episode"], default="future")
     parser.add_argument("--relabel-ratio", type=float, default=0.8, help="HIR relabel_ratio (HER: n_sampled_goal=4)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1 avoids oversubscribing shared cores)")
-    parser.add_argument("--ray", action="store_true",
-                        help="run the (seed, buffer) pairs as Ray Tune trials (one torch thread each), same table")
-    parser.add_argument("--ray-address", default=None,
-                        help="with --ray: a Ray cluster to join ('auto', 'ray://host:10001'); default a local one")
-    parser.add_argument("--cpus-per-trial", type=int, default=1, help="with --ray: CPUs reserved per trial")
+    bench_args.add_threads(parser)
+    bench_args.add_ray(parser, "(seed, buffer) pairs")
     args = parser.parse_args()
     if args.ray and args.threads != 1:
         parser.error("--threads: Ray trials use one torch thread each; use --cpus-per-trial to reserve cores")
@@ -272,7 +263,7 @@ def main() -> None:
     results: dict[str, dict[int, list[float]]] = {a: {b: [] for b in args.budgets} for a in agents}
     times: dict[str, list[float]] = {a: [] for a in agents}
     runs = [(seed, name) for seed in args.seeds for name in agents]
-    options = {k: v for k, v in vars(args).items() if k not in RAY_OPTIONS}
+    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
     configs = [dict(agent=agents[name], seed=seed, options=options) for seed, name in runs]
 
     def report(seed: int, name: str, out: dict[str, Any]) -> None:

@@ -7,7 +7,8 @@ the policy sees the same keys. Nothing is tuned for our side. Suites (``--suite`
 * ``perf``: SB3's own HER performance test (``tests/test_her.py::test_performance_her``): DQN on
   ``BitFlippingEnv(n_bits=10)``, 2 envs, ``n_sampled_goal=5``, ``learning_rate=2e-3``, ``train_freq=1``,
   ``gradient_steps=2``, ``learning_starts=20``, ``exploration_final_eps=0.02``, ``target_update_interval=100``,
-  ``batch_size=32``, ``stats_window_size=50`` (SB3 2.9's ``tests/test_her.py``, which learns for 1500 steps). Scored as that test scores: training success over the last 50 episodes
+  ``batch_size=32``, ``stats_window_size=50`` (SB3 2.9's ``tests/test_her.py``, which learns for 1500 steps).
+  Scored as that test scores: training success over the last 50 episodes
   (``model.ep_success_buffer``) at the end of ``learn(budget)``, one run per budget of ``--budgets`` (DQN's
   exploration schedule spans the whole ``learn`` call, so a longer run read early would not be the test).
 * ``bitflip``: ``BitFlippingEnv`` with 8, 12 and 15 bits (``--n-bits``), DQN with ``--dqn perf-test`` (the
@@ -40,6 +41,7 @@ import argparse
 import time
 from typing import Any
 
+import bench_args
 import gymnasium as gym
 import numpy as np
 import torch as th
@@ -53,7 +55,6 @@ from stable_baselines3.common.vec_env import VecNormalize
 from sb3_hir import buffers as hir
 
 BUFFERS = {"HER": HerReplayBuffer, "ours": hir.HerReplayBuffer}
-RAY_OPTIONS = ("ray", "ray_address", "cpus_per_trial")
 # SB3 2.9's ``tests/test_her.py::test_performance_her`` (besides the env, the buffer and ``n_sampled_goal=5``).
 PERF_TEST: dict[str, Any] = dict(
     learning_rate=2e-3, train_freq=1, gradient_steps=2, learning_starts=20, exploration_final_eps=0.02,
@@ -196,25 +197,22 @@ def table(title: str, budgets: list[int], scores: dict[str, dict[int, list[float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", choices=["perf", "bitflip", "fetch", "panda"], required=True)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--budgets", type=int, nargs="+", default=None,
-                        help="perf: default 1000 1500 2500; fetch, panda: default 5000 10000 20000")
+    bench_args.add_seeds(parser, [0, 1, 2, 3, 4])
+    bench_args.add_budgets(parser, None, help="perf: default 1000 1500 2500; fetch, panda: default 5000 10000 20000")
     parser.add_argument("--n-bits", type=int, nargs="+", default=[8, 12, 15], help="bitflip suite")
     parser.add_argument("--max-steps", type=int, nargs="+", default=[16000, 32000, 64000],
                         help="bitflip suite: longest budget per --n-bits entry")
     parser.add_argument("--dqn", choices=["perf-test", "defaults"], default="perf-test",
                         help="bitflip suite: DQN settings (see the module docstring)")
-    parser.add_argument("--eval-episodes", type=int, default=50)
-    parser.add_argument("--ray", action="store_true", help="run the runs as Ray Tune trials, same table")
-    parser.add_argument("--ray-address", default=None)
-    parser.add_argument("--cpus-per-trial", type=int, default=1)
+    bench_args.add_eval_episodes(parser, 50)
+    bench_args.add_ray(parser)
     args = parser.parse_args()
     if args.budgets is None:
         args.budgets = [1000, 1500, 2500] if args.suite == "perf" else [5000, 10000, 20000]
     if len(args.max_steps) != len(args.n_bits):
         parser.error("--max-steps needs one entry per --n-bits entry")
     th.set_num_threads(1)
-    options = {k: v for k, v in vars(args).items() if k not in RAY_OPTIONS}
+    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
     variants: list[dict[str, Any]] = [{}]
     if args.suite == "bitflip":
         variants = [dict(n_bits=n) for n in args.n_bits]

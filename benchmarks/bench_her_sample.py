@@ -23,6 +23,7 @@ import argparse
 import time
 from typing import Any
 
+import bench_args
 import gymnasium as gym
 import numpy as np
 import torch as th
@@ -107,7 +108,7 @@ def median_seconds(buffer: Any, rounds: list[float], calls: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=1_000_000)
-    parser.add_argument("--n-envs", type=int, default=8)
+    bench_args.add_n_envs(parser, 8)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)

@@ -39,6 +39,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+import bench_args
 import numpy as np
 import torch as th
 from evaluation import goals_and_success
@@ -55,8 +56,6 @@ from sb3_hir.extractors import KeySelectExtractor
 VARIANTS = ("none", "some", "all", "some-n3", "old-some", "old-all")
 #: The last commit with the per-episode buffer (see the module docstring).
 OLD_COMMIT = "9196df8"
-#: Options that choose where the runs execute, not what they compute (left out of the runs' configs).
-RAY_OPTIONS = ("ray", "ray_address", "cpus_per_trial")
 
 
 def old_buffer_class() -> type:
@@ -152,35 +151,25 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    bench_args.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
-    parser.add_argument("--budgets", type=int, nargs="+", default=[10_000, 20_000, 30_000],
-                        help="env steps at which to evaluate; the last one is the training length")
-    parser.add_argument("--maze-dim", type=int, default=7)
-    parser.add_argument("--goals", type=int, default=3)
-    parser.add_argument("--time-limit", type=int, default=40)
-    parser.add_argument("--n-envs", type=int, default=4)
+    bench_args.add_budgets(parser, [10_000, 20_000, 30_000], help=bench_args.BUDGETS_HELP)
+    bench_args.add_maze(parser, maze_dim=7, goals=3, time_limit=40)
+    bench_args.add_n_envs(parser, 4)
     parser.add_argument("--step-reward", type=float, default=0.0,
                         help="MazeRunner's per-step reward (0: 0/1 rewards, -1: HER's -1/0 scale); the buffer "
                         "relabels with the env's declared goal spec")
-    parser.add_argument("--eval-episodes", type=int, default=50)
+    bench_args.add_eval_episodes(parser, 50)
     parser.add_argument("--relabel-ratio", type=float, default=0.8)
-    parser.add_argument("--learning-rate", type=float, default=5e-4)
-    parser.add_argument("--learning-starts", type=int, default=1_000)
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--gamma", type=float, default=0.95)
+    bench_args.add_learner(parser, learning_rate=5e-4, learning_starts=1_000, batch_size=128, gamma=0.95)
     parser.add_argument("--train-freq", type=int, default=1, help="vectorized env steps between updates")
-    parser.add_argument("--gradient-steps", type=int, default=1)
+    bench_args.add_learner(parser, gradient_steps=1)
     parser.add_argument("--target-update-interval", type=int, default=1_000)
-    parser.add_argument("--exploration-fraction", type=float, default=0.3)
+    bench_args.add_learner(parser, exploration_fraction=0.3)
     parser.add_argument("--exploration-final-eps", type=float, default=0.05)
     parser.add_argument("--net-arch", type=int, nargs="+", default=[128, 128])
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest for these MLPs)")
-    parser.add_argument("--ray", action="store_true",
-                        help="run the (seed, variant) pairs as Ray Tune trials (one torch thread each), same table")
-    parser.add_argument("--ray-address", default=None,
-                        help="with --ray: a Ray cluster to join ('auto', 'ray://host:10001'); default a local one")
-    parser.add_argument("--cpus-per-trial", type=int, default=1, help="with --ray: CPUs reserved per trial")
+    bench_args.add_threads(parser, help="torch threads (1 is fastest for these MLPs)")
+    bench_args.add_ray(parser, "(seed, variant) pairs")
     args = parser.parse_args()
     if args.ray and args.threads != 1:
         parser.error("--threads: Ray trials use one torch thread each; use --cpus-per-trial to reserve cores")
@@ -192,7 +181,7 @@ def main() -> None:
     print(f"DQN on MazeRunner(maze_dim={args.maze_dim}, num_goals={args.goals}, time_limit={args.time_limit}), "
           f"{args.n_envs} envs, budgets {args.budgets}, seeds {args.seeds}, relabel_ratio {args.relabel_ratio}; "
           f"eval: {args.eval_episodes} episodes, deterministic policy", flush=True)
-    options = {k: v for k, v in vars(args).items() if k not in RAY_OPTIONS}
+    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
     print(f"hyperparameters: {options}", flush=True)
     results: dict[str, dict[int, list[tuple[float, float]]]] = {v: {b: [] for b in args.budgets} for v in args.variants}
     start = time.perf_counter()

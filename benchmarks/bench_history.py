@@ -27,6 +27,7 @@ import argparse
 import time
 from typing import Any
 
+import bench_args
 import numpy as np
 import torch as th
 from bench_hir_learning import BudgetEval
@@ -42,7 +43,6 @@ from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
 from sb3_hir.history import HistoryWrapper
 
 VARIANTS = ("some", "some-gru", "some-conv", "none", "none-gru")
-RAY_OPTIONS = ("ray", "ray_address", "cpus_per_trial")
 
 
 def make_env_fn(args: argparse.Namespace, encoder: str):
@@ -103,36 +103,29 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    bench_args.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--variants", nargs="+", default=["some", "some-gru", "some-conv"], choices=VARIANTS)
-    parser.add_argument("--budgets", type=int, nargs="+", default=[20_000, 40_000, 60_000])
-    parser.add_argument("--maze-dim", type=int, default=9)
-    parser.add_argument("--goals", type=int, default=3)
-    parser.add_argument("--time-limit", type=int, default=100)
-    parser.add_argument("--history", type=int, default=16, help="steps in the HistoryWrapper window")
+    bench_args.add_budgets(parser, [20_000, 40_000, 60_000])
+    bench_args.add_maze(parser, maze_dim=9, goals=3, time_limit=100)
+    bench_args.add_history(parser, 16, help="steps in the HistoryWrapper window")
     parser.add_argument("--hidden-size", type=int, default=64, help="HistoryExtractor encoding size")
-    parser.add_argument("--n-envs", type=int, default=8)
-    parser.add_argument("--eval-episodes", type=int, default=50)
+    bench_args.add_n_envs(parser, 8)
+    bench_args.add_eval_episodes(parser, 50)
     parser.add_argument("--relabel-ratio", type=float, default=0.8)
-    parser.add_argument("--learning-rate", type=float, default=5e-4)
-    parser.add_argument("--learning-starts", type=int, default=1_000)
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--gamma", type=float, default=0.97)
-    parser.add_argument("--gradient-steps", type=int, default=4)
+    bench_args.add_learner(parser, learning_rate=5e-4, learning_starts=1_000, batch_size=128, gamma=0.97,
+                           gradient_steps=4)
     parser.add_argument("--target-update-interval", type=int, default=2_000)
-    parser.add_argument("--exploration-fraction", type=float, default=0.3)
+    bench_args.add_learner(parser, exploration_fraction=0.3)
     parser.add_argument("--exploration-final-eps", type=float, default=0.05)
     parser.add_argument("--net-arch", type=int, nargs="+", default=[256, 256])
-    parser.add_argument("--ray", action="store_true", help="run the (seed, variant) pairs as Ray Tune trials")
-    parser.add_argument("--ray-address", default=None, help="with --ray: a Ray cluster to join; default a local one")
-    parser.add_argument("--cpus-per-trial", type=int, default=1, help="with --ray: CPUs reserved per trial")
+    bench_args.add_ray(parser, "(seed, variant) pairs")
     args = parser.parse_args()
     args.budgets = sorted(args.budgets)
     th.set_num_threads(1)
     print(f"DQN on MazeRunner(maze_dim={args.maze_dim}, num_goals={args.goals}, time_limit={args.time_limit}), "
           f"{args.n_envs} envs, history {args.history}, budgets {args.budgets}, seeds {args.seeds}; eval "
           f"{args.eval_episodes} episodes, deterministic policy", flush=True)
-    options = {k: v for k, v in vars(args).items() if k not in RAY_OPTIONS}
+    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
     runs = [(seed, variant) for seed in args.seeds for variant in args.variants]
     configs = [dict(variant=variant, seed=seed, options=options) for seed, variant in runs]
     start = time.perf_counter()

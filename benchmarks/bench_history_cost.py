@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import bench_args
 import torch as th
 from stable_baselines3 import DQN
 from stable_baselines3.common.env_util import make_vec_env
@@ -48,7 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=12_000, help="timed env steps per variant")
     parser.add_argument("--chunk", type=int, default=1_000)
-    parser.add_argument("--history", type=int, default=16)
+    bench_args.add_history(parser, 16)
     args = parser.parse_args()
     th.set_num_threads(1)
     variants = {"KeySelectExtractor (no memory)": "", "HistoryExtractor gru": "gru", "HistoryExtractor conv": "conv"}

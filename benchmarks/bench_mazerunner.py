@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import bench_args
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -105,8 +106,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200_000, help="single-env steps per variant")
     parser.add_argument("--vec-steps", type=int, default=20_000, help="DummyVecEnv steps (x n_envs env steps)")
-    parser.add_argument("--n-envs", type=int, default=8)
-    parser.add_argument("--maze-dim", type=int, default=11)
+    bench_args.add_n_envs(parser, 8)
+    bench_args.add_maze(parser, maze_dim=11)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--chunks", type=int, default=40, help="alternating chunks the steps are split into")
     args = parser.parse_args(argv)

@@ -22,6 +22,7 @@ import argparse
 import time
 from typing import Any
 
+import bench_args
 import numpy as np
 import torch as th
 from stable_baselines3 import SAC
@@ -102,18 +103,16 @@ def evaluate(model: SAC, args: argparse.Namespace, seed: int) -> tuple[float, fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--timesteps", type=int, default=32_000, help="env steps per agent and seed")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    bench_args.add_seeds(parser, [0, 1])
     parser.add_argument("--maze", choices=["open3", "umaze"], default="open3")
     parser.add_argument("--num-goals", type=int, default=2)
     parser.add_argument("--max-episode-steps", type=int, default=100)
-    parser.add_argument("--n-envs", type=int, default=4)
-    parser.add_argument("--gradient-steps", type=int, default=2, help="gradient steps per vector step")
-    parser.add_argument("--learning-starts", type=int, default=1000)
-    parser.add_argument("--learning-rate", type=float, default=1e-3)
-    parser.add_argument("--batch-size", type=int, default=256)
+    bench_args.add_n_envs(parser, 4)
+    bench_args.add_learner(parser, helps={"gradient_steps": "gradient steps per vector step"}, gradient_steps=2,
+                           learning_starts=1000, learning_rate=1e-3, batch_size=256)
     parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--eval-episodes", type=int, default=30)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1 avoids oversubscribing shared cores)")
+    bench_args.add_eval_episodes(parser, 30)
+    bench_args.add_threads(parser)
     args = parser.parse_args()
     th.set_num_threads(args.threads)
 

@@ -21,6 +21,7 @@ import argparse
 import time
 from typing import Any
 
+import bench_args
 import numpy as np
 import torch as th
 from sb3_contrib import RecurrentPPO
@@ -68,17 +69,17 @@ def evaluate(model: BaseAlgorithm, venv: VecEnv, episodes: int) -> tuple[float, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--timesteps", type=int, default=150_000, help="training steps per agent and seed")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--maze-dim", type=int, default=9)
+    bench_args.add_seeds(parser, [0, 1])
+    bench_args.add_maze(parser, maze_dim=9)
     parser.add_argument("--num-goals", type=int, default=2)
-    parser.add_argument("--time-limit", type=int, default=80)
+    bench_args.add_maze(parser, time_limit=80)
     parser.add_argument("--randomized-actions", action="store_true", help="permute the moves every episode")
-    parser.add_argument("--n-envs", type=int, default=8)
+    bench_args.add_n_envs(parser, 8)
     parser.add_argument("--n-steps", type=int, default=128)
-    parser.add_argument("--batch-size", type=int, default=1024,
-                        help="minibatch size; sb3-contrib's LSTM loops over time steps per minibatch, so large is fast")
-    parser.add_argument("--eval-episodes", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1 avoids oversubscribing shared cores)")
+    bench_args.add_learner(parser, helps={"batch_size": "minibatch size; sb3-contrib's LSTM loops over time steps per "
+                                                        "minibatch, so large is fast"}, batch_size=1024)
+    bench_args.add_eval_episodes(parser, 64)
+    bench_args.add_threads(parser)
     args = parser.parse_args()
     th.set_num_threads(args.threads)
 

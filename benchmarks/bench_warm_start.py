@@ -24,6 +24,7 @@ import time
 import warnings
 from typing import Any
 
+import bench_args
 import numpy as np
 import torch as th
 from bench_hir_learning import BudgetEval
@@ -130,28 +131,24 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--budgets", type=int, nargs="+", default=[25_000, 50_000, 100_000])
-    parser.add_argument("--maze-dim", type=int, default=9)
-    parser.add_argument("--goals", type=int, default=2)
-    parser.add_argument("--time-limit", type=int, default=100)
-    parser.add_argument("--history", type=int, default=16)
+    bench_args.add_seeds(parser, [0, 1, 2])
+    bench_args.add_budgets(parser, [25_000, 50_000, 100_000])
+    bench_args.add_maze(parser, maze_dim=9, goals=2, time_limit=100)
+    bench_args.add_history(parser, 16)
     parser.add_argument("--encoder", default="gru", choices=["gru", "conv"])
     parser.add_argument("--labels", type=int, default=8_000, help="expert steps BC trains on (warm arm)")
     parser.add_argument("--bc-batches", type=int, default=3_000)
     parser.add_argument("--critic-warmup", type=int, default=8_192, help="env steps training only the critic")
-    parser.add_argument("--n-envs", type=int, default=8)
+    bench_args.add_n_envs(parser, 8)
     parser.add_argument("--n-steps", type=int, default=256)
-    parser.add_argument("--learning-rate", type=float, default=1e-4)
-    parser.add_argument("--gamma", type=float, default=0.97)
+    bench_args.add_learner(parser, learning_rate=1e-4, gamma=0.97)
     parser.add_argument("--ent-coef", type=float, default=0.0)
-    parser.add_argument("--eval-episodes", type=int, default=50)
-    parser.add_argument("--ray", action="store_true", help="run the (seed, arm) runs as Ray Tune trials")
-    parser.add_argument("--ray-address", default=None)
+    bench_args.add_eval_episodes(parser, 50)
+    bench_args.add_ray(parser, "(seed, arm) runs", cpus_per_trial=False)
     args = parser.parse_args()
     args.budgets = sorted(args.budgets)
     th.set_num_threads(1)
-    options = {k: v for k, v in vars(args).items() if k not in ("ray", "ray_address")}
+    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
     runs = [(seed, arm) for seed in args.seeds for arm in ARMS]
     start = time.perf_counter()
     outs = list(run_all(run_trial, [dict(seed=s, arm=a, options=options) for s, a in runs], use_ray=args.ray,

@@ -22,6 +22,7 @@ import os
 import time
 from pathlib import Path
 
+import bench_args
 import torch as th
 from evaluation import goals_and_success
 from stable_baselines3 import DQN
@@ -114,18 +115,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--eval-minutes", type=float, default=5.0)
-    parser.add_argument("--eval-episodes", type=int, default=100)
-    parser.add_argument("--maze-dim", type=int, default=11)
-    parser.add_argument("--goals", type=int, default=3)
-    parser.add_argument("--time-limit", type=int, default=250)
-    parser.add_argument("--history", type=int, default=16)
+    bench_args.add_eval_episodes(parser, 100)
+    bench_args.add_maze(parser, maze_dim=11, goals=3, time_limit=250)
+    bench_args.add_history(parser, 16)
     parser.add_argument("--encoder", default="gru", choices=["gru", "conv"])
     parser.add_argument("--steps", type=int, default=600_000, help="planned env steps (sets buffer and exploration)")
-    parser.add_argument("--n-envs", type=int, default=8)
-    parser.add_argument("--gamma", type=float, default=0.98)
-    parser.add_argument("--learning-rate", type=float, default=5e-4)
-    parser.add_argument("--gradient-steps", type=int, default=4)
-    parser.add_argument("--exploration-fraction", type=float, default=0.15)
+    bench_args.add_n_envs(parser, 8)
+    bench_args.add_learner(parser, gamma=0.98, learning_rate=5e-4, gradient_steps=4, exploration_fraction=0.15)
     parser.add_argument("--n-steps", type=int, default=3, help="n-step hindsight returns of the buffer")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="moonshot")
