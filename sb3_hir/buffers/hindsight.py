@@ -96,23 +96,30 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.buffers import DictReplayBuffer
-from stable_baselines3.common.preprocessing import get_obs_shape
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper, VecNormalize
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as SB3HerReplayBuffer
 
 from sb3_hir import plugins
 from sb3_hir._validate import check_int, check_number
-from sb3_hir.contract import ENV_GOAL_SPEC
+from sb3_hir.buffers.goal_env import (
+    ACHIEVED_GOAL,
+    DESIRED_GOAL,
+    env_goal_spec,
+    goal_env_shape,
+    goal_env_spec,
+    is_goal_env_space,
+    probe_compute_terminated,
+    resolve_goal_selection,
+    resolve_relabel_ratio,
+)
+from sb3_hir.buffers.kernels import first_after, take_rows, value_ids
 from sb3_hir.episodes import Episode
-from sb3_hir.goals import ExactGoalSpec, GoalSpec, ToleranceGoalSpec, _pack_goals
-from sb3_hir.relabel import GOAL_SELECTIONS, HindsightInstructionRelabeler, InstructionRelabeler
+from sb3_hir.goals import ExactGoalSpec, GoalSpec
+from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler
 
-__all__ = ["HerReplayBuffer", "HindsightInstructionReplayBuffer", "SampleInfo"]
-
-
-#: What the buffer calls on a relabeler (the ``"relabeler"`` hook's contract).
+__all__ = ["HindsightInstructionReplayBuffer", "SampleInfo"]
 
 
 class SampleInfo(NamedTuple):
@@ -146,142 +153,6 @@ class _Relabeled(NamedTuple):
     goals: np.ndarray  # (B, k, *goal_shape)
     reach: np.ndarray  # (B, k) reach steps under goals, -1 never
     other_end: np.ndarray  # the recorded episode ended in a termination its goals did not cause
-
-
-#: GoalEnv observation keys (gymnasium-robotics' and SB3's HER convention).
-DESIRED_GOAL = "desired_goal"
-ACHIEVED_GOAL = "achieved_goal"
-
-
-def _relabel_ratio(relabel_ratio: Any, n_sampled_goal: Any) -> float:
-    """``relabel_ratio`` from it or from HER's ``n_sampled_goal``; both must agree when both are given."""
-    if relabel_ratio is not None:
-        check_number(relabel_ratio, "relabel_ratio", 0.0, 1.0)
-    if n_sampled_goal is None:
-        return 0.8 if relabel_ratio is None else float(relabel_ratio)
-    n = check_int(n_sampled_goal, "n_sampled_goal", 0)
-    ratio = n / (n + 1)
-    if relabel_ratio is not None and not np.isclose(float(relabel_ratio), ratio):
-        raise ValueError(
-            f"relabel_ratio={relabel_ratio!r} and n_sampled_goal={n_sampled_goal!r} disagree: n_sampled_goal={n} "
-            f"means relabel_ratio={ratio:.4g}; give one of them"
-        )
-    return ratio
-
-
-def _goal_selection(goal_selection: Any, strategy: Any) -> str:
-    """``goal_selection`` from it or from HER's ``goal_selection_strategy`` (a string or SB3's enum)."""
-    names = [*GOAL_SELECTIONS, "final"]
-    if goal_selection is not None and goal_selection not in names:
-        raise ValueError(f"goal_selection must be one of {names}; got {goal_selection!r}")
-    if strategy is None:
-        return "future" if goal_selection is None else goal_selection
-    if isinstance(strategy, GoalSelectionStrategy):
-        name = {value: key for key, value in KEY_TO_GOAL_STRATEGY.items()}[strategy]
-    elif isinstance(strategy, str) and strategy.lower() in KEY_TO_GOAL_STRATEGY:
-        name = strategy.lower()
-    else:
-        raise ValueError(
-            f"goal_selection_strategy must be one of {list(KEY_TO_GOAL_STRATEGY)} or a GoalSelectionStrategy; "
-            f"got {strategy!r}"
-        )
-    if goal_selection is not None and goal_selection != name:
-        raise ValueError(
-            f"goal_selection={goal_selection!r} and goal_selection_strategy={strategy!r} disagree; give one of them"
-        )
-    return name
-
-
-def _is_goal_env_space(observation_space: spaces.Space, goal_spec: Any) -> bool:
-    """Whether the space is a GoalEnv's (and no goal spec names instruction keys in it)."""
-    if not isinstance(observation_space, spaces.Dict):
-        return False
-    keys = observation_space.spaces
-    if isinstance(goal_spec, GoalSpec) and goal_spec.goals_key in keys and goal_spec.goals_key != DESIRED_GOAL:
-        return False
-    return DESIRED_GOAL in keys and ACHIEVED_GOAL in keys
-
-
-def _goal_env_shape(observation_space: spaces.Dict) -> tuple[int, ...]:
-    """Shape of one goal as the buffer stores it (SB3's ``get_obs_shape``: ``(1,)`` for a Discrete goal)."""
-    desired = get_obs_shape(observation_space[DESIRED_GOAL])
-    achieved = get_obs_shape(observation_space[ACHIEVED_GOAL])
-    if tuple(desired) != tuple(achieved):
-        raise ValueError(
-            f"observation_space['{ACHIEVED_GOAL}'] and ['{DESIRED_GOAL}'] must have the same shape (HER compares "
-            f"them); got {achieved} and {desired}"
-        )
-    return tuple(int(d) for d in desired)
-
-
-def _goal_env_spec(
-    goal_spec: str | GoalSpec | None, observation_space: spaces.Dict, goal_shape: tuple[int, ...], env: Any
-) -> GoalSpec | None:
-    """The success test that finds a goal's first reach in GoalEnv mode, or None when none can be derived."""
-    keys = dict(goals_key=DESIRED_GOAL, achieved_key=ACHIEVED_GOAL, goal_ndim=len(goal_shape))
-    if isinstance(goal_spec, GoalSpec):
-        if (goal_spec.goals_key, goal_spec.achieved_key, goal_spec.goal_ndim) != tuple(keys.values()):
-            raise ValueError(
-                f"goal_spec for a GoalEnv must judge '{ACHIEVED_GOAL}' against '{DESIRED_GOAL}' with goal_ndim="
-                f"{len(goal_shape)}; got {goal_spec!r}"
-            )
-        return goal_spec
-    if goal_spec is not None:
-        return plugins.resolve_goal_spec(goal_spec, **keys)
-    dtype = np.dtype(observation_space[DESIRED_GOAL].dtype)
-    if dtype.kind in "biu":
-        return ExactGoalSpec(**keys)
-    threshold = _env_distance_threshold(env)
-    return None if threshold is None else ToleranceGoalSpec(tolerance=threshold, **keys)
-
-
-def _env_distance_threshold(env: Any) -> float | None:
-    """The env's success radius: ``distance_threshold`` on the env (gymnasium-robotics) or on its ``task``.
-
-    panda-gym keeps the radius on ``env.task`` (``RobotTaskEnv``); without it, float goals would fall back to HER's
-    recorded dones although the env terminates on success. The task is read in-process only (``DummyVecEnv``, under
-    any VecEnv wrappers): a ``SubprocVecEnv`` would have to pickle it, simulator included.
-    """
-    if env is None:
-        return None
-    threshold = None
-    if env.has_attr("distance_threshold"):
-        threshold = env.get_attr("distance_threshold", indices=[0])[0]
-    else:
-        inner = env
-        while isinstance(inner, VecEnvWrapper):
-            inner = inner.venv
-        if isinstance(inner, DummyVecEnv):
-            task = getattr(inner.envs[0].unwrapped, "task", None)
-            threshold = getattr(task, "distance_threshold", None)
-    if isinstance(threshold, (int, float, np.number)) and not isinstance(threshold, bool) and threshold > 0:
-        return float(threshold)
-    return None
-
-
-def _env_goal_spec(env: Any) -> str | GoalSpec:
-    """The goal spec the env declares (``env.goal_spec``: its rewards, mask and success test), else ``"exact"``.
-
-    Read through the VecEnv SB3 hands over, so that an env with a per-step reward (``step_reward``) is relabeled
-    with it without the user repeating it in ``replay_buffer_kwargs``.
-    """
-    if env is not None and env.has_attr(ENV_GOAL_SPEC):
-        spec = env.get_attr(ENV_GOAL_SPEC, indices=[0])[0]
-        if isinstance(spec, (str, GoalSpec)):
-            return spec
-    return "exact"
-
-
-def _probe_compute_terminated(env: Any, observation_space: spaces.Dict) -> bool | None:
-    """Whether the env ends an episode on success: its ``compute_terminated`` at a goal reached exactly.
-
-    gymnasium-robotics' GoalEnvs define it (Fetch: never; PointMaze/AntMaze: unless ``continuing_task``); None
-    when the env has none (then the recorded episodes decide).
-    """
-    if env is None or not env.has_attr("compute_terminated"):
-        return None
-    goal = observation_space[DESIRED_GOAL].sample()
-    return bool(np.asarray(env.env_method("compute_terminated", goal, goal, {}, indices=[0])[0]).all())
 
 
 class HindsightInstructionReplayBuffer(DictReplayBuffer):
@@ -384,8 +255,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
                 "optimize_memory_usage must be False: HindsightInstructionReplayBuffer is a "
                 "DictReplayBuffer, which does not support the memory-efficient variant"
             )
-        relabel_ratio = _relabel_ratio(relabel_ratio, n_sampled_goal)
-        goal_selection = _goal_selection(goal_selection, goal_selection_strategy)
+        relabel_ratio = resolve_relabel_ratio(relabel_ratio, n_sampled_goal)
+        goal_selection = resolve_goal_selection(goal_selection, goal_selection_strategy)
         check_number(gamma, "gamma", 0.0, 1.0)
         flags = {"copy_info_dict": copy_info_dict, "handle_timeout_termination": handle_timeout_termination}
         for name, flag in flags.items():
@@ -411,7 +282,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             )
 
         #: GoalEnv mode: ``observation`` / ``achieved_goal`` / ``desired_goal`` taken as they come (module docstring).
-        self.goal_env = _is_goal_env_space(observation_space, goal_spec)
+        self.goal_env = is_goal_env_space(observation_space, goal_spec)
         if self.goal_env:
             if relabeler != "hindsight-instruction" or relabeler_kwargs:
                 raise ValueError(
@@ -430,8 +301,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
                     "env), "
                     "or pass env= when building the buffer by hand"
                 )
-            goal_shape = _goal_env_shape(observation_space)
-            spec = _goal_env_spec(goal_spec, observation_space, goal_shape, env)
+            goal_shape = goal_env_shape(observation_space)
+            spec = goal_env_spec(goal_spec, observation_space, goal_shape, env)
             resolved_relabeler = HindsightInstructionRelabeler(
                 1, strategy="all", goal_spec=spec if spec is not None else ExactGoalSpec(
                     goals_key=DESIRED_GOAL, achieved_key=ACHIEVED_GOAL, goal_ndim=len(goal_shape)
@@ -440,7 +311,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             num_goals = 1
         else:
             if goal_spec is None:
-                goal_spec = _env_goal_spec(env)
+                goal_spec = env_goal_spec(env)
             kwargs = dict(relabeler_kwargs or {})
             if strategy is not None and isinstance(relabeler, (str, type)):
                 kwargs = {"strategy": strategy, **kwargs}
@@ -497,7 +368,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         #: None: decided from the env's compute_terminated probe or the recorded episodes (terminates_on_success).
         self.terminate_on_success = terminate_on_success
         if self.goal_env and terminate_on_success is None:
-            self.terminate_on_success = _probe_compute_terminated(env, observation_space)
+            self.terminate_on_success = probe_compute_terminated(env, observation_space)
         if self.goal_env and not self.has_success_test:
             if self.terminate_on_success is not False:
                 known = "terminates on success" if self.terminate_on_success else "may terminate on success"
@@ -731,7 +602,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             meta[:, field["forder"]] = np.argsort(-key, kind="stable") + 1
             meta[:, field["fcount"]] = np.bincount(key, minlength=length + 2)[::-1].cumsum()[::-1][1 : length + 1]
         elif self.exact_index:
-            ids, own_ids = _value_ids(achieved, own_goals, len(self.goal_shape))
+            ids, own_ids = value_ids(achieved, own_goals, len(self.goal_shape))
             order = np.argsort(ids, kind="stable")  # positions -> step offset, grouped by value, steps ascending
             sorted_ids = ids[order]
             rank = np.empty(length, dtype=np.int64)
@@ -787,7 +658,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         episode (in column blocks, so memory stays O(T))."""
         length = len(achieved)
         if self.exact_index:
-            ids, _ = _value_ids(achieved, own_goals, len(self.goal_shape))
+            ids, _ = value_ids(achieved, own_goals, len(self.goal_shape))
             _, first_index, inverse = np.unique(ids, return_index=True, return_inverse=True)
             return first_index[inverse.reshape(-1)] + 1
         first = np.zeros(length, dtype=np.int64)
@@ -889,7 +760,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         slots = (start[:, None] + np.arange(k)) % size
         slot_meta = meta_flat.take(slots * n_envs + envs[:, None], axis=0)  # (B, k, F)
         own_steps = np.where(np.arange(k) < length[:, None], slot_meta[..., field["own"]], -1).astype(np.int64)
-        own_goals = _take(self.observations[self.goal_spec.goals_key], start * n_envs + envs)
+        own_goals = take_rows(self.observations[self.goal_spec.goals_key], start * n_envs + envs)
         if self.goal_env:
             own_goals = own_goals.reshape(len(start), 1, *self.goal_shape)
         if self.single_index:
@@ -910,9 +781,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             draw_flat = ((start + pick) % size) * n_envs + envs
             has = ndraw > 0
             goals = np.where(
-                has.reshape(-1, *(1,) * (own_goals.ndim - 1)), _take(self._draw_goals, draw_flat), own_goals
+                has.reshape(-1, *(1,) * (own_goals.ndim - 1)), take_rows(self._draw_goals, draw_flat), own_goals
             )
-            reach = np.where(has[:, None], _take(self._draw_reach, draw_flat), own_steps).astype(np.int64)
+            reach = np.where(has[:, None], take_rows(self._draw_reach, draw_flat), own_steps).astype(np.int64)
         # Admissible: the transition lies inside the relabeled episode (the k-th goal not reached before it).
         inside = ~((reach[:, -1] > 0) & (reach[:, -1] <= t))
         if self.single_index:
@@ -1015,7 +886,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             own_slot = ~from_step & (j < length)
             search = np.flatnonzero(alive & ((from_step & (prev_occ > previous)) | own_slot))
             if len(search):
-                found = _first_after(
+                found = first_after(
                     meta_flat[:, order_col], start[search], envs[search], lo[search], hi[search],
                     previous[search], size, n_envs,
                 )
@@ -1059,8 +930,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         batch = len(flat)
         rec = slice(0, len(recorded_flat))
         rel = slice(len(recorded_flat), batch)
-        obs = {key: _take(arr, flat) for key, arr in self.observations.items()}
-        actions = _take(self.actions, flat)
+        obs = {key: take_rows(arr, flat) for key, arr in self.observations.items()}
+        actions = take_rows(self.actions, flat)
 
         # Window m and the flat row whose next observation ends it, per sample.
         window = np.ones(batch, dtype=np.int64)
@@ -1102,7 +973,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             goals[rel] = r.goals
             t_all[rel] = t
             start_all[rel] = r.start
-        next_obs = {key: _take(arr, last_flat) for key, arr in self.next_observations.items()}
+        next_obs = {key: take_rows(arr, last_flat) for key, arr in self.next_observations.items()}
         if relabeled is not None and num_rel:
             if self.goal_env:
                 next_obs[spec.goals_key][rel] = relabeled.goals[:, 0]
@@ -1148,7 +1019,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         within = np.minimum(offsets, m[:, None] - 1)  # (B, n): window steps, the last one repeated past m
         win_flat = (((r.start + r.t)[:, None] + within) % size) * n_envs + r.env[:, None]
         win_flat = win_flat.reshape(-1)
-        achieved = _take(self.next_observations[ACHIEVED_GOAL], win_flat)
+        achieved = take_rows(self.next_observations[ACHIEVED_GOAL], win_flat)
         desired = np.repeat(r.goals[:, 0], n, axis=0) if n > 1 else r.goals[:, 0]
         if self.infos is not None:
             infos: Any = copy.deepcopy(self.infos.reshape(-1)[win_flat])
@@ -1195,9 +1066,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         last_flat: np.ndarray,
     ) -> None:
         """Fill the recorded part in place: 1-step as ``DictReplayBuffer``, else ``NStepReplayBuffer``'s rule."""
-        recorded_dones = _take(self.dones, flat) * (1 - _take(self.timeouts, flat))
+        recorded_dones = take_rows(self.dones, flat) * (1 - take_rows(self.timeouts, flat))
         if self.n_steps == 1:
-            rewards[:] = self._normalize_reward(_take(self.rewards, flat), env)
+            rewards[:] = self._normalize_reward(take_rows(self.rewards, flat), env)
             dones[:] = recorded_dones
             return
         size, n_envs, n = self.buffer_size, self.n_envs, self.n_steps
@@ -1205,77 +1076,14 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         seq_rows = (rows[:, None] + np.arange(n)) % size
         seq_flat = seq_rows * n_envs + envs[:, None]
         # A window stops at an episode end, and at the newest row (the next one holds older data).
-        stop = (_take(self.dones, seq_flat) > 0) | (_take(self.timeouts, seq_flat) > 0)
+        stop = (take_rows(self.dones, seq_flat) > 0) | (take_rows(self.timeouts, seq_flat) > 0)
         stop |= seq_rows == (self.pos - 1) % size
         last = np.where(stop.any(axis=1), stop.argmax(axis=1), n - 1)
         steps = np.arange(n)
         mask = steps <= last[:, None]
-        seq_rewards = self._normalize_reward(_take(self.rewards, seq_flat), env)
+        seq_rewards = self._normalize_reward(take_rows(self.rewards, seq_flat), env)
         rewards[:] = (seq_rewards * (self.gamma ** steps) * mask).sum(axis=1)
         end_flat = seq_flat[np.arange(len(flat)), last]
-        dones[:] = _take(self.dones, end_flat) * (1 - _take(self.timeouts, end_flat))
+        dones[:] = take_rows(self.dones, end_flat) * (1 - take_rows(self.timeouts, end_flat))
         window[:] = last + 1
         last_flat[:] = end_flat
-
-
-class HerReplayBuffer(HindsightInstructionReplayBuffer, SB3HerReplayBuffer):
-    """The drop-in for SB3's ``HerReplayBuffer``: :class:`HindsightInstructionReplayBuffer`, treated by SB3 as HER.
-
-    Swap the import (``from sb3_hir import HerReplayBuffer``) and nothing else: the migration is one line, as for
-    ``sb3_hir.dagger``, and code that tests for HER by type (SB3's ``isinstance``) or by name finds it.
-
-    GoalEnvs as they come, HER's ``replay_buffer_kwargs``, the env's own
-    ``compute_reward``. SB3 hands HER subclasses the env at construction and calls ``set_env`` when it loads a
-    saved buffer (and, as for HER, ``Model.load`` then needs ``env=``). It inherits nothing of HER's storage or
-    sampling: every method comes from :class:`HindsightInstructionReplayBuffer` (first in the MRO); it works for
-    instruction envs too.
-    """
-
-
-def _take(array: np.ndarray, flat: np.ndarray) -> np.ndarray:
-    """Rows ``flat`` of a ``(buffer_size, n_envs, ...)`` array, indexing rows and envs as one axis."""
-    return array.reshape(-1, *array.shape[2:]).take(flat, axis=0)
-
-
-def _value_ids(achieved: np.ndarray, own_goals: np.ndarray, goal_ndim: int) -> tuple[np.ndarray, np.ndarray]:
-    """Integer ids of goal values (equal ids = equal values) for the T achieved values and the k own goals."""
-    values = np.concatenate([achieved, own_goals.astype(achieved.dtype, copy=False)])
-    packed = _pack_goals(values, goal_ndim)
-    if packed is None:
-        flat = values.reshape(len(values), -1)
-        _, packed = np.unique(flat, axis=0, return_inverse=True)
-        packed = packed.reshape(-1)
-    if packed.dtype.itemsize < 8:
-        packed = packed.astype(np.int64)
-    return packed[: len(achieved)], packed[len(achieved) :]
-
-
-def _first_after(
-    order: np.ndarray,
-    start: np.ndarray,
-    envs: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    after: np.ndarray,
-    size: int,
-    n_envs: int,
-) -> np.ndarray:
-    """First step > ``after`` among positions ``[lo, hi]`` of each episode's value-sorted order, or -1.
-
-    Positions ``lo..hi-1`` hold the steps of one value in ascending order; for a goal drawn from step u,
-    ``hi`` is u's own position (u itself is past ``after``), for an own goal it is the group's end.
-    """
-    end = hi
-    iterations = int((hi - lo).max()).bit_length() if len(lo) else 0
-    for _ in range(iterations):  # a fixed count (the largest group's bit length): no per-round any()
-        active = lo < hi
-        mid = (lo + hi) >> 1
-        at = start + mid
-        at[at >= size] -= size
-        value = order[at * n_envs + envs if n_envs > 1 else at]
-        right = active & (value <= after)
-        lo = np.where(right, mid + 1, lo)
-        hi = np.where(right, hi, mid)
-    found = lo < end
-    value = order[((start + np.where(found, lo, 0)) % size) * n_envs + envs].astype(np.int64)
-    return np.where(found, value, -1)

@@ -1,0 +1,170 @@
+"""GoalEnv mode's arguments: what the buffer derives from HER's names and from the env it is handed.
+
+Kept apart from the buffer's storage and sampling: each function turns HER's constructor arguments or the env's
+attributes (``distance_threshold``, ``compute_terminated``, a declared ``goal_spec``) into one setting of the core.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.preprocessing import get_obs_shape
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
+from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
+
+from sb3_hir import plugins
+from sb3_hir._validate import check_int, check_number
+from sb3_hir.contract import ENV_GOAL_SPEC
+from sb3_hir.goals import ExactGoalSpec, GoalSpec, ToleranceGoalSpec
+from sb3_hir.relabel import GOAL_SELECTIONS
+
+__all__ = [
+    "ACHIEVED_GOAL",
+    "DESIRED_GOAL",
+    "env_distance_threshold",
+    "env_goal_spec",
+    "goal_env_shape",
+    "goal_env_spec",
+    "is_goal_env_space",
+    "probe_compute_terminated",
+    "resolve_goal_selection",
+    "resolve_relabel_ratio",
+]
+
+
+#: GoalEnv observation keys (gymnasium-robotics' and SB3's HER convention).
+DESIRED_GOAL = "desired_goal"
+ACHIEVED_GOAL = "achieved_goal"
+
+
+def resolve_relabel_ratio(relabel_ratio: Any, n_sampled_goal: Any) -> float:
+    """``relabel_ratio`` from it or from HER's ``n_sampled_goal``; both must agree when both are given."""
+    if relabel_ratio is not None:
+        check_number(relabel_ratio, "relabel_ratio", 0.0, 1.0)
+    if n_sampled_goal is None:
+        return 0.8 if relabel_ratio is None else float(relabel_ratio)
+    n = check_int(n_sampled_goal, "n_sampled_goal", 0)
+    ratio = n / (n + 1)
+    if relabel_ratio is not None and not np.isclose(float(relabel_ratio), ratio):
+        raise ValueError(
+            f"relabel_ratio={relabel_ratio!r} and n_sampled_goal={n_sampled_goal!r} disagree: n_sampled_goal={n} "
+            f"means relabel_ratio={ratio:.4g}; give one of them"
+        )
+    return ratio
+
+
+def resolve_goal_selection(goal_selection: Any, strategy: Any) -> str:
+    """``goal_selection`` from it or from HER's ``goal_selection_strategy`` (a string or SB3's enum)."""
+    names = [*GOAL_SELECTIONS, "final"]
+    if goal_selection is not None and goal_selection not in names:
+        raise ValueError(f"goal_selection must be one of {names}; got {goal_selection!r}")
+    if strategy is None:
+        return "future" if goal_selection is None else goal_selection
+    if isinstance(strategy, GoalSelectionStrategy):
+        name = {value: key for key, value in KEY_TO_GOAL_STRATEGY.items()}[strategy]
+    elif isinstance(strategy, str) and strategy.lower() in KEY_TO_GOAL_STRATEGY:
+        name = strategy.lower()
+    else:
+        raise ValueError(
+            f"goal_selection_strategy must be one of {list(KEY_TO_GOAL_STRATEGY)} or a GoalSelectionStrategy; "
+            f"got {strategy!r}"
+        )
+    if goal_selection is not None and goal_selection != name:
+        raise ValueError(
+            f"goal_selection={goal_selection!r} and goal_selection_strategy={strategy!r} disagree; give one of them"
+        )
+    return name
+
+
+def is_goal_env_space(observation_space: spaces.Space, goal_spec: Any) -> bool:
+    """Whether the space is a GoalEnv's (and no goal spec names instruction keys in it)."""
+    if not isinstance(observation_space, spaces.Dict):
+        return False
+    keys = observation_space.spaces
+    if isinstance(goal_spec, GoalSpec) and goal_spec.goals_key in keys and goal_spec.goals_key != DESIRED_GOAL:
+        return False
+    return DESIRED_GOAL in keys and ACHIEVED_GOAL in keys
+
+
+def goal_env_shape(observation_space: spaces.Dict) -> tuple[int, ...]:
+    """Shape of one goal as the buffer stores it (SB3's ``get_obs_shape``: ``(1,)`` for a Discrete goal)."""
+    desired = get_obs_shape(observation_space[DESIRED_GOAL])
+    achieved = get_obs_shape(observation_space[ACHIEVED_GOAL])
+    if tuple(desired) != tuple(achieved):
+        raise ValueError(
+            f"observation_space['{ACHIEVED_GOAL}'] and ['{DESIRED_GOAL}'] must have the same shape (HER compares "
+            f"them); got {achieved} and {desired}"
+        )
+    return tuple(int(d) for d in desired)
+
+
+def goal_env_spec(
+    goal_spec: str | GoalSpec | None, observation_space: spaces.Dict, goal_shape: tuple[int, ...], env: Any
+) -> GoalSpec | None:
+    """The success test that finds a goal's first reach in GoalEnv mode, or None when none can be derived."""
+    keys = dict(goals_key=DESIRED_GOAL, achieved_key=ACHIEVED_GOAL, goal_ndim=len(goal_shape))
+    if isinstance(goal_spec, GoalSpec):
+        if (goal_spec.goals_key, goal_spec.achieved_key, goal_spec.goal_ndim) != tuple(keys.values()):
+            raise ValueError(
+                f"goal_spec for a GoalEnv must judge '{ACHIEVED_GOAL}' against '{DESIRED_GOAL}' with goal_ndim="
+                f"{len(goal_shape)}; got {goal_spec!r}"
+            )
+        return goal_spec
+    if goal_spec is not None:
+        return plugins.resolve_goal_spec(goal_spec, **keys)
+    dtype = np.dtype(observation_space[DESIRED_GOAL].dtype)
+    if dtype.kind in "biu":
+        return ExactGoalSpec(**keys)
+    threshold = env_distance_threshold(env)
+    return None if threshold is None else ToleranceGoalSpec(tolerance=threshold, **keys)
+
+
+def env_distance_threshold(env: Any) -> float | None:
+    """The env's success radius: ``distance_threshold`` on the env (gymnasium-robotics) or on its ``task``.
+
+    panda-gym keeps the radius on ``env.task`` (``RobotTaskEnv``); without it, float goals would fall back to HER's
+    recorded dones although the env terminates on success. The task is read in-process only (``DummyVecEnv``, under
+    any VecEnv wrappers): a ``SubprocVecEnv`` would have to pickle it, simulator included.
+    """
+    if env is None:
+        return None
+    threshold = None
+    if env.has_attr("distance_threshold"):
+        threshold = env.get_attr("distance_threshold", indices=[0])[0]
+    else:
+        inner = env
+        while isinstance(inner, VecEnvWrapper):
+            inner = inner.venv
+        if isinstance(inner, DummyVecEnv):
+            task = getattr(inner.envs[0].unwrapped, "task", None)
+            threshold = getattr(task, "distance_threshold", None)
+    if isinstance(threshold, (int, float, np.number)) and not isinstance(threshold, bool) and threshold > 0:
+        return float(threshold)
+    return None
+
+
+def env_goal_spec(env: Any) -> str | GoalSpec:
+    """The goal spec the env declares (``env.goal_spec``: its rewards, mask and success test), else ``"exact"``.
+
+    Read through the VecEnv SB3 hands over, so that an env with a per-step reward (``step_reward``) is relabeled
+    with it without the user repeating it in ``replay_buffer_kwargs``.
+    """
+    if env is not None and env.has_attr(ENV_GOAL_SPEC):
+        spec = env.get_attr(ENV_GOAL_SPEC, indices=[0])[0]
+        if isinstance(spec, (str, GoalSpec)):
+            return spec
+    return "exact"
+
+
+def probe_compute_terminated(env: Any, observation_space: spaces.Dict) -> bool | None:
+    """Whether the env ends an episode on success: its ``compute_terminated`` at a goal reached exactly.
+
+    gymnasium-robotics' GoalEnvs define it (Fetch: never; PointMaze/AntMaze: unless ``continuing_task``); None
+    when the env has none (then the recorded episodes decide).
+    """
+    if env is None or not env.has_attr("compute_terminated"):
+        return None
+    goal = observation_space[DESIRED_GOAL].sample()
+    return bool(np.asarray(env.env_method("compute_terminated", goal, goal, {}, indices=[0])[0]).all())
