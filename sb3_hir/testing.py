@@ -25,6 +25,7 @@ import inspect
 import math
 import numbers
 import os
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -1000,14 +1001,14 @@ def _check_component(kind: str, factory: Callable[..., Any], env: Any, n_episode
 
 
 # ---------------------------------------------------------------------------------------------- pytest helpers
-#: ``--sb3-hir-plugins`` of the pytest runs in progress (innermost last; pytester nests runs in one process).
-#: The pytest plugin pushes and pops it; it lives here so that this module never imports the plugin.
-_allow_lists: list[str | None] = []
-
-
 def current_allow_list() -> str | None:
-    """``--sb3-hir-plugins`` of the running pytest (None when unset or outside pytest)."""
-    return _allow_lists[-1] if _allow_lists else None
+    """``--sb3-hir-plugins`` of the running pytest (None when unset or outside pytest).
+
+    The state belongs to :mod:`sb3_hir.pytest_plugin`; it is read only when pytest has loaded that plugin, so this
+    module never imports pytest or the plugin (which imports this module).
+    """
+    plugin = sys.modules.get("sb3_hir.pytest_plugin")
+    return None if plugin is None else plugin.current_allow_list()
 
 
 def _allow_list(allowed: str | Iterable[str] | None) -> set[str] | None:
