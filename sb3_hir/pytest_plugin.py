@@ -22,13 +22,23 @@ from typing import Any
 import pytest
 
 from sb3_hir import plugins
-from sb3_hir.testing import _allow_lists, component_names, current_allow_list
+from sb3_hir.testing import component_names
 
 __all__ = ["OPTION", "current_allow_list"]
 
 OPTION = "--sb3-hir-plugins"
 
 _NAMES_KEY = pytest.StashKey[dict[str, list[str]]]()
+
+#: ``--sb3-hir-plugins`` of the pytest runs in progress, innermost last: pytester nests runs in one process, so
+#: one value would be overwritten by an inner run. :func:`sb3_hir.testing.parametrize_components` reads it through
+#: :func:`current_allow_list`.
+_allow_lists: list[str | None] = []
+
+
+def current_allow_list() -> str | None:
+    """``--sb3-hir-plugins`` of the running pytest (None when unset or outside pytest)."""
+    return _allow_lists[-1] if _allow_lists else None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
