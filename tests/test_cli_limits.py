@@ -135,14 +135,6 @@ def test_a_train_run_shows_no_third_party_warning_and_repeats_with_its_seed(tmp_
     assert _results(tmp_path / "a") == _results(tmp_path / "b")
 
 
-def test_two_train_runs_in_one_process_give_the_same_results(tmp_path, capsys):
-    argv = ["train", *TINY_TRAIN, "--relabel", "some", "--no-progress"]
-    assert cli.main([*argv, "--out", str(tmp_path / "a")]) == 0
-    np.random.seed(12345)  # global state a caller may leave behind must not leak into the run
-    assert cli.main([*argv, "--out", str(tmp_path / "b")]) == 0
-    assert _results(tmp_path / "a") == _results(tmp_path / "b")
-
-
 # -- options validated once, by the library object -------------------------------------------------------------
 @pytest.mark.parametrize(("argv", "expected"), [
     (["--relabel-ratio", "1.5"], "sb3-hir train: error: --relabel-ratio must be a number in [0, 1]; got 1.5"),

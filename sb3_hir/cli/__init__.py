@@ -6,8 +6,8 @@ draws an episode of a saved model; ``sb3-hir plugins`` lists what is installed; 
 over a grid on Ray Tune. Bad input (unknown names, incompatible combinations) ends with one ``error:`` line on
 stderr and exit code 2. One module per command; :mod:`.common` holds what they share, :mod:`.parser` the parser.
 
-The command modules import gymnasium, whose env plugins (gymnasium-robotics) print notices when loaded; they are
-imported here with that output kept off the command's (``--verbose`` shows it) and replayed by nothing else.
+The command modules import gymnasium, whose env plugins (gymnasium-robotics) print notices when loaded, so they are
+imported here with that output kept off the command's own (``sb3-hir --verbose`` lets it through).
 """
 
 from __future__ import annotations

@@ -276,11 +276,6 @@ def run(args: argparse.Namespace) -> int:
         require("imitation", "sb3-hir dagger")
     except MissingExtraError as exc:
         raise UsageError(str(exc)) from None
-    from imitation.algorithms import bc  # the optional extra, present now
-    from imitation.util import logger as imit_logger
-
-    from sb3_hir.dagger import SimpleDAggerTrainer, reconstruct_trainer
-
     resume_dir = resume_options(args) if args.resume is not None else None
     if args.rounds is None:
         args.rounds = 6
@@ -300,29 +295,7 @@ def run(args: argparse.Namespace) -> int:
     env_fn = env_factory(args.env, kwargs, args.history)
     venv = make_vec_env(env_fn, n_envs=args.n_envs, seed=args.seed)
     eval_env = make_vec_env(env_fn, n_envs=min(args.eval_episodes, 10), seed=eval_seed)
-    rng = np.random.default_rng(args.seed)
-    policy = ActorCriticPolicy(venv.observation_space, venv.action_space, lr_schedule=lambda _: 0.0,
-                               net_arch=NET_ARCH, **extractor_kwargs(args.history, args.history_encoder))
-    # a resumed run logs beside the killed one's logs (SB3's CSV writer would truncate them)
-    log_dir = out / "logs" if resume_dir is None else out / "logs" / f"resumed-{datetime.now():%Y%m%d-%H%M%S}"
-    log = imit_logger.configure(log_dir, log_formats())
-    bc_trainer = bc.BC(observation_space=venv.observation_space, action_space=venv.action_space, rng=rng,
-                       policy=policy, batch_size=args.batch_size, device="cpu", custom_logger=log)
-    components = dict(expert_policy=args.expert, beta_schedule=schedule, bc_trainer=bc_trainer,
-                      **relabel_kwargs(args.relabel, spec, spec_label))
-    records: list[dict[str, Any]] = []
-    with usage():
-        if resume_dir is not None and (out / "checkpoint-latest.json").is_file():
-            # the options rebuild every component, so nothing but data is read from the run directory
-            trainer = reconstruct_trainer(out, venv, custom_logger=log, **components)
-        else:  # a fresh run, or one killed before its first checkpoint: its round files are kept
-            trainer = SimpleDAggerTrainer(venv=venv, scratch_dir=out, rng=rng, custom_logger=log,
-                                          resume=resume_dir is not None, **components)
-    if resume_dir is not None:
-        if (out / "rounds.csv").is_file():
-            with open(out / "rounds.csv", newline="") as f:
-                records = [parse_round_record(row) for row in csv.DictReader(f)][: trainer.round_num]
-        venv.seed(args.seed + 1_000 * (trainer.round_num + 1))  # new episodes, not the killed run's again
+    trainer, log, records = build_trainer(args, out, resume_dir, venv, schedule, spec, spec_label)
     expert_score = evaluate_instruction_policy(plugin_registry.resolve_expert(args.expert, venv=eval_env),
                                                eval_env, args.eval_episodes, seed=eval_seed)
     if resume_dir is not None:
@@ -346,6 +319,41 @@ def run(args: argparse.Namespace) -> int:
     venv.close()
     eval_env.close()
     return 0
+
+
+def build_trainer(args: argparse.Namespace, out: Path, resume_dir: Path | None, venv: Any, schedule: Any,
+                  spec: Any, spec_label: str) -> tuple[Any, Any, list[dict[str, Any]]]:
+    """The learner, its BC trainer and the DAgger trainer (a resumed run's from its checkpoint), the logger, and
+    the table rows of the rounds already done."""
+    from imitation.algorithms import bc  # the optional extra, present once run() checked it
+    from imitation.util import logger as imit_logger
+
+    from sb3_hir.dagger import SimpleDAggerTrainer, reconstruct_trainer
+
+    rng = np.random.default_rng(args.seed)
+    policy = ActorCriticPolicy(venv.observation_space, venv.action_space, lr_schedule=lambda _: 0.0,
+                               net_arch=NET_ARCH, **extractor_kwargs(args.history, args.history_encoder))
+    # a resumed run logs beside the killed one's logs (SB3's CSV writer would truncate them)
+    log_dir = out / "logs" if resume_dir is None else out / "logs" / f"resumed-{datetime.now():%Y%m%d-%H%M%S}"
+    log = imit_logger.configure(log_dir, log_formats())
+    bc_trainer = bc.BC(observation_space=venv.observation_space, action_space=venv.action_space, rng=rng,
+                       policy=policy, batch_size=args.batch_size, device="cpu", custom_logger=log)
+    components = dict(expert_policy=args.expert, beta_schedule=schedule, bc_trainer=bc_trainer,
+                      **relabel_kwargs(args.relabel, spec, spec_label))
+    with usage():
+        if resume_dir is not None and (out / "checkpoint-latest.json").is_file():
+            # the options rebuild every component, so nothing but data is read from the run directory
+            trainer = reconstruct_trainer(out, venv, custom_logger=log, **components)
+        else:  # a fresh run, or one killed before its first checkpoint: its round files are kept
+            trainer = SimpleDAggerTrainer(venv=venv, scratch_dir=out, rng=rng, custom_logger=log,
+                                          resume=resume_dir is not None, **components)
+    records: list[dict[str, Any]] = []
+    if resume_dir is not None:
+        if (out / "rounds.csv").is_file():
+            with open(out / "rounds.csv", newline="") as f:
+                records = [parse_round_record(row) for row in csv.DictReader(f)][: trainer.round_num]
+        venv.seed(args.seed + 1_000 * (trainer.round_num + 1))  # new episodes, not the killed run's again
+    return trainer, log, records
 
 
 def write_summary(args: argparse.Namespace, out: Path, trainer: Any, report: RoundReport, expert_score: Any,
