@@ -1,4 +1,11 @@
-"""``sb3-hir train``: one algorithm, once per ``--relabel`` value (same seed and budget), evaluated as it learns."""
+"""``sb3-hir train``: one algorithm, once per ``--relabel`` value (same seed and budget), evaluated as it learns.
+
+Equal seeds give equal ``results.json`` on one machine except ``minutes`` (wall clock): the envs are seeded by
+``make_vec_env``, the model (torch, numpy, its action space) by SB3's ``seed``, the replay buffer by its own
+Generator, the evaluations by their own seed; torch runs on one thread (one summation order) and the global numpy
+and torch state is reset before each run, so what a caller ran before does not leak in. Another machine (another
+torch or BLAS build, another CPU's vector units) may round floats differently and so diverge after many updates.
+"""
 
 from __future__ import annotations
 
