@@ -22,6 +22,7 @@ import pytest
 from PIL import Image
 
 from sb3_hir import cli
+from sb3_hir.cli import common
 
 TINY_ENV = ["--maze-size", "7", "--goals", "2", "--time-limit", "20"]
 TINY_TRAIN = ["--timesteps", "240", "--n-envs", "2", "--eval-episodes", "2", "--eval-freq", "100", *TINY_ENV]
@@ -298,7 +299,7 @@ def test_train_with_a_relabeler_plugin_by_name(tmp_path):
         (["train", "--env", "nowhere"], ["unknown env 'nowhere'", "mazerunner"]),
         (["train", "--algo", "recurrent-ppo", "--relabel", "some"], ["on-policy", "--relabel none"]),
         (["train", "--goals", "500"], ["num_goals must be <="]),
-        (["train", "--timesteps", "0"], ["--timesteps must be >= 1"]),
+        (["train", "--timesteps", "0"], ["--timesteps must be an int >= 1"]),
         (["train", "--env-kwarg", "oops"], ["KEY=VALUE"]),
         pytest.param(["dagger", "--beta-schedule", "sometimes"],
                      ["unknown beta schedule 'sometimes'", "exponential, linear"], marks=pytest.mark.dagger),
@@ -342,7 +343,7 @@ def test_plugins_command_is_unchanged(capsys):
 
 
 def test_format_table_aligns_columns():
-    table = cli._format_table(["a", "long header"], [[1, 2.5], ["wide cell", np.float64(0.25)]])
+    table = common.format_table(["a", "long header"], [[1, 2.5], ["wide cell", np.float64(0.25)]])
     lines = table.splitlines()
     assert len({len(line) for line in lines}) == 1
     assert lines[1].startswith("|---")

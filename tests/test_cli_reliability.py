@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from sb3_hir import cli, hookimpl, plugins
+from sb3_hir.cli import common
 
 TINY_ENV = ["--maze-size", "7", "--goals", "2", "--time-limit", "20"]
 TINY_TRAIN = ["--timesteps", "120", "--n-envs", "2", "--eval-episodes", "2", "--eval-freq", "60", "--no-progress",
@@ -37,8 +38,8 @@ def error_line(capsys: pytest.CaptureFixture[str]) -> str:
 # -- 1. run directories ----------------------------------------------------------------------------------------
 def test_default_run_directories_are_unique_even_in_the_same_second(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    first, lock_a = cli._prepare_out("train", None, False)
-    second, lock_b = cli._prepare_out("train", None, False)
+    first, lock_a = common.prepare_out("train", None, False)
+    second, lock_b = common.prepare_out("train", None, False)
     assert first != second and first.parent == second.parent == Path("runs")
     assert first.name.startswith("train-") and str(os.getpid()) in first.name
     lock_a.close()
@@ -65,13 +66,13 @@ def test_a_non_empty_out_is_refused_unless_overwrite(tmp_path, capsys):
 
 
 def test_a_second_process_cannot_write_into_a_locked_run_directory(tmp_path):
-    out, lock = cli._prepare_out("train", str(tmp_path / "run"), False)
+    out, lock = common.prepare_out("train", str(tmp_path / "run"), False)
     try:
         with pytest.raises(cli.UsageError, match=rf"another sb3-hir process \(pid {os.getpid()}\) is writing into"):
-            cli._prepare_out("train", str(out), True)
+            common.prepare_out("train", str(out), True)
     finally:
         lock.close()
-    _, lock = cli._prepare_out("train", str(out), True)  # released with its holder
+    _, lock = common.prepare_out("train", str(out), True)  # released with its holder
     lock.close()
 
 
@@ -81,7 +82,7 @@ def test_the_env_s_declared_goal_spec_is_used_and_a_wrong_one_is_refused(capsys)
     from sb3_hir_robotics import DistanceThresholdGoalSpec
 
     probe = plugins.create("env", "pointmaze-instruction", max_episode_steps=60)
-    spec, label = cli._goal_spec(argparse.Namespace(goal_spec=None, goal_spec_kwarg=[]), probe,
+    spec, label = common.goal_spec(argparse.Namespace(goal_spec=None, goal_spec_kwarg=[]), probe,
                                  "pointmaze-instruction")
     assert isinstance(spec, DistanceThresholdGoalSpec) and spec.mask_value == probe.mask_value
     assert "declared by env 'pointmaze-instruction'" in label
@@ -150,7 +151,7 @@ def test_bad_run_inputs_are_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
     cases = [
         (["train", *TINY_TRAIN, "--out", str(a_file)], "is an existing file; give a directory"),
         (["train", *TINY_TRAIN, "--out", str(a_file / "sub")], "cannot create --out"),
-        (["train", *TINY_TRAIN, "--seed", "-1"], "--seed must be an int in [0, 2**32 - 1]"),
+        (["train", *TINY_TRAIN, "--seed", "-1"], "--seed must be an int in [0, 4294967295]"),
         (["train", *TINY_TRAIN, "--maze-size", "10"], "maze_dim must be an odd int in [5, 501]"),
         (["train", *TINY_TRAIN, "--maze-size", "10001"], "larger mazes outgrow memory"),
     ]
@@ -178,7 +179,7 @@ def test_render_refuses_a_corrupt_run_json_and_env_options_the_model_was_not_tra
     (["--beta-schedule", "linear", "--beta-kwarg", "rampdown_rounds=abc"],
      "rampdown_rounds must be an integer >= 1; got 'abc'"),
     (["--beta-kwarg", "decay_probability=2"], "decay_probability must be a number in (0, 1]; got 2"),
-    (["--seed", "-3"], "--seed must be an int in [0, 2**32 - 1]"),
+    (["--seed", "-3"], "--seed must be an int in [0, 4294967295]"),
 ])
 def test_bad_dagger_inputs_are_one_line_and_exit_2(argv, expected, capsys):
     assert cli.main(["dagger", *TINY_ENV, *argv]) == 2

@@ -133,8 +133,8 @@ def test_bad_sweep_input_is_one_line(tmp_path, capsys):
     assert "--search optuna searches learning_rate" in capsys.readouterr().err
     assert cli.main(["sweep", *TINY, "--resume"]) == 2
     assert "--resume needs --out DIR" in capsys.readouterr().err
-    assert cli.main(["sweep", *TINY, "--relabel-ratio", "0.5", "1.5", "--out", str(tmp_path / "x")]) == 2
-    assert "relabel-ratio=1.5: --relabel-ratio must be in [0, 1]" in capsys.readouterr().err
+    assert cli.main(["sweep", *TINY, "--timesteps", "100", "0", "--out", str(tmp_path / "x")]) == 2
+    assert "timesteps=0: --timesteps must be an int >= 1" in capsys.readouterr().err
     assert cli.main(["sweep", *TINY, "--algo", "dqn", "ddpg", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown algorithm 'ddpg'; choose from: dqn" in err[0]

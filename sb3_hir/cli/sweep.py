@@ -7,12 +7,14 @@ writes the run directory ``train`` writes, ``--out``/runs/seed<N>-<digest of its
 evaluation to Tune. On a cluster, ``--out`` must be on storage every node shares (as Tune's own storage must).
 When the trials end, the sweep writes ``results.md`` / ``results.json`` (mean ± std over seeds per configuration)
 and ``learning_curve.png`` (mean and spread bands) in ``--out``; an interrupted sweep resumes with ``--resume``
-(Tune's restore), without rerunning finished trials.
+(Tune's restore), without rerunning finished trials. Ray and Optuna are the optional ``sweep`` extra: they are
+imported where the sweep runs, after :func:`~sb3_hir.extras.require` named the extra.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import math
@@ -21,7 +23,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import torch
+
+from sb3_hir.cli import train as train_command
+from sb3_hir.cli.common import (
+    TRAIN_TIMESTEPS,
+    UsageError,
+    check_seed,
+    checked_int,
+    format_table,
+    lock,
+    prepare_out,
+    write_text,
+)
 from sb3_hir.extras import MissingExtraError, require
+from sb3_hir.plots import plot_sweep_curves
 
 #: train options a trial sets itself (or that do not apply to a sweep).
 TRIAL_OWNED = {"out", "overwrite", "seed", "no_progress", "help"}
@@ -42,8 +59,9 @@ METRIC = "goals_reached"
 EVALUATIONS = "sweep-evaluations.json"
 
 
-def add_parser(sub: Any, train: argparse.ArgumentParser, usage_error: type[Exception]) -> None:
+def add_parser(sub: Any) -> argparse.ArgumentParser:
     """The ``sweep`` sub-command: every ``train`` option, each accepting several values."""
+    train = train_command.standalone_parser()
     p = sub.add_parser(
         "sweep", help="train over a grid of options x seeds (or an Optuna search) as Ray Tune trials",
         description="Runs one train run per combination of the given option values and --seeds as a Ray Tune "
@@ -72,7 +90,8 @@ def add_parser(sub: Any, train: argparse.ArgumentParser, usage_error: type[Excep
     g.add_argument("--search", choices=["grid", "optuna"], default="grid",
                    help="grid (default) or optuna: search " + ", ".join(OPTUNA_SPACE) + " with ASHA early stopping")
     g.add_argument("--trials", type=int, default=8, metavar="N", help="--search optuna: number of trials")
-    p.set_defaults(func=lambda args: run(args, usage_error))
+    p.set_defaults(func=run)
+    return p
 
 
 # ---------------------------------------------------------------------------------------------------- the grid
@@ -125,10 +144,7 @@ def configuration(options: dict[str, Any], swept: Sequence[str]) -> str:
 def _trial(config: dict[str, Any]) -> None:
     """One Tune trial: a ``train`` run writing its run directory inside the trial's directory."""
     import ray
-    import torch
     from ray import tune
-
-    from sb3_hir import cli
 
     torch.set_num_threads(1)
     run = config["run"]
@@ -136,10 +152,9 @@ def _trial(config: dict[str, Any]) -> None:
     # Our own directory per (options, seed), not Tune's trial directory: a reused worker process may still see
     # the previous trial's context, and the name must survive a resume.
     out = Path(run["out"]) / "runs" / run_name(options)
-    parser = cli.build_parser()
-    argv = ["train", *train_argv(options, run["fixed"], _train_parser(parser)), "--out", str(out), "--overwrite",
-            "--no-progress"]
-    args = parser.parse_args(argv)
+    parser = train_command.standalone_parser()
+    args = parser.parse_args([*train_argv(options, run["fixed"], parser), "--out", str(out), "--overwrite",
+                              "--no-progress"])
     node = ray.get_runtime_context().get_node_id()
     done = out / EVALUATIONS
     if done.is_file():  # the run finished before an interrupt, but Tune had not recorded it: report, don't rerun
@@ -153,16 +168,14 @@ def _trial(config: dict[str, Any]) -> None:
         tune.report({**metrics, "node": node})
 
     try:
-        cli._train(args, report=report)
-    except cli.UsageError as exc:  # bad values of this trial's options: one line in the sweep's results
+        train_command.run(args, report=report)
+    except UsageError as exc:  # bad values of this trial's options: one line in the sweep's results
         raise ValueError(str(exc)) from None
-    cli._write_text(done, json.dumps(reported) + "\n")
+    write_text(done, json.dumps(reported) + "\n")
 
 
 def run_name(options: dict[str, Any]) -> str:
     """A trial's run directory name: its seed and a digest of its options (stable across a resume)."""
-    import hashlib
-
     digest = hashlib.sha1(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()[:10]
     return f"seed{options.get('seed', 0)}-{digest}"
 
@@ -173,64 +186,61 @@ def _train_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 # ---------------------------------------------------------------------------------------------------- the sweep
-def run(args: argparse.Namespace, usage_error: type[Exception]) -> int:
+def run(args: argparse.Namespace) -> int:
     """``sb3-hir sweep``."""
-    from sb3_hir import cli
-
     try:
         require("ray.tune", "sb3-hir sweep")
         if args.search == "optuna":
             require("optuna", "sb3-hir sweep --search optuna")
     except MissingExtraError as exc:
-        raise usage_error(str(exc)) from None
-    train = _train_parser(cli.build_parser())
+        raise UsageError(str(exc)) from None
+    train = train_command.standalone_parser()
     values, fixed = sweep_values(args, train)
     for option, value in (("--cpus-per-trial", args.cpus_per_trial), ("--max-concurrent", args.max_concurrent),
                           ("--trials", args.trials)):
-        cli._check_positive(option, value)
+        if value is not None:
+            checked_int(value, option, 1)
     for seed in args.seeds:
-        cli._check_seed(seed)
+        check_seed(seed, "--seeds")
     if args.search == "optuna":
         conflicting = [key for key, given in values.items() if len(given) > 1 or key in OPTUNA_SPACE]
         if conflicting:
-            raise usage_error(f"--search optuna searches {', '.join(OPTUNA_SPACE)} itself and takes one value of "
+            raise UsageError(f"--search optuna searches {', '.join(OPTUNA_SPACE)} itself and takes one value of "
                               f"each other option; drop --{', --'.join(k.replace('_', '-') for k in conflicting)}")
         if len(args.seeds) != 1:
-            raise usage_error("--search optuna runs one seed per trial; give one --seeds value")
+            raise UsageError("--search optuna runs one seed per trial; give one --seeds value")
     if args.resume and not args.out:
-        raise usage_error("--resume needs --out DIR, the sweep to resume")
+        raise UsageError("--resume needs --out DIR, the sweep to resume")
     trials = expand_grid(values, args.seeds) if args.search == "grid" else []
     if args.search == "grid":
         # Every configuration passes train's checks that need no env before any trial starts (a typo fails
         # here, not in trial 7); what only a run can find (an env rejecting its options) fails that trial alone.
         for options in {json.dumps({k: v for k, v in t.items() if k != "seed"}, sort_keys=True): t
                         for t in trials}.values():
-            trial_args = cli.build_parser().parse_args(["train", *train_argv(options, fixed, train)])
+            trial_args = train.parse_args(train_argv(options, fixed, train))
             try:
-                cli._check_train_args(trial_args)
-            except cli.UsageError as exc:
+                train_command.check_args(trial_args)
+            except UsageError as exc:
                 swept = [key for key, given in values.items() if len(given) > 1]
-                raise usage_error(f"{configuration(options, swept)}: {exc}") from None
+                raise UsageError(f"{configuration(options, swept)}: {exc}") from None
     if args.resume:
         out = Path(args.out)
         if not (out / "tune").is_dir():
-            raise usage_error(f"--resume: {str(out)!r} holds no sweep to resume (no tune/ directory)")
-        lock = cli._lock(out)
+            raise UsageError(f"--resume: {str(out)!r} holds no sweep to resume (no tune/ directory)")
+        handle = lock(out)
     else:
-        out, lock = cli._prepare_out("sweep", args.out, args.overwrite)
+        out, handle = prepare_out("sweep", args.out, args.overwrite)
     out = out.resolve()
     try:
         return _run_tune(args, out, trials, values, fixed, train)
     finally:
-        lock.close()
+        handle.close()
 
 
 def _run_tune(args: argparse.Namespace, out: Path, trials: list[dict[str, Any]], values: dict[str, list[Any]],
               fixed: list[str], train: argparse.ArgumentParser) -> int:
     import ray
     from ray import tune
-
-    from sb3_hir import cli
 
     started = not ray.is_initialized()
     if started:
@@ -251,7 +261,7 @@ def _run_tune(args: argparse.Namespace, out: Path, trials: list[dict[str, Any]],
             swept = json.loads((out / "sweep.json").read_text())["swept"]
         else:
             # What a resume needs besides Tune's own state: which options were swept, for the labels.
-            cli._write_text(out / "sweep.json", json.dumps(dict(swept=swept, search=args.search), indent=2) + "\n")
+            write_text(out / "sweep.json", json.dumps(dict(swept=swept, search=args.search), indent=2) + "\n")
             if args.search == "grid":
                 tuner = tune.Tuner(
                     trainable,
@@ -277,7 +287,7 @@ def _run_tune(args: argparse.Namespace, out: Path, trials: list[dict[str, Any]],
         best = grid.get_best_result(metric=METRIC, mode="max", scope="last", filter_nan_and_inf=True)
         options = dict(best.config["run"]["options"])
         command = "sb3-hir train " + " ".join(train_argv(options, best.config["run"]["fixed"], train))
-        cli._write_text(out / "best.txt", command + "\n")
+        write_text(out / "best.txt", command + "\n")
         print(f"best configuration ({METRIC} {best.metrics.get(METRIC, math.nan):.2f}): {command}")
     return 1 if failed and not rows else 0
 
@@ -304,8 +314,6 @@ def _optuna_tuner(args: argparse.Namespace, trainable: Any, values: dict[str, li
     space = {key: kinds[kind](*bounds) if kind != "choice" else tune.choice(bounds)
              for key, (kind, bounds) in OPTUNA_SPACE.items()}
     options = {key: given[0] for key, given in values.items()}
-    from sb3_hir.cli import TRAIN_TIMESTEPS
-
     timesteps = int(options.get("timesteps", TRAIN_TIMESTEPS))
     scheduler = ASHAScheduler(time_attr="timesteps", max_t=timesteps, grace_period=max(1, timesteps // 4),
                               reduction_factor=2)
@@ -351,25 +359,20 @@ def _collect(grid: Any, swept: Sequence[str]) -> tuple[list[dict[str, Any]], dic
 
 
 def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    import numpy as np
-
     return float(np.mean(values)), float(np.std(values))
 
 
 def _write_results(out: Path, rows: list[dict[str, Any]], curves: dict[str, list[Any]], failed: list[str],
                    swept: Sequence[str]) -> None:
-    from sb3_hir import cli
-    from sb3_hir.plots import plot_sweep_curves
-
-    table = cli._format_table(
+    table = format_table(
         ["configuration", "seeds", "success rate", "goals reached"],
         [[r["configuration"], " ".join(map(str, r["seeds"])),
           f"{r['success_rate'][0]:.2f} ± {r['success_rate'][1]:.2f}",
           f"{r['goals_reached'][0]:.2f} ± {r['goals_reached'][1]:.2f}"] for r in rows])
     lines = [table, ""] + ([f"failed trials ({len(failed)}):", *[f"- {line}" for line in failed], ""] if failed
                            else [])
-    cli._write_text(out / "results.md", "\n".join(lines))
-    cli._write_text(out / "results.json", json.dumps(dict(swept=list(swept), configurations=rows, failed=failed),
+    write_text(out / "results.md", "\n".join(lines))
+    write_text(out / "results.json", json.dumps(dict(swept=list(swept), configurations=rows, failed=failed),
                                                      indent=2) + "\n")
     if curves:
         plot_sweep_curves(curves, out / "learning_curve.png", title=f"sb3-hir sweep: mean and spread over seeds "

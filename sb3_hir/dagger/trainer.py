@@ -674,14 +674,20 @@ class SimpleDAggerTrainer(DAggerTrainer):
         rollout_round_min_timesteps: int = 500,
         bc_train_kwargs: Mapping[str, Any] | None = None,
         save_every_round: bool = True,
+        on_round_end: Callable[[int, dict[str, Any]], bool | None] | None = None,
     ) -> None:
         """Rounds of collection and BC until ``total_timesteps`` labelled steps were collected in this call.
 
         :param save_every_round: checkpoint after each round, so that a killed run resumes with
             :func:`reconstruct_trainer` (imitation's ``train`` never saves).
+        :param on_round_end: called after each round's BC update and before its checkpoint (so what it writes is
+            never behind the checkpoint) with the round number and ``beta``, ``episodes``, ``timesteps`` (this
+            round's) and ``total_timesteps`` (this call's); for progress reports. Returning ``False`` stops after
+            this round, as an SB3 callback does.
         """
         total = 0
         while total < total_timesteps:
+            round_num, beta = self.round_num, self.beta_for_round()
             trajs = self.collect_round(
                 min_episodes=rollout_round_min_episodes,
                 min_timesteps=max(rollout_round_min_timesteps, self.batch_size),
@@ -695,5 +701,9 @@ class SimpleDAggerTrainer(DAggerTrainer):
             self._logger.record("dagger/round_episode_count", len(trajs))
             self._logger.record("dagger/round_timestep_count", steps)
             self.extend_and_update(bc_train_kwargs)
+            stats = {"beta": beta, "episodes": len(trajs), "timesteps": steps, "total_timesteps": total}
+            go_on = on_round_end is None or on_round_end(round_num, stats) is not False
             if save_every_round:
                 self.save_trainer()
+            if not go_on:
+                break

@@ -1,0 +1,615 @@
+"""What the ``sb3-hir`` commands share: the algorithm registry, env building, run directories, locks, tables.
+
+Bad input ends as a :class:`UsageError` (one ``error:`` line, exit code 2). Options are validated where they are
+used: a library object's ``ValueError`` becomes the one line through :func:`usage`, so a rule is written once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import csv
+import fcntl
+import importlib
+import importlib.util
+import inspect
+import io
+import json
+import os
+import secrets
+import shutil
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from sb3_hir import plugins as plugin_registry
+from sb3_hir._validate import check_int
+from sb3_hir.atomic import atomic_path
+from sb3_hir.contract import ENV_GOAL_SPEC, declared
+from sb3_hir.extractors import HISTORY_ENCODERS, HistoryExtractor, KeySelectExtractor
+from sb3_hir.goals import GoalSpec
+from sb3_hir.history import HistoryWrapper
+from sb3_hir.plots import record_episode, save_episode_gif, save_episode_png
+from sb3_hir.relabel import HindsightInstructionRelabeler
+from sb3_hir.testing import check_instruction_env
+
+T = TypeVar("T")
+
+#: Exit code of bad command-line input, as argparse uses.
+USAGE_EXIT = 2
+#: Show what third-party packages print while the CLI imports them or builds envs (``--verbose``).
+VERBOSE = False
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported as one line, exit code 2, no traceback."""
+
+
+@contextlib.contextmanager
+def usage(what: str = "") -> Iterator[None]:
+    """Turn a library ``ValueError`` into a :class:`UsageError` (prefixed by ``what``), so a rule lives once."""
+    try:
+        yield
+    except ValueError as exc:
+        detail = " ".join(str(exc).split())
+        raise UsageError(f"{what}{detail}") from exc
+
+
+def checked_int(value: Any, option: str, minimum: int | None = None, maximum: int | None = None,
+                hint: str = "") -> int:
+    """A range check the CLI owns (no library object takes the option), worded as :mod:`sb3_hir._validate`."""
+    with usage():
+        return check_int(value, option, minimum, maximum, hint)
+
+
+@contextlib.contextmanager
+def quiet_output() -> Iterator[None]:
+    """Keep what third-party code prints while imported (gymnasium loads every env plugin, gymnasium-robotics
+    prints a notice about Adroit envs at its first import) off the CLI's output; ``--verbose`` shows it."""
+    if VERBOSE:
+        yield
+        return
+    captured = io.StringIO()
+    with contextlib.redirect_stderr(captured), contextlib.redirect_stdout(captured):
+        yield
+
+
+# ---------------------------------------------------------------------------------------------------- algorithms
+@dataclass(frozen=True)
+class Algo:
+    """How the CLI builds one algorithm: where it lives, what actions it takes, its MazeRunner defaults."""
+
+    module: str
+    cls: str
+    policy: str
+    action: str  # "discrete", "continuous" or "any"
+    off_policy: bool
+    defaults: dict[str, Any]
+
+
+#: Hyperparameters chosen for MazeRunner on a small CPU budget; `--timesteps` and `--n-envs` adapt the rest.
+ALGOS: dict[str, Algo] = {
+    "dqn": Algo("stable_baselines3", "DQN", "MultiInputPolicy", "discrete", True, dict(
+        learning_rate=5e-4, batch_size=128, gamma=0.97, exploration_fraction=0.3, exploration_final_eps=0.05,
+        target_update_interval=2_000, policy_kwargs=dict(net_arch=[256, 256]))),
+    "qrdqn": Algo("sb3_contrib", "QRDQN", "MultiInputPolicy", "discrete", True, dict(
+        learning_rate=5e-4, batch_size=128, gamma=0.97, exploration_fraction=0.3, exploration_final_eps=0.05,
+        target_update_interval=2_000, policy_kwargs=dict(net_arch=[256, 256], n_quantiles=25))),
+    "sac": Algo("stable_baselines3", "SAC", "MultiInputPolicy", "continuous", True, dict(
+        learning_rate=5e-4, batch_size=128, gamma=0.97, policy_kwargs=dict(net_arch=[256, 256]))),
+    "tqc": Algo("sb3_contrib", "TQC", "MultiInputPolicy", "continuous", True, dict(
+        learning_rate=5e-4, batch_size=128, gamma=0.97, policy_kwargs=dict(net_arch=[256, 256], n_critics=2))),
+    "recurrent-ppo": Algo("sb3_contrib", "RecurrentPPO", "MultiInputLstmPolicy", "any", False, dict(
+        learning_rate=3e-4, n_steps=128, batch_size=256, gamma=0.97, ent_coef=0.01,
+        policy_kwargs=dict(net_arch=[128], lstm_hidden_size=128))),
+}
+
+#: `train`'s defaults: with a 16-step history (conv encoder) DQN + HIR reaches ~2x the goals of the memoryless
+#: learner at equal steps; at ~2.6x the cost per step, 30k steps keep the job near 5 minutes (README, "Memory").
+TRAIN_HISTORY = 16
+TRAIN_TIMESTEPS = 30_000
+
+#: `--relabel` shorthands: the built-in hindsight-instruction relabeler with this strategy.
+STRATEGIES = ("some", "all", "none")
+
+#: MazeRunner's options: CLI dest -> (MazeRunnerEnv keyword, `train` default).
+MAZE_OPTIONS: dict[str, tuple[str, Any]] = {
+    "maze_size": ("maze_dim", 9),
+    "goals": ("num_goals", 3),
+    "time_limit": ("time_limit", 100),
+    "randomized_actions": ("randomized_actions", False),
+    "continuous": ("continuous", False),
+}
+
+
+def one_of(what: str, name: str, valid: Sequence[str]) -> str:
+    """``name`` if it is one of ``valid``; the error lists them (the names are the CLI's vocabulary)."""
+    if name not in valid:
+        raise UsageError(f"unknown {what} {name!r}; choose from: {', '.join(valid)}")
+    return name
+
+
+def algo_class(name: str) -> Any:
+    algo = ALGOS[name]
+    return getattr(importlib.import_module(algo.module), algo.cls)
+
+
+def check_seed(seed: int, option: str = "--seed") -> int:
+    """numpy and torch take 32-bit seeds."""
+    with usage():
+        return check_int(seed, option, 0, 2**32 - 1, hint="numpy and torch seeds")
+
+
+def seed_everything(seed: int) -> None:
+    """Seed what SB3's ``set_random_seed`` does not reach before a model exists (env building, torch's
+    initial weights of a policy built outside an algorithm), so equal seeds give equal runs."""
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def set_threads() -> None:
+    # imitation internals that say nothing actionable to a CLI user.
+    warnings.filterwarnings("ignore", message="trying to unwrap object of type", category=UserWarning)
+    warnings.filterwarnings("ignore", message="Converting a tensor with requires_grad", category=UserWarning)
+    # Small MLPs on a shared CPU: one thread avoids oversubscription and is as fast; it also keeps float sums in
+    # one order, so runs repeat exactly.
+    torch.set_num_threads(1)
+
+
+# ---------------------------------------------------------------------------------------------------- envs
+def parse_kwargs(pairs: Sequence[str], option: str = "--env-kwarg") -> dict[str, Any]:
+    """``KEY=VALUE`` pairs; values are Python literals when they parse as one, else strings."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.isidentifier():
+            raise UsageError(f"{option} takes KEY=VALUE with KEY a Python identifier; got {pair!r}")
+        try:
+            out[key] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            out[key] = raw
+    return out
+
+
+def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword arguments of the env factory: MazeRunner options with their defaults, plus ``--env-kwarg``."""
+    one_of("env", args.env, list(plugin_registry.available("env")))
+    kwargs: dict[str, Any] = {}
+    given = {dest: getattr(args, dest) for dest in MAZE_OPTIONS if getattr(args, dest) not in (None, False)}
+    if args.env == "mazerunner":
+        for dest, (keyword, default) in MAZE_OPTIONS.items():
+            value = getattr(args, dest)
+            kwargs[keyword] = default if value is None else value
+    elif given:
+        flags = ", ".join("--" + dest.replace("_", "-") for dest in given)
+        raise UsageError(f"{flags} configure --env mazerunner only; pass options of env {args.env!r} as "
+                         "--env-kwarg KEY=VALUE")
+    kwargs.update(parse_kwargs(args.env_kwarg))
+    return kwargs
+
+
+def make_env(name: str, kwargs: dict[str, Any], history: int = 0, **extra: Any) -> Any:
+    """The env plugin ``name``; with ``history`` > 0, wrapped in a HistoryWrapper of that many steps."""
+    try:
+        with quiet_output():  # the first build of a plugin's env may import its third-party package
+            env = plugin_registry.resolve_env(name, **kwargs, **extra)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"env {name!r} rejected its options {kwargs}: {exc}") from exc
+    return add_history(env, name, history)
+
+
+def add_history(env: Any, name: str, history: int) -> Any:
+    if not history:
+        return env
+    with usage(f"--history {history}: env {name!r} cannot carry a history window: "):
+        return HistoryWrapper(env, length=history)
+
+
+def env_factory(name: str, kwargs: dict[str, Any], history: int = 0) -> Callable[[], Any]:
+    """A zero-argument factory for ``make_vec_env`` (the checks ran on a probe already)."""
+
+    def env_fn() -> Any:
+        env = plugin_registry.create("env", name, **kwargs)
+        return HistoryWrapper(env, length=history) if history else env
+
+    return env_fn
+
+
+def check_instruction_env_space(env: Any, env_name: str) -> int:
+    """The env follows the instruction contract the extractor and the relabelers rely on; returns k."""
+    space = env.observation_space
+    if not isinstance(space, spaces.Dict) or not {"obs", "goals", "achieved"} <= set(space.spaces):
+        raise UsageError(f"env {env_name!r} must have a Dict observation with 'obs', 'goals' and 'achieved' keys; "
+                         f"it has {space}")
+    return int(space["goals"].shape[0])
+
+
+def check_algo_env(algo_name: str, env: Any, env_name: str) -> None:
+    """Fail early, in one line, when the algorithm cannot act in the env's action space."""
+    algo = ALGOS[algo_name]
+    space = env.action_space
+    if algo.action == "continuous" and not isinstance(space, spaces.Box):
+        hint = " (add --continuous for Box(-1, 1, (2,)) actions)" if env_name == "mazerunner" else ""
+        raise UsageError(f"--algo {algo_name} needs continuous (Box) actions but env {env_name!r} has "
+                         f"{type(space).__name__} actions{hint}; discrete algorithms: dqn, qrdqn, recurrent-ppo")
+    if algo.action == "discrete" and not isinstance(space, spaces.Discrete):
+        hint = " (drop --continuous)" if env_name == "mazerunner" else ""
+        raise UsageError(f"--algo {algo_name} needs Discrete actions but env {env_name!r} has "
+                         f"{type(space).__name__} actions{hint}; continuous algorithms: sac, tqc, recurrent-ppo")
+
+
+def extractor_kwargs(history: int, encoder: str) -> dict[str, Any]:
+    """The policy sees the observation and the instruction ("achieved" is only there for relabeling); a history
+    window is encoded next to them."""
+    if history:
+        return dict(features_extractor_class=HistoryExtractor,
+                    features_extractor_kwargs=dict(keys=["obs", "goals"], encoder=encoder))
+    return dict(features_extractor_class=KeySelectExtractor, features_extractor_kwargs=dict(keys=["obs", "goals"]))
+
+
+def policy_kwargs(algo: Algo, hidden: int | None = None, history: int = 0, encoder: str = "gru") -> dict[str, Any]:
+    kwargs = dict(algo.defaults["policy_kwargs"])
+    if hidden is not None:
+        kwargs["net_arch"] = [hidden, hidden]
+    return {**extractor_kwargs(history, encoder), **kwargs}
+
+
+def check_history(args: argparse.Namespace) -> None:
+    checked_int(args.history, "--history", 0, hint="0: no memory")
+    one_of("history encoder", args.history_encoder, list(HISTORY_ENCODERS))
+
+
+def memory_label(args: argparse.Namespace) -> str:
+    return f"history {args.history} ({args.history_encoder})" if args.history else "no history"
+
+
+# ---------------------------------------------------------------------------------------------------- memory
+#: What one env costs besides its observations (wrappers, the maze, Python objects): a floor, not a measurement.
+ENV_OVERHEAD_BYTES = 64 * 1024
+
+
+def physical_memory() -> int:
+    """Bytes of memory this machine has."""
+    return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def _space_bytes(space: spaces.Space) -> int:
+    if isinstance(space, spaces.Dict):
+        return sum(_space_bytes(sub) for sub in space.spaces.values())
+    shape = space.shape or (1,)
+    return int(np.prod(shape, dtype=np.float64)) * int(np.dtype(space.dtype or np.float32).itemsize)
+
+
+def _width(space: spaces.Space) -> int:
+    if isinstance(space, spaces.Discrete):
+        return int(space.n)
+    if isinstance(space, spaces.MultiDiscrete):
+        return int(np.sum(space.nvec))
+    return int(np.prod(space.shape or (1,), dtype=np.float64))
+
+
+def observation_bytes(env: Any, history: int) -> int:
+    """Bytes of one observation of ``env`` once a ``history``-step window is added, computed from the spaces
+    (building the window first would already cost what the check is there to refuse)."""
+    total = _space_bytes(env.observation_space)
+    if history:
+        obs = env.observation_space["obs"]
+        obs_width = 1 if isinstance(obs, spaces.Discrete) else _width(obs)
+        total += history * (obs_width + _width(env.action_space) + 1) * 4  # float32 rows of HistoryWrapper
+    return total
+
+
+def _size(n_bytes: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n_bytes < 1024 or unit == "PiB":
+            return f"{n_bytes:.1f} {unit}"
+        n_bytes /= 1024
+    raise AssertionError  # pragma: no cover
+
+
+def check_memory(needs: Sequence[tuple[str, float]], obs_bytes: int) -> None:
+    """Refuse, in one line, a run whose size options need more memory than the machine has.
+
+    ``needs`` are (options, bytes) terms of a lower-bound estimate; the largest names the options to shrink.
+    Without this, a too-large ``--history`` or buffer swaps or hangs for minutes instead of failing.
+    """
+    total = sum(n_bytes for _, n_bytes in needs)
+    available = physical_memory()
+    if total <= available:
+        return
+    options, _ = max(needs, key=lambda need: need[1])
+    raise UsageError(f"{options} need at least {_size(total)} of memory ({_size(obs_bytes)} per observation) but "
+                     f"this machine has {_size(available)}; choose smaller values")
+
+
+def env_memory(n_envs: int, obs_bytes: int) -> float:
+    """Envs hold a few observations each (current, reset, the VecEnv's buffers) besides their own state."""
+    return n_envs * (ENV_OVERHEAD_BYTES + 4 * obs_bytes)
+
+
+def network_memory(hidden: int, inputs: int) -> float:
+    """Two hidden layers of ``hidden`` units, times ~8 copies (target nets, critics, Adam's two moments)."""
+    return 8 * 4 * (hidden * hidden + inputs * hidden)
+
+
+# ---------------------------------------------------------------------------------------------------- goal specs
+def goal_spec(args: argparse.Namespace, probe: Any, env_name: str) -> tuple[Any, str]:
+    """The goal spec relabeling uses: ``--goal-spec``, else the one the env declares, else ``exact``."""
+    kwargs = parse_kwargs(args.goal_spec_kwarg, option="--goal-spec-kwarg")
+    if args.goal_spec is None:
+        if kwargs:
+            raise UsageError("--goal-spec-kwarg needs --goal-spec")
+        spec = declared(probe, ENV_GOAL_SPEC)
+        if spec is None:
+            return plugin_registry.resolve_goal_spec("exact"), "exact"
+        spec = plugin_registry.resolve_goal_spec(spec)
+        return spec, f"{type(spec).__name__} (declared by env {env_name!r})"
+    one_of("goal spec", args.goal_spec, list(plugin_registry.available("goal_spec")))
+    factory = plugin_registry.get("goal_spec", args.goal_spec)
+    with contextlib.suppress(TypeError, ValueError):
+        if "env" in inspect.signature(factory).parameters and "env" not in kwargs:
+            kwargs["env"] = probe
+    try:
+        spec = plugin_registry.resolve_goal_spec(args.goal_spec, argument="--goal-spec", **kwargs)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"goal spec {args.goal_spec!r} rejected {kwargs}: {exc}") from exc
+    if not isinstance(spec, GoalSpec):
+        raise UsageError(f"goal spec {args.goal_spec!r} built a {type(spec).__name__}, not a GoalSpec")
+    return spec, args.goal_spec
+
+
+def check_goal_spec(probe: Any, env_name: str, spec: Any, num_goals: int, label: str) -> None:
+    """Relabeled data must be what the env produces: run the instruction-env check with this spec first."""
+    try:
+        relabeler = HindsightInstructionRelabeler(num_goals, strategy="none", goal_spec=spec)
+        check_instruction_env(probe, relabeler=relabeler, n_episodes=2, max_steps=300)
+    except (AssertionError, ValueError) as exc:
+        detail = " ".join(str(exc).split())
+        raise UsageError(f"env {env_name!r} and goal spec {label} disagree, so relabeling would misrepresent the "
+                         f"env (pass --goal-spec NAME): {detail}") from exc
+
+
+def check_expert(name: str, env_name: str, kwargs: dict[str, Any]) -> None:
+    """An expert that cannot act in the env says so in one line, naming the installed experts that can."""
+
+    def serves(expert_name: str) -> str | None:
+        venv = DummyVecEnv([lambda: plugin_registry.create("env", env_name, **kwargs)])
+        try:
+            expert = plugin_registry.resolve_expert(expert_name, venv=venv)
+            obs = venv.reset()
+            action, _ = expert.predict(obs, deterministic=True)
+            venv.step(action)
+            return None
+        except Exception as exc:
+            return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        finally:
+            venv.close()
+
+    problem = serves(name)
+    if problem is not None:
+        able = [other for other in plugin_registry.available("expert") if other != name and serves(other) is None]
+        can = ", ".join(able) if able else "none of the installed experts"
+        raise UsageError(f"expert {name!r} cannot act in env {env_name!r} ({problem}); experts that can: {can}")
+
+
+# ---------------------------------------------------------------------------------------------------- files
+def write_text(path: Path, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def write_csv(path: Path, records: Sequence[dict[str, Any]]) -> None:
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(records[0]))
+        writer.writeheader()
+        writer.writerows(records)
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A Markdown table, aligned so it also reads well in a terminal."""
+    cells = [[str(h) for h in header], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+
+    def line(row: Sequence[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |"
+
+    return "\n".join([line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+                      *[line(row) for row in cells[1:]]])
+
+
+def log_formats() -> list[str]:
+    """SB3 logger formats of a run directory: CSV, plus TensorBoard when it is installed."""
+    if importlib.util.find_spec("tensorboard") is not None:
+        return ["csv", "tensorboard"]
+    print("note: tensorboard is not installed; writing CSV logs only", file=sys.stderr)
+    return ["csv"]
+
+
+#: Marker file of a run directory: ``--overwrite`` only ever clears a directory that holds one.
+RUN_MARKER = ".sb3-hir-run"
+#: Lock file held (``flock``) while a process writes into a run directory.
+LOCK_FILE = ".sb3-hir.lock"
+
+
+def prepare_out(command: str, out_arg: str | None, overwrite: bool) -> tuple[Path, IO[str]]:
+    """The run directory, created and locked: unique by default, never shared by accident.
+
+    The default name has the time, the pid and a random suffix, so two runs started in the same second get
+    two directories. An explicit ``--out`` that is not empty is refused unless ``--overwrite`` (which clears it,
+    and only if an earlier sb3-hir run made it). A lock held for the process's life makes a second process
+    writing into the same directory fail at once. Returns the directory and the open lock file.
+    """
+    out = _new_default_dir(command) if out_arg is None else _explicit_dir(out_arg)
+    handle = lock(out)
+    if out_arg is not None:
+        contents = [path for path in out.iterdir() if path.name != LOCK_FILE]
+        if contents and not overwrite:
+            handle.close()
+            raise UsageError(f"--out {str(out)!r} is not empty; pass --overwrite to replace the run in it, or choose "
+                             "another directory")
+        if contents:
+            if not (out / RUN_MARKER).is_file():
+                handle.close()
+                raise UsageError(f"--overwrite refuses to clear {str(out)!r}: it was not made by sb3-hir (no "
+                                 f"{RUN_MARKER} file)")
+            for path in contents:
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    (out / RUN_MARKER).write_text(json.dumps({"command": command, "pid": os.getpid()}) + "\n")
+    return out, handle
+
+
+def _new_default_dir(command: str) -> Path:
+    while True:
+        out = Path("runs") / f"{command}-{datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}-{secrets.token_hex(2)}"
+        try:
+            out.mkdir(parents=True, exist_ok=False)
+            return out
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise UsageError(f"cannot create the run directory {str(out)!r}: {exc.strerror}") from exc
+
+
+def _explicit_dir(out_arg: str) -> Path:
+    out = Path(out_arg)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {str(out)!r} is an existing file; give a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create --out {str(out)!r}: {exc.strerror}") from exc
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {str(out)!r} is not writable")
+    return out
+
+
+def lock(out: Path) -> IO[str]:
+    """Hold an exclusive ``flock`` on the run directory's lock file (released when the process ends)."""
+    handle = open(out / LOCK_FILE, "a+")  # noqa: SIM115 - held open for the life of the run
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise UsageError(f"another sb3-hir process (pid {holder}) is writing into {str(out)!r}; wait for it or "
+                         "choose another --out") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
+# ---------------------------------------------------------------------------------------------------- pictures
+def save_episode_pictures(model: Any, env_name: str, kwargs: dict[str, Any], folder: Path, seed: int,
+                          stem: str = "episode", gif: bool = True, png: bool = True,
+                          best_of: int = 1, history: int = 0) -> tuple[Any, int] | None:
+    """Record deterministic episodes (seeds ``seed``, ``seed + 1``, ...) and draw the one that got furthest.
+
+    Up to ``best_of`` episodes are played, stopping at the first success; the picture's title says which one it
+    shows, so a good episode is never passed off as a typical one. Returns (the episode drawn, episodes played),
+    or None when the env cannot render.
+    """
+    try:
+        return _draw_episode(model, env_name, kwargs, folder, seed, stem, gif, png, best_of, history)
+    except Exception as exc:  # e.g. no OpenGL on a headless machine: the run and its results matter more
+        detail = " ".join(str(exc).split())[:300]
+        print(f"warning: no episode picture ({type(exc).__name__}: {detail}); the run's results are kept. On a "
+              "headless machine set MUJOCO_GL=egl or MUJOCO_GL=osmesa", file=sys.stderr)
+        return None
+
+
+def _draw_episode(model: Any, env_name: str, kwargs: dict[str, Any], folder: Path, seed: int, stem: str,
+                  gif: bool, png: bool, best_of: int, history: int = 0) -> tuple[Any, int] | None:
+    try:
+        env = make_env(env_name, kwargs, history=history, render_mode="rgb_array")
+    except UsageError:
+        print(f"note: env {env_name!r} has no rgb_array render mode; no episode picture", file=sys.stderr)
+        return None
+    best, played = None, 0
+    for episode_seed in range(seed, seed + best_of):
+        episode = record_episode(model, env, seed=episode_seed)
+        played += 1
+        if best is None or (episode.goals_reached or 0, -episode.length) > (best.goals_reached or 0, -best.length):
+            best = episode
+        if episode.is_success:
+            break
+    env.close()
+    assert best is not None
+    goals = "" if best.goals_reached is None else f", {best.goals_reached} goals reached"
+    title = f"{'success' if best.is_success else 'no success'} in {best.length} steps{goals} (seed {best.seed}"
+    title += f", best of {played} episodes)" if played > 1 else ")"
+    if gif:
+        save_episode_gif(best.frames, folder / f"{stem}.gif")
+    if png:
+        save_episode_png(best.frames, folder / f"{stem}.png", title=title)
+    return best, played
+
+
+# ---------------------------------------------------------------------------------------------------- options
+def names(kind: str) -> str:
+    """Installed names of ``kind``, for --help (a broken plugin never breaks the help)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ", ".join(plugin_registry.available(kind)) or "none installed"
+    except Exception as exc:  # pragma: no cover - a conflicting registration reported elsewhere
+        return f"unavailable ({type(exc).__name__})"
+
+
+def add_goal_spec_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--goal-spec", metavar="NAME",
+                   help="goal spec relabeling judges goals by (default: the one the env declares, else exact); "
+                        f"installed: {names('goal_spec')}")
+    p.add_argument("--goal-spec-kwarg", action="append", default=[], metavar="KEY=VALUE",
+                   help="goal spec argument (repeatable), e.g. tolerance=0.5")
+
+
+def add_run_options(p: argparse.ArgumentParser, command: str) -> None:
+    p.add_argument("--out", metavar="DIR",
+                   help=f"run directory (default runs/{command}-<time>-<pid>-<random>); refused when not empty")
+    p.add_argument("--overwrite", action="store_true",
+                   help="clear a non-empty --out made by an earlier sb3-hir run and write the new run there")
+
+
+def add_env_options(p: argparse.ArgumentParser, continuous_help: str) -> None:
+    g = p.add_argument_group("environment")
+    g.add_argument("--env", default="mazerunner", metavar="NAME",
+                   help=f"env plugin name (default: mazerunner); installed: {names('env')}")
+    g.add_argument("--maze-size", type=int, metavar="N",
+                   help=f"MazeRunner side length (default {MAZE_OPTIONS['maze_size'][1]})")
+    g.add_argument("--goals", type=int, metavar="N",
+                   help=f"goals per instruction k (default {MAZE_OPTIONS['goals'][1]})")
+    g.add_argument("--time-limit", type=int, metavar="N",
+                   help=f"steps per episode (default {MAZE_OPTIONS['time_limit'][1]})")
+    g.add_argument("--randomized-actions", action="store_true", help="permute MazeRunner's moves every episode")
+    g.add_argument("--continuous", action="store_true", help=continuous_help)
+    g.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra env factory keyword (repeatable), e.g. for other env plugins")
+
+
+def add_history_options(p: argparse.ArgumentParser, default: int) -> None:
+    p.add_argument("--history", type=int, metavar="N", default=default,
+                   help="memory: the last N observations and actions enter the observation (HistoryWrapper) and the "
+                        f"policy encodes them (HistoryExtractor); 0 for none (default {default})")
+    p.add_argument("--history-encoder", default="conv", metavar="NAME",
+                   help="how the policy encodes the window: conv or gru (default conv: it learned MazeRunner as well "
+                        "as the GRU at 0.8x its cost)")
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with its errors in one line, as every other error of the CLI (no usage block around it)."""
+
+    def error(self, message: str) -> Any:
+        self.exit(USAGE_EXIT, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")

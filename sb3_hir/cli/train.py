@@ -1,0 +1,364 @@
+"""``sb3-hir train``: one algorithm, once per ``--relabel`` value (same seed and budget), evaluated as it learns.
+
+Equal seeds give equal ``results.json`` on one machine except ``minutes`` (wall clock): the envs are seeded by
+``make_vec_env``, the model (torch, numpy, its action space) by SB3's ``seed``, the replay buffer by its own
+Generator, the evaluations by their own seed; torch runs on one thread (one summation order) and the global numpy
+and torch state is reset before each run, so what a caller ran before does not leak in. Another machine (another
+torch or BLAS build, another CPU's vector units) may round floats differently and so diverge after many updates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import configure as configure_logger
+from tqdm import TqdmExperimentalWarning
+
+from sb3_hir import plugins as plugin_registry
+from sb3_hir.atomic import atomic_path
+from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.callbacks import InstructionEvalCallback
+from sb3_hir.cli.common import (
+    ALGOS,
+    STRATEGIES,
+    TRAIN_HISTORY,
+    TRAIN_TIMESTEPS,
+    ArgumentParser,
+    UsageError,
+    add_env_options,
+    add_goal_spec_options,
+    add_history,
+    add_history_options,
+    add_run_options,
+    algo_class,
+    check_algo_env,
+    check_goal_spec,
+    check_history,
+    check_instruction_env_space,
+    check_memory,
+    check_seed,
+    checked_int,
+    env_factory,
+    env_kwargs,
+    env_memory,
+    format_table,
+    goal_spec,
+    log_formats,
+    make_env,
+    memory_label,
+    names,
+    network_memory,
+    observation_bytes,
+    one_of,
+    policy_kwargs,
+    prepare_out,
+    save_episode_pictures,
+    seed_everything,
+    set_threads,
+    write_text,
+)
+from sb3_hir.plots import plot_learning_curves
+
+Report = Callable[[dict[str, Any]], None]
+
+#: Columns of results.md, one row per run.
+RESULT_COLUMNS = ["run", "success rate", "goals reached", "best success rate", "timesteps", "minutes"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``train``'s options (the sweep takes each of them with several values)."""
+    p.add_argument("--algo", default="dqn", metavar="ALGO", help=f"one of {', '.join(ALGOS)} (default dqn)")
+    p.add_argument("--relabel", nargs="+", metavar="NAME",
+                   help="runs to compare: some, all, none or relabeler plugin names (default: some none; "
+                        f"none for recurrent-ppo); relabelers installed: {names('relabeler')}")
+    p.add_argument("--relabel-ratio", type=float, metavar="X", default=0.8,
+                   help="share of relabeled samples (default 0.8)")
+    p.add_argument("--n-steps", type=int, metavar="N", default=1,
+                   help="n-step returns of the replay buffer (off-policy; default 1)")
+    p.add_argument("--learning-rate", type=float, metavar="X", help="learning rate (default: the algorithm's, below)")
+    p.add_argument("--hidden", type=int, metavar="N", help="width of the two hidden layers (default 256)")
+    add_history_options(p, TRAIN_HISTORY)
+    p.add_argument("--timesteps", type=int, metavar="N", default=TRAIN_TIMESTEPS,
+                   help=f"env steps per run (default {TRAIN_TIMESTEPS})")
+    p.add_argument("--n-envs", type=int, metavar="N", default=8, help="parallel training envs (default 8)")
+    p.add_argument("--seed", type=int, metavar="N", default=0, help="seed of envs, networks and relabeling (default 0)")
+    p.add_argument("--eval-freq", type=int, metavar="N", help="evaluate every N timesteps (default timesteps/12)")
+    p.add_argument("--eval-episodes", type=int, metavar="N", default=50, help="episodes per evaluation (default 50)")
+    add_run_options(p, "train")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_goal_spec_options(p)
+    add_env_options(p, "Box(-1, 1, (2,)) MazeRunner actions, for sac / tqc / recurrent-ppo")
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "train", help="train with and without hindsight instruction relabeling and compare",
+        description="Train one algorithm once per --relabel value (same seed and budget) with periodic evaluation; "
+                    "writes TensorBoard/CSV logs, models, learning curves and episode pictures to --out.")
+    add_arguments(p)
+    p.set_defaults(func=run)
+    return p
+
+
+# ---------------------------------------------------------------------------------------------------- checks
+def resolve_relabels(algo_name: str, relabels: list[str] | None) -> list[str]:
+    if relabels is None:
+        return ["some", "none"] if ALGOS[algo_name].off_policy else ["none"]
+    valid = [*STRATEGIES, *plugin_registry.available("relabeler")]
+    for name in relabels:
+        one_of("relabeler", name, valid)
+    if len(set(relabels)) != len(relabels):
+        raise UsageError(f"--relabel repeats a name: {' '.join(relabels)}")
+    if not ALGOS[algo_name].off_policy and set(relabels) != {"none"}:
+        raise UsageError(f"--algo {algo_name} is on-policy and has no replay buffer to relabel; use --relabel none "
+                         "or an off-policy algorithm (dqn, qrdqn, sac, tqc)")
+    return list(relabels)
+
+
+def check_args(args: argparse.Namespace) -> tuple[str, dict[str, Any], list[str]]:
+    """``train``'s checks that need no env: (algorithm, env kwargs, relabel runs), or a UsageError.
+
+    ``--relabel-ratio`` and ``--n-steps`` are the replay buffer's to check, when the run builds it.
+    """
+    algo_name = one_of("algorithm", args.algo, list(ALGOS))
+    for option in ("timesteps", "n_envs", "eval_freq", "eval_episodes", "hidden"):
+        if getattr(args, option) is not None:
+            checked_int(getattr(args, option), "--" + option.replace("_", "-"), 1)
+    check_history(args)
+    if args.learning_rate is not None and not args.learning_rate > 0:
+        raise UsageError(f"--learning-rate must be > 0; got {args.learning_rate}")
+    if args.n_steps != 1 and not ALGOS[algo_name].off_policy:
+        raise UsageError(f"--n-steps applies to off-policy algorithms; --algo {algo_name} is on-policy")
+    check_seed(args.seed)
+    return algo_name, env_kwargs(args), resolve_relabels(algo_name, args.relabel)
+
+
+def buffer_size(args: argparse.Namespace) -> int:
+    return min(max(args.timesteps, 1_000), 1_000_000)
+
+
+def check_train_memory(args: argparse.Namespace, algo_name: str, probe: Any) -> None:
+    """The replay (or rollout) buffer, the envs and the networks must fit in memory, before any is built."""
+    algo = ALGOS[algo_name]
+    obs = observation_bytes(probe, args.history)
+    hidden = args.hidden or max(algo.defaults["policy_kwargs"]["net_arch"])
+    if algo.off_policy:  # observations and next observations of every row, and one batch of both in tensors
+        rows = buffer_size(args)
+        memory = (f"--history {args.history} and --timesteps {args.timesteps} (a replay buffer of {rows} rows)",
+                  2.0 * rows * obs + 4.0 * algo.defaults["batch_size"] * obs)
+    else:
+        rows = algo.defaults["n_steps"] * args.n_envs
+        memory = (f"--history {args.history} and --n-envs {args.n_envs} (a rollout buffer of {rows} rows)",
+                  2.0 * rows * obs)
+    eval_envs = min(args.eval_episodes, 10)
+    check_memory([memory,
+                  (f"--n-envs {args.n_envs} and --history {args.history}", env_memory(args.n_envs + eval_envs, obs)),
+                  (f"--hidden {hidden}", network_memory(hidden, obs // 4))], obs)
+
+
+def probe_env(args: argparse.Namespace, algo_name: str, kwargs: dict[str, Any],
+              relabels: list[str]) -> tuple[int, Any, str]:
+    """Build the env once and check it: (k, goal spec, its label)."""
+    probe = make_env(args.env, kwargs)
+    check_train_memory(args, algo_name, probe)  # from the spaces, before the window is allocated
+    probe = add_history(probe, args.env, args.history)
+    num_goals = check_instruction_env_space(probe, args.env)
+    check_algo_env(algo_name, probe, args.env)
+    spec, spec_label = goal_spec(args, probe, args.env)
+    if any(relabel != "none" for relabel in relabels):
+        check_goal_spec(probe, args.env, spec, num_goals, spec_label)
+    probe.close()
+    return num_goals, spec, spec_label
+
+
+# ---------------------------------------------------------------------------------------------------- one run
+class ReportEvaluations(BaseCallback):
+    """Passes each new evaluation of ``evaluator`` to ``report`` (a sweep's Tune reporter)."""
+
+    def __init__(self, evaluator: InstructionEvalCallback, report: Report, run: str) -> None:
+        super().__init__()
+        self.evaluator = evaluator
+        self.report = report
+        self.run = run
+        self.reported = 0
+
+    def _flush(self) -> None:
+        history = self.evaluator.history
+        while len(history.timesteps) > self.reported:
+            i = self.reported
+            self.report(dict(run=self.run, timesteps=int(history.timesteps[i]),
+                             success_rate=float(history.success_rate[i]),
+                             goals_reached=float(history.goals_reached[i])))
+            self.reported += 1
+
+    def _on_step(self) -> bool:
+        self._flush()
+        return True
+
+    def _on_training_end(self) -> None:  # the evaluator's final evaluation comes after the last step
+        self._flush()
+
+
+def model_kwargs(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any) -> dict[str, Any]:
+    """The algorithm's keyword arguments for one run (its replay buffer checks the relabel options)."""
+    algo = ALGOS[algo_name]
+    kwargs = {k: v for k, v in algo.defaults.items() if k != "policy_kwargs"}
+    if args.learning_rate is not None:
+        kwargs["learning_rate"] = args.learning_rate
+    if not algo.off_policy:
+        return kwargs
+    kwargs.update(buffer_size=buffer_size(args), learning_starts=min(1_000, args.timesteps // 10), train_freq=1,
+                  gradient_steps=max(1, args.n_envs // 2))
+    if relabel != "none" or args.n_steps != 1:
+        # With relabel none and n-step returns: the same buffer serving recorded rows only (SB3's own n-step
+        # buffer refuses Dict observations).
+        buffer_kwargs: dict[str, Any] = (
+            dict(relabeler="hindsight-instruction", strategy=relabel, goal_spec=spec) if relabel in STRATEGIES
+            else dict(relabeler=relabel))
+        ratio = args.relabel_ratio if relabel != "none" else 0.0
+        kwargs.update(replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(
+            relabel_ratio=ratio, seed=args.seed, n_steps=args.n_steps, gamma=kwargs["gamma"], **buffer_kwargs))
+    return kwargs
+
+
+#: Library argument names as the CLI's options, for the errors a library object raises about them.
+OPTION_NAMES = {"relabel_ratio": "--relabel-ratio", "n_steps": "--n-steps", "learning_rate": "--learning-rate"}
+
+
+def build_model(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, venv: Any) -> Any:
+    label = f"{algo_name}-{relabel}"
+    algo = ALGOS[algo_name]
+    try:
+        return algo_class(algo_name)(algo.policy, venv, seed=args.seed, verbose=0,
+                                     **model_kwargs(args, algo_name, relabel, spec),
+                                     policy_kwargs=policy_kwargs(algo, args.hidden, args.history,
+                                                                 args.history_encoder))
+    except ValueError as exc:
+        detail = " ".join(str(exc).split())
+        for name, option in OPTION_NAMES.items():
+            if detail.startswith(name + " "):
+                raise UsageError(f"{option}{detail[len(name):]}") from exc
+        raise UsageError(f"cannot build {label}: {detail}") from exc
+
+
+def learn(model: Any, args: argparse.Namespace, callbacks: list[Any]) -> bool:
+    """Train for ``--timesteps``; True when Ctrl-C stopped it (the run keeps what it has)."""
+    try:
+        with warnings.catch_warnings():
+            # SB3's progress bar is tqdm.rich, which warns on every run that it is experimental.
+            warnings.simplefilter("ignore", TqdmExperimentalWarning)
+            model.learn(args.timesteps, callback=callbacks, progress_bar=not args.no_progress)
+    except KeyboardInterrupt:
+        return True
+    return False
+
+
+def run_one(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, spec_label: str, num_goals: int,
+            out: Path, model: Any, venv: Any, kwargs: dict[str, Any], report: Report | None) -> dict[str, Any]:
+    """One relabel value's run, written to ``out/<algo>-<relabel>``; returns its results row and curve."""
+    label = f"{algo_name}-{relabel}"
+    run_dir = out / label
+    run_dir.mkdir(parents=True, exist_ok=True)
+    eval_seed = args.seed + 10_000
+    eval_env = make_vec_env(env_factory(args.env, kwargs, args.history), n_envs=min(args.eval_episodes, 10),
+                            seed=eval_seed)
+    model.set_logger(configure_logger(str(run_dir), log_formats()))
+    callback = InstructionEvalCallback(eval_env, eval_freq=args.eval_freq or max(args.timesteps // 12, 1),
+                                       n_eval_episodes=args.eval_episodes, seed=eval_seed, verbose=1)
+    callbacks: list[Any] = [callback] + ([ReportEvaluations(callback, report, label)] if report else [])
+    print(f"== {label}: relabel {relabel!r}, logs in {run_dir}")
+    start = time.perf_counter()
+    interrupted = learn(model, args, callbacks)
+    minutes = (time.perf_counter() - start) / 60
+    with atomic_path(run_dir / "model.zip") as tmp:
+        model.save(tmp)
+    write_text(run_dir / "run.json", json.dumps(dict(
+        algo=algo_name, env=args.env, env_kwargs=kwargs, relabel=relabel, goal_spec=spec_label,
+        relabel_ratio=args.relabel_ratio, n_steps=args.n_steps, learning_rate=args.learning_rate,
+        hidden=args.hidden, history=args.history, history_encoder=args.history_encoder,
+        seed=args.seed, timesteps=args.timesteps, timesteps_done=int(model.num_timesteps), n_envs=args.n_envs,
+        interrupted=interrupted), indent=2) + "\n")
+    history = callback.history
+    try:
+        if interrupted and not history.timesteps:
+            return dict(interrupted=True, history=None)
+        plot_run_curve(history, run_dir, num_goals, f"{algo_name} on {args.env}, relabel {relabel}", relabel)
+        if not interrupted:
+            save_episode_pictures(model, args.env, kwargs, run_dir, seed=eval_seed, best_of=10, history=args.history)
+    finally:
+        venv.close()
+        eval_env.close()
+    return dict(run=label + (" (interrupted)" if interrupted else ""), relabel=relabel,
+                success_rate=history.success_rate[-1], goals_reached=history.goals_reached[-1],
+                best_success_rate=max(history.success_rate), timesteps=history.timesteps[-1],
+                minutes=round(minutes, 2), interrupted=interrupted, history=history)
+
+
+def plot_run_curve(history: Any, run_dir: Path, num_goals: int, title: str, relabel: str) -> None:
+    plot_learning_curves({f"relabel {relabel}": history}, run_dir / "learning_curve.png", num_goals=num_goals,
+                         title=title)
+
+
+# ---------------------------------------------------------------------------------------------------- the command
+def run(args: argparse.Namespace, report: Report | None = None) -> int:
+    """``sb3-hir train``; ``report`` (a sweep's reporter) receives every evaluation as a dict."""
+    algo_name, kwargs, relabels = check_args(args)
+    num_goals, spec, spec_label = probe_env(args, algo_name, kwargs, relabels)
+    set_threads()
+    env_fn = env_factory(args.env, kwargs, args.history)
+    out: Path | None = None
+    curves: dict[str, Any] = {}
+    results: list[dict[str, Any]] = []
+    for relabel in relabels:
+        seed_everything(args.seed)
+        venv = make_vec_env(env_fn, n_envs=args.n_envs, seed=args.seed)
+        model = build_model(args, algo_name, relabel, spec, venv)  # bad options fail before the run directory
+        if out is None:
+            out, _lock_handle = prepare_out("train", args.out, args.overwrite)
+            print(f"sb3-hir train: {algo_name} on {args.env} {kwargs}, {args.timesteps} timesteps x {len(relabels)} "
+                  f"runs ({', '.join(relabels)}), goal spec {spec_label}, {memory_label(args)}, seed {args.seed} "
+                  f"-> {out}")
+        row = run_one(args, algo_name, relabel, spec, spec_label, num_goals, out, model, venv, kwargs, report)
+        history = row.pop("history")
+        if history is None:
+            break
+        curves[f"relabel {relabel}"] = history
+        results.append(row)
+        if row["interrupted"]:
+            break
+    assert out is not None
+    return write_results(args, algo_name, out, curves, results, relabels, num_goals)
+
+
+def write_results(args: argparse.Namespace, algo_name: str, out: Path, curves: dict[str, Any],
+                  results: list[dict[str, Any]], relabels: list[str], num_goals: int) -> int:
+    if curves:
+        plot_learning_curves(curves, out / "learning_curve.png", num_goals=num_goals,
+                             title=f"{algo_name} on {args.env}: success and goals reached during training")
+    rows = [[r["run"], f"{r['success_rate']:.2f}", f"{r['goals_reached']:.2f} / {num_goals}",
+             f"{r['best_success_rate']:.2f}", r["timesteps"], f"{r['minutes']:.1f}"] for r in results]
+    table = format_table(RESULT_COLUMNS, rows)
+    write_text(out / "results.md", table + "\n")
+    write_text(out / "results.json", json.dumps(results, indent=2) + "\n")
+    interrupted = bool(results and results[-1]["interrupted"]) or len(results) < len(relabels)
+    which = "Last evaluation before Ctrl-C" if interrupted else "Final evaluation"
+    print(f"\n{which} ({args.eval_episodes} episodes, seed {args.seed + 10_000}); run directory {out}\n{table}")
+    if interrupted:
+        raise KeyboardInterrupt
+    return 0
+
+
+def standalone_parser() -> argparse.ArgumentParser:
+    """``train``'s options alone, for a sweep trial (no sub-command)."""
+    p = ArgumentParser(prog="sb3-hir train")
+    add_arguments(p)
+    return p
+
