@@ -148,6 +148,15 @@ def test_buffer_options_are_checked_by_the_buffer_before_any_run_directory(argv,
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_bad_buffer_option_is_refused_before_a_run_that_does_not_use_it_trains(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["train", *TINY_TRAIN, "--relabel", "none", "some", "--history", "0",
+                     "--relabel-ratio", "2"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "sb3-hir train: error: --relabel-ratio must be a number in [0, 1]; got 2.0"]
+    assert not (tmp_path / "runs").exists()
+
+
 # -- the trainer's round hook ---------------------------------------------------------------------------------------
 @pytest.mark.dagger
 def test_on_round_end_reports_each_round_before_its_checkpoint_and_can_stop(tmp_path):

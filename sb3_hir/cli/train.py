@@ -233,8 +233,16 @@ def model_kwargs(args: argparse.Namespace, algo_name: str, relabel: str, spec: A
 OPTION_NAMES = {"relabel_ratio": "--relabel-ratio", "n_steps": "--n-steps", "learning_rate": "--learning-rate"}
 
 
+def usage_error(exc: ValueError, label: str) -> UsageError:
+    """A library object's ``ValueError`` as the CLI's one line, naming the option where the error names its argument."""
+    detail = " ".join(str(exc).split())
+    for name, option in OPTION_NAMES.items():
+        if detail.startswith(name + " "):
+            return UsageError(f"{option}{detail[len(name):]}")
+    return UsageError(f"cannot build {label}: {detail}")
+
+
 def build_model(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, venv: Any) -> Any:
-    label = f"{algo_name}-{relabel}"
     algo = ALGOS[algo_name]
     try:
         return algo_class(algo_name)(algo.policy, venv, seed=args.seed, verbose=0,
@@ -242,11 +250,24 @@ def build_model(args: argparse.Namespace, algo_name: str, relabel: str, spec: An
                                      policy_kwargs=policy_kwargs(algo, args.hidden, args.history,
                                                                  args.history_encoder))
     except ValueError as exc:
-        detail = " ".join(str(exc).split())
-        for name, option in OPTION_NAMES.items():
-            if detail.startswith(name + " "):
-                raise UsageError(f"{option}{detail[len(name):]}") from exc
-        raise UsageError(f"cannot build {label}: {detail}") from exc
+        raise usage_error(exc, f"{algo_name}-{relabel}") from exc
+
+
+def check_buffers(args: argparse.Namespace, algo_name: str, relabels: list[str], spec: Any, venv: Any) -> None:
+    """Every run's replay buffer, built small before the first run starts: its own checks refuse bad options up front.
+
+    Without it ``--relabel none some --relabel-ratio 2`` would train the ``none`` run (which builds no relabeling
+    buffer) before the ``some`` run's buffer refuses the ratio.
+    """
+    for relabel in relabels:
+        kwargs = model_kwargs(args, algo_name, relabel, spec)
+        if "replay_buffer_class" not in kwargs:
+            continue
+        try:
+            kwargs["replay_buffer_class"](2 * venv.num_envs, venv.observation_space, venv.action_space,
+                                          n_envs=venv.num_envs, **kwargs["replay_buffer_kwargs"])
+        except ValueError as exc:
+            raise usage_error(exc, f"{algo_name}-{relabel}") from exc
 
 
 def learn(model: Any, args: argparse.Namespace, callbacks: list[Any]) -> bool:
@@ -320,6 +341,8 @@ def run(args: argparse.Namespace, report: Report | None = None) -> int:
     for relabel in relabels:
         seed_everything(args.seed)
         venv = make_vec_env(env_fn, n_envs=args.n_envs, seed=args.seed)
+        if out is None:
+            check_buffers(args, algo_name, relabels, spec, venv)
         model = build_model(args, algo_name, relabel, spec, venv)  # bad options fail before the run directory
         if out is None:
             out, _lock_handle = prepare_out("train", args.out, args.overwrite)
