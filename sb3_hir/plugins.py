@@ -640,7 +640,8 @@ def resolve_goal_spec(goal_spec: Any, argument: str = "goal_spec", **kwargs: Any
     accepted = "a goal-spec plugin name (e.g. 'exact', 'tolerance') or a GoalSpec"
     if goal_spec is None:
         raise ValueError(f"{argument} must be {accepted}; got None")
-    return _checked(_build("goal_spec", argument, goal_spec, kwargs), GoalSpecProtocol, argument, accepted, goal_spec)
+    built = _build("goal_spec", argument, goal_spec, kwargs)
+    return _checked(built, GoalSpecProtocol, argument, accepted, goal_spec)
 
 
 def resolve_relabeler(
@@ -667,7 +668,8 @@ def resolve_relabeler(
             kwargs["num_goals"] = spec.validate_space(observation_space)[0]
     elif relabeler is None:
         raise ValueError(f"{argument} must be {accepted}; got None")
-    return _checked(_build("relabeler", argument, relabeler, kwargs), RelabelerProtocol, argument, accepted, relabeler)
+    built = _build("relabeler", argument, relabeler, kwargs)
+    return _checked(built, RelabelerProtocol, argument, accepted, relabeler)
 
 
 def resolve_expert(expert: Any, venv: Any = None, argument: str = "expert", **kwargs: Any) -> ExpertProtocol:
@@ -675,7 +677,8 @@ def resolve_expert(expert: Any, venv: Any = None, argument: str = "expert", **kw
     accepted = "an expert plugin name or a policy with SB3's predict(observation, state, episode_start, deterministic)"
     if isinstance(expert, (str, type)):
         kwargs = {"venv": venv, **kwargs}
-    return _checked(_build("expert", argument, expert, kwargs), ExpertProtocol, argument, accepted, expert)
+    built = _build("expert", argument, expert, kwargs)
+    return _checked(built, ExpertProtocol, argument, accepted, expert)
 
 
 def resolve_beta_schedule(beta_schedule: Any, argument: str = "beta_schedule", **kwargs: Any) -> BetaScheduleProtocol:

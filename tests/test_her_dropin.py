@@ -47,11 +47,14 @@ class PointGoalEnv(gym.Env):
     radius = 0.25
     distance_threshold: float | None = radius  # the success radius, as Fetch and panda-gym's tasks expose it
 
-    def __init__(self, terminate: bool = True, scale: float = 1.0) -> None:
+    #: ``discrete=True``: four moves (+x, -x, +y, -y) instead of a velocity, the action space DQN takes.
+    MOVES = np.array([[1, 0], [-1, 0], [0, 1], [0, -1]], dtype=np.float32)
+
+    def __init__(self, terminate: bool = True, scale: float = 1.0, discrete: bool = False) -> None:
         box = spaces.Box(-1.0, 1.0, (2,), np.float32)
         self.observation_space = spaces.Dict({"observation": box, "achieved_goal": box, "desired_goal": box})
-        self.action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
-        self.terminate, self.scale = terminate, scale
+        self.action_space = spaces.Discrete(4) if discrete else spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.terminate, self.scale, self.discrete = terminate, scale, discrete
 
     def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
         distance = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
@@ -74,7 +77,8 @@ class PointGoalEnv(gym.Env):
         return self._obs(), {}
 
     def step(self, action):
-        self.pos = np.clip(self.pos + 0.3 * np.asarray(action, dtype=np.float32), -1, 1).astype(np.float32)
+        move = self.MOVES[int(action)] if self.discrete else np.asarray(action, dtype=np.float32)
+        self.pos = np.clip(self.pos + 0.3 * move, -1, 1).astype(np.float32)
         info = {"scale": self.scale}
         reward = float(self.compute_reward(self.pos, self.goal, None))
         terminated = self.compute_terminated(self.pos, self.goal, info)
@@ -286,12 +290,25 @@ def test_relabel_ratio_is_the_share_served_relabeled() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- terminations
-def test_success_termination_from_compute_terminated() -> None:
+def test_success_termination_from_compute_terminated_for_discrete_actions() -> None:
     for terminate in (True, False):
-        venv = point_venv(terminate=terminate)
+        venv = point_venv(terminate=terminate, discrete=True)
         buffer = Buffer(100, venv.observation_space, venv.action_space, env=venv)
         assert buffer.terminate_on_success is terminate and buffer.terminates_on_success is terminate
         assert buffer.goal_spec.tolerance == PointGoalEnv.distance_threshold  # the env's own success radius
+
+
+def test_continuous_actions_default_to_hers_dones_and_take_terminations_when_asked() -> None:
+    """SAC/TQC's entropy bonus makes terminal successes look worse than going on: None keeps HER's dones there."""
+    venv = point_venv(terminate=True)
+    assert not Buffer(100, venv.observation_space, venv.action_space, env=venv).terminates_on_success
+    asked = Buffer(100, venv.observation_space, venv.action_space, env=venv, terminate_on_success=True)
+    assert asked.terminates_on_success and asked.goal_spec.tolerance == PointGoalEnv.distance_threshold
+    model = SAC("MultiInputPolicy", venv, replay_buffer_class=Buffer,
+                replay_buffer_kwargs=dict(terminate_on_success=True), **small())
+    model.learn(400)
+    samples = model.replay_buffer.sample(256)
+    assert check_served(model.replay_buffer, venv, samples, terminating=True) > 100
 
 
 def test_success_termination_inferred_from_recorded_episodes() -> None:
@@ -366,7 +383,7 @@ def test_copy_info_dict_passes_stored_infos_to_compute_reward() -> None:
 def test_n_step_returns_with_the_envs_reward(terminate: bool) -> None:
     venv = point_venv(terminate=terminate)
     model = SAC("MultiInputPolicy", venv, replay_buffer_class=Buffer, gamma=0.9,
-                replay_buffer_kwargs=dict(n_steps=3, gamma=0.9), **small())
+                replay_buffer_kwargs=dict(n_steps=3, gamma=0.9, terminate_on_success=terminate), **small())
     model.learn(400)
     buffer = model.replay_buffer
     samples = buffer.sample(256)
@@ -523,9 +540,9 @@ def test_a_radius_kept_on_the_envs_task_is_found_as_panda_gym_keeps_it() -> None
     venv = VecNormalize(make_vec_env(lambda: gym.wrappers.TimeLimit(TaskRadius(), 12), n_envs=2, seed=0))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "cannot find where a goal is first reached" warning
-        buffer = Buffer(100, venv.observation_space, venv.action_space, env=venv)
+        buffer = Buffer(100, venv.observation_space, venv.action_space, env=venv, terminate_on_success=True)
     assert isinstance(buffer.goal_spec, ToleranceGoalSpec) and buffer.goal_spec.tolerance == 0.25
-    assert buffer.terminates_on_success  # no compute_terminated: success is taken to end the episode
+    assert buffer.terminates_on_success  # the radius lets relabeled reaches be found, so they can terminate
 
 
 def test_float_goals_without_a_success_radius_are_served_hers_dones_with_a_warning() -> None:
@@ -534,9 +551,9 @@ def test_float_goals_without_a_success_radius_are_served_hers_dones_with_a_warni
 
     venv = make_vec_env(lambda: gym.wrappers.TimeLimit(NoRadius(), 12), n_envs=1, seed=0)
     with pytest.warns(UserWarning, match="cannot find where a relabeled goal is first reached"):
-        buffer = Buffer(100, venv.observation_space, venv.action_space, env=venv)
+        buffer = Buffer(100, venv.observation_space, venv.action_space, env=venv, terminate_on_success=True)
     assert buffer.terminate_on_success is False and not buffer.terminates_on_success
     radius = dict(goals_key="desired_goal", achieved_key="achieved_goal")
-    given = Buffer(100, venv.observation_space, venv.action_space, env=venv,
+    given = Buffer(100, venv.observation_space, venv.action_space, env=venv, terminate_on_success=True,
                    goal_spec=ToleranceGoalSpec(tolerance=0.25, **radius))
     assert given.terminates_on_success  # compute_terminated says so, and reaches can be found

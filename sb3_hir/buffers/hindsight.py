@@ -188,9 +188,13 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         HER does; costs a Python object per row.
     :param terminate_on_success: GoalEnv mode only. Whether a relabeled transition that reaches its goal is
         terminal (and no goal reached at or before the transition is drawn, since its episode would have ended).
-        None decides from the env: its ``compute_terminated(g, g, {})`` when it has one (gymnasium-robotics), else
-        the recorded episodes: True until a recorded episode goes on after reaching its own goal (measured on
-        SB3's HER test: waiting for evidence of termination instead cost 0.59 -> 0.36 success at 2500 steps).
+        None decides, for discrete actions (DQN, QR-DQN), from the env: its ``compute_terminated(g, g, {})`` when
+        it has one (gymnasium-robotics), else the recorded episodes: True until a recorded episode goes on after
+        reaching its own goal (measured on SB3's HER test: waiting for evidence of termination instead cost
+        0.59 -> 0.36 success at 2500 steps; HER's dones score 0.84 where these score 0.95 at 1500). For continuous
+        actions None is False: SAC's and TQC's entropy bonus at ``ent_coef="auto"`` makes a terminal success worth
+        less than going on early in training (PandaReach-v3 at 5k steps: 0.02 with terminations, HER 0.70); pass
+        True there for the env's own terminations (TD3, DDPG, or SAC with a small initial ``ent_coef``).
         False serves the recorded ``dones``, which is HER's behaviour exactly.
     :param relabeler: relabeler plugin name (e.g. ``"hindsight-instruction"``) or a relabeler instance
         (then ``strategy``, ``goal_spec`` and ``relabeler_kwargs`` are not used and its goal spec applies).
@@ -368,7 +372,15 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         #: None: decided from the env's compute_terminated probe or the recorded episodes (terminates_on_success).
         self.terminate_on_success = terminate_on_success
         if self.goal_env and terminate_on_success is None:
-            self.terminate_on_success = probe_compute_terminated(env, observation_space)
+            if isinstance(action_space, spaces.Box):
+                # Continuous actions: SAC / TQC. Their entropy bonus (ent_coef="auto" starts at 1) outweighs a -1
+                # step reward early in training, so a terminal success is worth less than going on and the agent
+                # learns to avoid its goals (PandaReach at 5k: 0.02 against HER's 0.70; bench_her_dropin.py).
+                # HER's recorded dones keep parity; True serves the env's terminations (better once the entropy
+                # bonus is small: PlanarReach with ent_coef="auto_0.05", 0.99 against 0.57 at 2k).
+                self.terminate_on_success = False
+            else:
+                self.terminate_on_success = probe_compute_terminated(env, observation_space)
         if self.goal_env and not self.has_success_test:
             if self.terminate_on_success is not False:
                 known = "terminates on success" if self.terminate_on_success else "may terminate on success"

@@ -219,7 +219,7 @@ def env_factory(name: str, kwargs: dict[str, Any], history: int = 0) -> Callable
     """A zero-argument factory for ``make_vec_env`` (the checks ran on a probe already)."""
 
     def env_fn() -> Any:
-        env = plugin_registry.create("env", name, **kwargs)
+        env = plugin_registry.resolve_env(name, **kwargs)
         return HistoryWrapper(env, length=history) if history else env
 
     return env_fn
