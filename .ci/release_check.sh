@@ -88,9 +88,10 @@ done
 wheel_version=$(basename "$core_wheel" | cut -d- -f2)
 venv=$tmp/venv
 "$PYTHON" -m venv "$venv"
-# CPU build of torch first: an unpinned torch pulls a CUDA build of several GB.
-"$venv/bin/python" -m pip install -q torch==2.13.0
-"$venv/bin/python" -m pip install -q -c "$CONSTRAINTS" "$core_wheel[dagger]" "${plugin_wheels[@]}"
+# CPU build of torch first: an unpinned torch pulls a CUDA build of several GB. --no-compile: no .pyc files for
+# tens of thousands of modules the smoke test never imports (writing and removing them is most of this step's time).
+"$venv/bin/python" -m pip install -q --no-compile torch==2.13.0
+"$venv/bin/python" -m pip install -q --no-compile -c "$CONSTRAINTS" "$core_wheel[dagger]" "${plugin_wheels[@]}"
 took "fresh venv with the wheels"
 
 # ---------------------------------------------------------------------------------------------------- smoke test
