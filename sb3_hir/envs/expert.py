@@ -42,7 +42,7 @@ class ShortestPathExpert(BasePolicy):
         self.method_name = method_name
 
     def expert_actions(self) -> np.ndarray:
-        """Expert action of every sub-env, batched: (n_envs,) for Discrete, (n_envs, *shape) for Box."""
+        """Expert action of every sub-env, batched: ``(n_envs,)`` for Discrete, ``(n_envs, *shape)`` for Box."""
         actions = np.asarray(self.venv.env_method(self.method_name))
         if self.action_space.dtype is not None:
             actions = actions.astype(self.action_space.dtype, copy=False)
