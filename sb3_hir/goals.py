@@ -160,7 +160,10 @@ def _pack_goals(values: np.ndarray, goal_ndim: int) -> np.ndarray | None:
 
 
 class ExactGoalSpec(GoalSpec):
-    """A goal is reached when every component of the achieved value equals it (grid cells, discrete state)."""
+    """A goal is reached when every component of the achieved value equals it (grid cells, discrete state).
+
+    The default for integer goals, where any tolerance would make neighbouring cells count as reached.
+    """
 
     def reached(self, achieved: np.ndarray, goal: np.ndarray) -> np.ndarray:
         achieved, goal = np.asarray(achieved), np.asarray(goal)

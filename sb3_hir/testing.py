@@ -528,6 +528,8 @@ def _rng_state(env: Any) -> Any:
 def promises_non_decreasing_return(relabeler: Any) -> bool:
     """Whether ``relabeler`` promises that relabeling never lowers an episode's return.
 
+    Lets :func:`check_relabeler` hold a relabeler to a promise only when it makes one.
+
     Declared by the attribute :data:`NEVER_LOWERS_RETURN` (``never_lowers_return = True``); absent means no
     promise, so :func:`check_relabeler` does not hold the relabeler to it.
     """
@@ -594,6 +596,9 @@ def check_relabeler(
     n_relabels: int = 3,
 ) -> None:
     """Check the invariants every relabeler must keep, on random-policy episodes of ``env``.
+
+    A relabeler that breaks these serves transitions the env never produced, and training still runs: the check makes
+    that a test failure.
 
     For each episode and each of ``n_relabels`` generators ``np.random.default_rng([seed + i, draw])``:
 
@@ -837,6 +842,9 @@ def check_expert(
 ) -> None:
     """Check an expert's SB3 ``predict`` contract on ``env`` (wrapped in a one-env ``DummyVecEnv``).
 
+    A DAgger expert that answers the wrong shape, or differently when asked twice, mislabels every visited state without
+    an error: this makes it fail in your tests instead.
+
     ``predict(observation, state=None, episode_start=None, deterministic=True)`` must return ``(actions,
     state)`` with one valid action per env, the same actions when asked twice, and the expert drives
     ``n_steps`` steps. With ``min_success_rate``, at least that fraction of the finished episodes must end with
@@ -1020,6 +1028,8 @@ def _allow_list(allowed: str | Iterable[str] | None) -> set[str] | None:
 def component_names(kind: str, allowed: str | Iterable[str] | None = None) -> list[str]:
     """Names of every registered component of ``kind``, from a fresh plugin manager.
 
+    For parametrizing your own tests over what is installed, restricted as the pytest option restricts them.
+
     :param allowed: restrict to components whose plugin (entry-point or distribution name) is listed, as
         ``--sb3-hir-plugins`` does; None means every installed plugin.
     """
@@ -1039,6 +1049,8 @@ def component_names(kind: str, allowed: str | Iterable[str] | None = None) -> li
 def parametrize_components(kind: str, argname: str | None = None,
                            allowed: str | Iterable[str] | None = None) -> pytest.MarkDecorator:
     """``pytest.mark.parametrize`` over every registered component of ``kind``: one test covers them all.
+
+    So a plugin's test suite covers components added later without being edited.
 
     ::
 

@@ -543,6 +543,9 @@ def reconstruct_policy(
 class SimpleDAggerTrainer(DAggerTrainer):
     """DAgger with a synthetic expert: :meth:`train` runs the rounds itself.
 
+    For experts that can be queried at any state (scripted, planners, trained policies), where DAgger needs no human in
+    the loop; it keeps imitation's class of the same name, so scripts switch by their import line.
+
     :param expert_policy: an SB3 policy or algorithm, a ``predict``-er, a ``callable(obs) -> actions``, or an
         ``"expert"`` plugin name (e.g. ``"shortest-path"``, built on ``venv``).
     :param expert_kwargs: arguments of the named expert plugin.
