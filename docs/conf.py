@@ -8,7 +8,7 @@ import sys
 # autodoc imports the package from this checkout, not from wherever it happens to be installed.
 sys.path.insert(0, os.path.abspath(".."))
 
-import sb3_hir  # noqa: E402
+import sb3_hir
 
 project = "sb3-hir"
 author = "sb3-hir developers"

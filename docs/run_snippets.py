@@ -1,4 +1,4 @@
-"""Run every ```python block of the documentation's Markdown pages, each in a fresh interpreter.
+"""Run every ```python block of the documentation's Markdown pages and README.md, each in a fresh interpreter.
 
 A page's Python snippets are promises: this script keeps them true. Each block runs on its own (no state carries
 over from the block before it) in a temporary working directory, with this checkout first on ``PYTHONPATH``, a
@@ -7,7 +7,7 @@ non-interactive matplotlib backend and one torch thread. Snippets keep their own
 tagged ``bash``, ``text`` or ``toml``, never ``python``.
 
     python docs/run_snippets.py               # all pages, two at a time
-    python docs/run_snippets.py guide/dagger  # pages whose path contains "guide/dagger"
+    python docs/run_snippets.py guide/dagger  # pages whose path (from the repo root) contains "guide/dagger"
 
 Exit code 1 when any snippet fails (its page, line and output are printed).
 """
@@ -39,7 +39,7 @@ class Snippet:
 
     @property
     def where(self) -> str:
-        return f"{self.page.relative_to(DOCS)}:{self.line}"
+        return f"{self.page.relative_to(REPO)}:{self.line}"
 
 
 def snippets(page: Path) -> list[Snippet]:
@@ -84,9 +84,9 @@ def main() -> int:
     parser.add_argument("only", nargs="*", help="run only pages whose path contains one of these")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
-    pages = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
+    pages = [*sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts), REPO / "README.md"]
     if args.only:
-        pages = [p for p in pages if any(o in str(p.relative_to(DOCS)) for o in args.only)]
+        pages = [p for p in pages if any(o in str(p.relative_to(REPO)) for o in args.only)]
     todo = [s for p in pages for s in snippets(p)]
     start = time.perf_counter()
     failed = []
