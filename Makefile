@@ -65,6 +65,6 @@ lint: $(VENV)/.installed
 docs: $(VENV)/.installed
 	$(VENV)/bin/python -m pip install -q -r docs/requirements.txt
 	@start=$$(date +%s); \
-	PYTHONPATH=$(CURDIR) $(VENV)/bin/python -m sphinx -W --keep-going -b html docs docs/_build/html || exit 1; \
+	PYTHONPATH=$(CURDIR) $(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html || exit 1; \
 	PYTHONPATH=$(CURDIR) $(VENV)/bin/python docs/run_snippets.py || exit 1; \
 	echo "== make docs: build and snippets took $$(( $$(date +%s) - start ))s"
