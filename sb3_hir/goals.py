@@ -27,6 +27,9 @@ __all__ = ["ExactGoalSpec", "GoalSpec", "ToleranceGoalSpec"]
 class GoalSpec(ABC):
     """Where goals live in the observation and when a goal counts as reached.
 
+    One object says where the instruction lives and what counts as reached, so the env, the relabelers, the buffer and
+    the checks cannot disagree about success.
+
     :param goals_key: observation key of the instruction, shape ``(k, *goal_shape)``.
     :param achieved_key: observation key of the achieved value, shape ``goal_shape`` or ``(1, *goal_shape)``.
     :param mask_value: value that replaces a goal once it is reached.

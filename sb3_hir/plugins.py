@@ -89,7 +89,11 @@ class UnknownComponentArgument(UnknownComponentError, ValueError):
 
 
 class DuplicateComponentError(PluginError):
-    """Two registrations claim the same name for one kind."""
+    """Two registrations claim the same name for one kind.
+
+    Raised only by look-ups of the contested name, so one conflict never breaks the other names; block one provider to
+    settle it.
+    """
 
 
 class PluginWarning(UserWarning):
@@ -252,6 +256,9 @@ def check_kind(kind: str) -> str:
 
 class PluginManager:
     """Discovers plugins once and resolves component names.
+
+    The only way components are found by name, for sb3-hir's own built-ins exactly as for third-party plugins, so both
+    are looked up, listed and checked the same way.
 
     :param load_entrypoints: discover plugins from installed entry points; ``False`` gives an empty
         manager for in-process plugins only (tests).

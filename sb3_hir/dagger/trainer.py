@@ -118,6 +118,9 @@ def _last_round_with_files(scratch_dir: pathlib.Path) -> int:
 class DAggerTrainer(algo_base.BaseImitationAlgorithm):
     """DAgger in rounds, with imitation's API; every round's data lives in ``scratch_dir/demos/round-NNN/``.
 
+    Keeps imitation's API, so scripts switch by their import line, while adding plugin names for experts and beta
+    schedules, resume across processes and checkpoints that load without unpickling.
+
     A round: :meth:`create_trajectory_collector` (once or several times), step it with expert actions,
     ``collector.finish_round()``, then :meth:`extend_and_update` (BC on all rounds so far) and
     :meth:`save_trainer`. Because the round files and the checkpoint are the whole state, another process
