@@ -14,7 +14,7 @@ VENV ?= .venv
 VENV_CURRENT ?= .venv-current
 PLUGINS := $(wildcard plugins/*/)
 
-.PHONY: install test test-dagger test-current train lint
+.PHONY: install test test-dagger test-current train lint docs
 
 # $(1): venv, $(2): extras, $(3): constraints file, $(4): packages installed last with --no-deps (may be empty)
 define install_profile
@@ -59,3 +59,12 @@ train: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
+
+# The documentation site: warnings are errors, then every ```python block of docs/**/*.md runs in a fresh
+# interpreter (docs/run_snippets.py). The docs tools are pinned in docs/requirements.txt, installed into $(VENV).
+docs: $(VENV)/.installed
+	$(VENV)/bin/python -m pip install -q -r docs/requirements.txt
+	@start=$$(date +%s); \
+	PYTHONPATH=$(CURDIR) $(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html || exit 1; \
+	PYTHONPATH=$(CURDIR) $(VENV)/bin/python docs/run_snippets.py || exit 1; \
+	echo "== make docs: build and snippets took $$(( $$(date +%s) - start ))s"

@@ -89,6 +89,8 @@ def evaluate_instruction_policy(
 ) -> EvalResult:
     """Success rate and mean goals reached of ``model`` (an SB3 algorithm or policy) over ``n_eval_episodes``.
 
+    The score the CLI and the benchmarks report, so your own runs measure success as their tables do.
+
     Both are read from the ``info`` of each episode's last step (``is_success``, ``goals_reached``); an env
     without ``goals_reached`` gives NaN for it. ``seed`` reseeds ``env`` first, so repeated calls score the same
     episodes.
@@ -123,6 +125,9 @@ def evaluate_instruction_policy(
 
 class InstructionEvalCallback(BaseCallback):
     """Evaluate every ``eval_freq`` timesteps, and once before and after training.
+
+    Beside the success rate it logs the goals reached, which shows partial progress on a k-goal instruction long before
+    full successes do.
 
     The values go to the model's logger (CSV, TensorBoard, stdout, whatever it was configured with) under
     ``eval/success_rate``, ``eval/goals_reached``, ``eval/mean_reward`` and ``eval/mean_ep_length``, and into

@@ -28,6 +28,9 @@ TIMEOUT_INFO_KEY = "TimeLimit.truncated"
 class Episode:
     """T transitions: ``observations[key]`` has T+1 entries (the last one is the final observation).
 
+    The one episode representation that relabelers, the replay buffer, the checks and DAgger share, so a relabeler
+    written once works in all of them.
+
     Compared by identity (fields are arrays); arrays are coerced on construction, not copied when already right.
 
     :param observations: Dict observation, one array of shape ``(T+1, ...)`` per key.

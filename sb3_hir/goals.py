@@ -27,6 +27,9 @@ __all__ = ["ExactGoalSpec", "GoalSpec", "ToleranceGoalSpec"]
 class GoalSpec(ABC):
     """Where goals live in the observation and when a goal counts as reached.
 
+    One object says where the instruction lives and what counts as reached, so the env, the relabelers, the buffer and
+    the checks cannot disagree about success.
+
     :param goals_key: observation key of the instruction, shape ``(k, *goal_shape)``.
     :param achieved_key: observation key of the achieved value, shape ``goal_shape`` or ``(1, *goal_shape)``.
     :param mask_value: value that replaces a goal once it is reached.
@@ -160,7 +163,10 @@ def _pack_goals(values: np.ndarray, goal_ndim: int) -> np.ndarray | None:
 
 
 class ExactGoalSpec(GoalSpec):
-    """A goal is reached when every component of the achieved value equals it (grid cells, discrete state)."""
+    """A goal is reached when every component of the achieved value equals it (grid cells, discrete state).
+
+    The default for integer goals, where any tolerance would make neighbouring cells count as reached.
+    """
 
     def reached(self, achieved: np.ndarray, goal: np.ndarray) -> np.ndarray:
         achieved, goal = np.asarray(achieved), np.asarray(goal)

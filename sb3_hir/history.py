@@ -63,6 +63,9 @@ def _action_width(space: spaces.Space) -> int:
 class HistoryWrapper(gym.Wrapper):
     """Add ``key``: the last ``length`` observations of ``keys`` with the previous actions, zero-padded at a reset.
 
+    Memory for learners that have none (DQN, SAC, TQC, imitation's BC): the window travels in the observation, where
+    every unchanged algorithm, buffer and collector carries it, and it holds no goals, so relabeling stays faithful.
+
     The window is a float32 ``Box(length, width)``; ``width`` is the flattened size of ``keys`` plus the action
     encoding (``include_action``) plus one valid channel. :attr:`layout` names the columns of each part.
 

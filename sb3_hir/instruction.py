@@ -223,6 +223,9 @@ class DesiredGoalSampler:
 class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """A k-goal instruction over a single-goal GoalEnv, with MazeRunner's observation, reward and termination.
 
+    So that existing GoalEnvs (gymnasium-robotics, SB3's BitFlippingEnv) become k-goal instruction tasks for the buffer,
+    the relabelers, DAgger and the checks without rewriting the env.
+
     Observation: Dict ``"obs"`` = the env's ``observation``; ``"goals"`` (k, goal_dim) with reached goals
     overwritten by ``mask_value``; ``"achieved"`` (1, goal_dim) = the env's ``achieved_goal``. Float goals keep the
     env's dtype (float64 for gymnasium-robotics), so the env's success test and a goal spec's distance see the same

@@ -69,11 +69,18 @@ STRICT_ENV = "SB3_HIR_STRICT_PLUGINS"
 
 
 class PluginError(RuntimeError):
-    """A plugin could not be loaded, or its registrations conflict."""
+    """A plugin could not be loaded, or its registrations conflict.
+
+    One base class for every plugin failure, so a caller can catch them all with one ``except``.
+    """
 
 
 class UnknownComponentError(PluginError, LookupError):
-    """No installed plugin provides the requested name."""
+    """No installed plugin provides the requested name.
+
+    Its message lists the available names and the plugin providing each, so a misspelt name is fixed from the message
+    alone.
+    """
 
 
 class UnknownComponentArgument(UnknownComponentError, ValueError):
@@ -82,16 +89,28 @@ class UnknownComponentArgument(UnknownComponentError, ValueError):
 
 
 class DuplicateComponentError(PluginError):
-    """Two registrations claim the same name for one kind."""
+    """Two registrations claim the same name for one kind.
+
+    Raised only by look-ups of the contested name, so one conflict never breaks the other names; block one provider to
+    settle it.
+    """
 
 
 class PluginWarning(UserWarning):
-    """A plugin failed, conflicts or is misconfigured; the other plugins still load."""
+    """A plugin failed, conflicts or is misconfigured; the other plugins still load.
+
+    A warning, not an exception, so that one broken plugin never takes the others (or sb3-hir's own components) down;
+    ``SB3_HIR_STRICT_PLUGINS=1`` makes it an error.
+    """
 
 
 @dataclass(frozen=True)
 class ComponentInfo:
-    """What a name resolves to, and which plugin provides it."""
+    """What a name resolves to, and which plugin provides it.
+
+    Kept with every name so that listings and error messages can say which plugin (and distribution) provides it: the
+    one to block or to report.
+    """
 
     kind: str
     name: str
@@ -115,6 +134,8 @@ class ComponentInfo:
 @dataclass(frozen=True)
 class PluginInfo:
     """A loaded (or broken) plugin; ``error`` is set when it is broken.
+
+    What ``sb3-hir plugins`` shows, so a user sees which plugin is broken or conflicting without reading tracebacks.
 
     ``components`` is everything the plugin registers; ``conflicts`` the part of it another plugin registers
     too, which cannot be looked up until one of them is blocked.
@@ -190,6 +211,9 @@ def installed_plugins() -> list[tuple[str, str | None]]:
 def unknown_plugin_names(value: str, installed: Iterable[tuple[str, str | None]] | None = None) -> list[str]:
     """Entries of the comma-separated ``value`` that name no installed plugin (entry-point or distribution name).
 
+    Used to warn about allow- and block-list entries that match nothing, since a misspelt name would otherwise silently
+    load (or block) nothing.
+
     :param installed: as :func:`installed_plugins` returns; read afresh by default.
     """
     installed = installed_plugins() if installed is None else installed
@@ -221,7 +245,10 @@ def _conflict_message(kind: str, name: str, infos: list[ComponentInfo]) -> str:
 
 
 def check_kind(kind: str) -> str:
-    """Validate a component kind, naming the accepted ones."""
+    """Validate a component kind, naming the accepted ones.
+
+    So that a misspelt kind fails at once with the valid kinds listed, rather than as an empty look-up.
+    """
     if kind not in HOOKS:
         raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}; got {kind!r}")
     return kind
@@ -229,6 +256,9 @@ def check_kind(kind: str) -> str:
 
 class PluginManager:
     """Discovers plugins once and resolves component names.
+
+    The only way components are found by name, for sb3-hir's own built-ins exactly as for third-party plugins, so both
+    are looked up, listed and checked the same way.
 
     :param load_entrypoints: discover plugins from installed entry points; ``False`` gives an empty
         manager for in-process plugins only (tests).
@@ -540,7 +570,10 @@ _manager: PluginManager | None = None
 
 
 def get_plugin_manager() -> PluginManager:
-    """The process-wide manager, created on first use."""
+    """The process-wide manager, created on first use.
+
+    One manager per process, so plugins are discovered, and their problems reported, once.
+    """
     global _manager
     if _manager is None:
         _manager = PluginManager()
@@ -555,7 +588,10 @@ def reset() -> None:
 
 @contextlib.contextmanager
 def use(manager: PluginManager) -> Iterator[PluginManager]:
-    """Make ``manager`` the process-wide manager inside the ``with`` block (tests, isolated sessions)."""
+    """Make ``manager`` the process-wide manager inside the ``with`` block (tests, isolated sessions).
+
+    So a test or a session can work with its own plugins without changing what the rest of the process sees.
+    """
     global _manager
     previous = _manager
     _manager = manager
@@ -566,47 +602,75 @@ def use(manager: PluginManager) -> Iterator[PluginManager]:
 
 
 def register(plugin: Any, name: str | None = None) -> str:
-    """Register an in-process plugin with the process-wide manager."""
+    """Register an in-process plugin with the process-wide manager.
+
+    The way to add components without packaging a distribution (notebooks, tests, scripts); they are then looked up
+    exactly as installed ones.
+    """
     return get_plugin_manager().register(plugin, name=name)
 
 
 def unregister(name: str) -> None:
-    """See :meth:`PluginManager.unregister`."""
+    """See :meth:`PluginManager.unregister`.
+
+    Removes an in-process plugin again, to settle a name conflict within a session or undo a test's registration.
+    """
     get_plugin_manager().unregister(name)
 
 
 def available(kind: str) -> dict[str, ComponentInfo]:
-    """See :meth:`PluginManager.available`."""
+    """See :meth:`PluginManager.available`.
+
+    The names a user can pass for ``kind``, with the plugin providing each: what ``--help`` and error messages list.
+    """
     return get_plugin_manager().available(kind)
 
 
 def get(kind: str, name: str) -> Callable[..., Any]:
-    """See :meth:`PluginManager.get`."""
+    """See :meth:`PluginManager.get`.
+
+    The factory itself, for callers that build the component later or with arguments of their own.
+    """
     return get_plugin_manager().get(kind, name)
 
 
 def create(kind: str, name: str, **kwargs: Any) -> Any:
-    """See :meth:`PluginManager.create`."""
+    """See :meth:`PluginManager.create`.
+
+    Builds a component by name in one call, so user code never imports a plugin's module.
+    """
     return get_plugin_manager().create(kind, name, **kwargs)
 
 
 def resolve(kind: str, spec: Any, **kwargs: Any) -> Any:
-    """See :meth:`PluginManager.resolve`."""
+    """See :meth:`PluginManager.resolve`.
+
+    Takes a name, a class or an instance alike, so every argument that takes a component accepts all three.
+    """
     return get_plugin_manager().resolve(kind, spec, **kwargs)
 
 
 def plugins() -> list[PluginInfo]:
-    """See :meth:`PluginManager.plugins`."""
+    """See :meth:`PluginManager.plugins`.
+
+    Every plugin, loaded or broken, with its components: what ``sb3-hir plugins`` prints.
+    """
     return get_plugin_manager().plugins()
 
 
 def conflicts() -> dict[tuple[str, str], list[ComponentInfo]]:
-    """See :meth:`PluginManager.conflicts`."""
+    """See :meth:`PluginManager.conflicts`.
+
+    The names two plugins claim; only look-ups of those names fail, so this is where to look when one does.
+    """
     return get_plugin_manager().conflicts()
 
 
 def names(kind: str) -> Iterable[str]:
-    """Just the names of ``kind``, sorted."""
+    """Just the names of ``kind``, sorted.
+
+    For listings and parametrized tests, which need the names only.
+    """
     return list(available(kind))
 
 
@@ -636,7 +700,11 @@ def _checked(obj: Any, protocol: type, argument: str, accepted: str, spec: Any) 
 
 
 def resolve_goal_spec(goal_spec: Any, argument: str = "goal_spec", **kwargs: Any) -> GoalSpecProtocol:
-    """A goal spec from a registered name (e.g. ``"exact"``), a class, or an instance."""
+    """A goal spec from a registered name (e.g. ``"exact"``), a class, or an instance.
+
+    The one place a goal-spec argument becomes an object checked against :class:`~sb3_hir.protocols.GoalSpecProtocol`,
+    so the buffer, the trainers, the checks and the CLI accept and refuse the same goal specs with the same message.
+    """
     accepted = "a goal-spec plugin name (e.g. 'exact', 'tolerance') or a GoalSpec"
     if goal_spec is None:
         raise ValueError(f"{argument} must be {accepted}; got None")
@@ -673,7 +741,11 @@ def resolve_relabeler(
 
 
 def resolve_expert(expert: Any, venv: Any = None, argument: str = "expert", **kwargs: Any) -> ExpertProtocol:
-    """An expert from a registered name (built as ``factory(venv=venv, **kwargs)``), a class, or an instance."""
+    """An expert from a registered name (built as ``factory(venv=venv, **kwargs)``), a class, or an instance.
+
+    The one place an expert argument becomes an object checked against :class:`~sb3_hir.protocols.ExpertProtocol`, so
+    the trainers, the checks and the CLI accept and refuse the same experts with the same message.
+    """
     accepted = "an expert plugin name or a policy with SB3's predict(observation, state, episode_start, deterministic)"
     if isinstance(expert, (str, type)):
         kwargs = {"venv": venv, **kwargs}
@@ -682,14 +754,21 @@ def resolve_expert(expert: Any, venv: Any = None, argument: str = "expert", **kw
 
 
 def resolve_beta_schedule(beta_schedule: Any, argument: str = "beta_schedule", **kwargs: Any) -> BetaScheduleProtocol:
-    """A beta schedule from a registered name (e.g. ``"linear"``), a class, or a callable ``round -> beta``."""
+    """A beta schedule from a registered name (e.g. ``"linear"``), a class, or a callable ``round -> beta``.
+
+    The one place a beta-schedule argument becomes a callable checked against
+    :class:`~sb3_hir.protocols.BetaScheduleProtocol`, so the trainers, the checks and the CLI accept the same schedules.
+    """
     accepted = "a beta-schedule plugin name or a callable round_num -> beta in [0, 1]"
     built = _build("beta_schedule", argument, beta_schedule, kwargs)
     return _checked(built, BetaScheduleProtocol, argument, accepted, beta_schedule)
 
 
 def resolve_env(env: Any, argument: str = "env", **kwargs: Any) -> gym.Env:
-    """An env from a registered name (built with ``kwargs``) or a ``gymnasium.Env`` instance."""
+    """An env from a registered name (built with ``kwargs``) or a ``gymnasium.Env`` instance.
+
+    The one place an env argument is resolved, so the checks and the CLI take env plugin names and env instances alike.
+    """
     if isinstance(env, str):
         return _build("env", argument, env, kwargs)
     if callable(getattr(env, "reset", None)) and callable(getattr(env, "step", None)):

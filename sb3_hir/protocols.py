@@ -21,7 +21,11 @@ __all__ = ["BetaScheduleProtocol", "ExpertProtocol", "GoalSpecProtocol", "Relabe
 
 @runtime_checkable
 class GoalSpecProtocol(Protocol):
-    """Where the instruction and the achieved value live, the rewards, and the vectorized success test."""
+    """Where the instruction and the achieved value live, the rewards, and the vectorized success test.
+
+    Checked by :func:`sb3_hir.plugins.resolve_goal_spec`, so a goal spec from any plugin is refused up front, naming
+    what it lacks, rather than failing deep inside a sample.
+    """
 
     goals_key: str
     achieved_key: str
@@ -39,7 +43,11 @@ class GoalSpecProtocol(Protocol):
 
 @runtime_checkable
 class RelabelerProtocol(Protocol):
-    """Which instruction an episode is replayed under, and the replay itself (the env's semantics)."""
+    """Which instruction an episode is replayed under, and the replay itself (the env's semantics).
+
+    Checked by :func:`sb3_hir.plugins.resolve_relabeler`, so a relabeler from any plugin is refused up front, naming
+    what it lacks, rather than failing deep inside a sample.
+    """
 
     num_goals: int
     goal_spec: GoalSpecProtocol
@@ -53,7 +61,11 @@ class RelabelerProtocol(Protocol):
 
 @runtime_checkable
 class ExpertProtocol(Protocol):
-    """SB3's ``predict``: a DAgger expert, usable as imitation's ``expert_policy`` too."""
+    """SB3's ``predict``: a DAgger expert, usable as imitation's ``expert_policy`` too.
+
+    Checked by :func:`sb3_hir.plugins.resolve_expert`, so an expert from any plugin is refused before a round starts,
+    naming what it lacks.
+    """
 
     def predict(
         self,
@@ -66,7 +78,11 @@ class ExpertProtocol(Protocol):
 
 @runtime_checkable
 class BetaScheduleProtocol(Protocol):
-    """``schedule(round_num) -> beta`` in ``[0, 1]``, as imitation's ``BetaSchedule``."""
+    """``schedule(round_num) -> beta`` in ``[0, 1]``, as imitation's ``BetaSchedule``.
+
+    Checked by :func:`sb3_hir.plugins.resolve_beta_schedule`, so a schedule from any plugin is refused before training,
+    not at the first round.
+    """
 
     def __call__(self, round_num: int) -> float: ...
 

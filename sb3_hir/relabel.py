@@ -35,6 +35,9 @@ GOAL_SELECTIONS = ("future", "episode")
 class InstructionRelabeler(ABC):
     """Base of relabelers: replaying an episode under a goal sequence; subclasses choose the sequence.
 
+    Subclass it and write only ``relabel_goals``: the replay, which is the env's semantics, is shared, so every
+    relabeler serves the rewards and terminations the env would have given.
+
     :param num_goals: instruction length ``k``.
     :param goal_spec: a registered ``"goal_spec"`` plugin name or a :class:`~sb3_hir.goals.GoalSpec`.
     """

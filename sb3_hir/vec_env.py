@@ -38,6 +38,9 @@ TrajectoryT = TypeVar("TrajectoryT", bound="Trajectory")
 class VecHideKeys(VecEnvWrapper):
     """Remove ``keys`` from a Dict observation space; their values go to ``infos`` instead.
 
+    For learners that take no custom replay buffer (PPO, RecurrentPPO) or a policy that must not see a key: the policy
+    never sees ``achieved``, while relabeling, logging and DAgger still read it from ``infos``.
+
     Where the hidden values are, per sub-env ``i``:
 
     * ``infos[i][VecHideKeys.INFO_KEY]`` (``"hidden_observation"``): ``{key: value}`` of the observation returned

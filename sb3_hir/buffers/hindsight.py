@@ -158,6 +158,9 @@ class _Relabeled(NamedTuple):
 class HindsightInstructionReplayBuffer(DictReplayBuffer):
     """Replay buffer that serves transitions under fresh hindsight instructions (see the module docstring).
 
+    Sparse-reward episodes that miss their instruction still reached some goals; serving them as successes at those
+    goals is what lets DQN, SAC and TQC learn multi-goal tasks from sparse reward, with the algorithm unchanged.
+
     Pass it as ``replay_buffer_class`` of any SB3 / sb3-contrib off-policy algorithm; the extra
     arguments go in ``replay_buffer_kwargs``. For GoalEnvs use :class:`HerReplayBuffer`, this class as SB3
     treats its own ``HerReplayBuffer`` (it hands the buffer the env); this one needs no env, so a model using it loads

@@ -162,6 +162,9 @@ class _StepBuffer:
 class DAggerCollector(VecEnvWrapper):
     """DAgger's VecEnv wrapper: executes expert or learner actions, records expert labels, writes each episode.
 
+    Where imitation's collector stops, at Dict observations and recurrent learners, this one goes on; it writes each
+    finished episode to its own file before ``step`` returns, so a killed run loses no finished episode.
+
     Drop-in for imitation's ``InteractiveTrajectoryCollector`` (same positional arguments; it is exported under
     that name too): drive it with ``obs = collector.reset()`` and ``collector.step(expert_actions)`` (or
     ``rollout.generate_trajectories(expert, collector, ...)``), then call :meth:`finish_round` so that unfinished

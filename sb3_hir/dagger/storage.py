@@ -70,7 +70,10 @@ _FORMAT_1_RE = re.compile(r"^(?P<prefix>.*?)demos-(?P<index>\d+)-(?P<token>[0-9a
 
 
 class CorruptRoundFileError(ValueError):
-    """A round file cannot be read; ``path`` names it."""
+    """A round file cannot be read; ``path`` names it.
+
+    Raised instead of a bare numpy or zip error, so that a resume can skip or report the one damaged file by name.
+    """
 
     def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
         self.path = pathlib.Path(path)
@@ -109,6 +112,8 @@ def save_trajectories(
     compress: bool = True,
 ) -> pathlib.Path:
     """Write trajectories to one ``.npz`` atomically, in the layout described in the module docstring.
+
+    One file per episode by default, renamed into place, so a killed process loses no finished episode.
 
     Arrays are concatenated over episodes and split again at ``indices`` (imitation's layout). ``infos`` go
     through JSON: numpy values become lists/numbers, other objects their ``repr``; ``save_infos=False`` stores
@@ -254,7 +259,10 @@ def _match(name: str) -> re.Match[str] | None:
 
 
 def round_files(directory: str | os.PathLike[str]) -> list[pathlib.Path]:
-    """Round files of ``directory`` in write order (by index); temporary files of interrupted writes are ignored."""
+    """Round files of ``directory`` in write order (by index); temporary files of interrupted writes are ignored.
+
+    Write order is the order episodes finished in, so a resume and a reload see the round as it was collected.
+    """
     directory = pathlib.Path(directory)
     if not directory.is_dir():
         return []
@@ -281,6 +289,8 @@ def next_file_index(directory: pathlib.Path) -> int:
 
 def load_round_dir(directory: str | os.PathLike[str], *, skip_corrupt: bool = False) -> list[DAggerTrajectory]:
     """All trajectories of one round directory, in write order.
+
+    What a trainer reads to train on a round, and what a resume reads to adopt the episodes of a killed run.
 
     :param skip_corrupt: load the readable files and warn about the others instead of raising
         :class:`CorruptRoundFileError`.

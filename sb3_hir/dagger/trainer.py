@@ -118,6 +118,9 @@ def _last_round_with_files(scratch_dir: pathlib.Path) -> int:
 class DAggerTrainer(algo_base.BaseImitationAlgorithm):
     """DAgger in rounds, with imitation's API; every round's data lives in ``scratch_dir/demos/round-NNN/``.
 
+    Keeps imitation's API, so scripts switch by their import line, while adding plugin names for experts and beta
+    schedules, resume across processes and checkpoints that load without unpickling.
+
     A round: :meth:`create_trajectory_collector` (once or several times), step it with expert actions,
     ``collector.finish_round()``, then :meth:`extend_and_update` (BC on all rounds so far) and
     :meth:`save_trainer`. Because the round files and the checkpoint are the whole state, another process
@@ -542,6 +545,9 @@ def reconstruct_policy(
 
 class SimpleDAggerTrainer(DAggerTrainer):
     """DAgger with a synthetic expert: :meth:`train` runs the rounds itself.
+
+    For experts that can be queried at any state (scripted, planners, trained policies), where DAgger needs no human in
+    the loop; it keeps imitation's class of the same name, so scripts switch by their import line.
 
     :param expert_policy: an SB3 policy or algorithm, a ``predict``-er, a ``callable(obs) -> actions``, or an
         ``"expert"`` plugin name (e.g. ``"shortest-path"``, built on ``venv``).

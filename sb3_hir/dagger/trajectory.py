@@ -35,6 +35,9 @@ TERMINAL_OBS_KEY = "terminal_observation"
 class DAggerTrajectory(types.TrajectoryWithRew):
     """imitation's ``TrajectoryWithRew`` (``acts`` are the expert labels) plus what DAgger knows besides.
 
+    Keeps what imitation's type drops (executed actions, who acted, truncation), so relabeling and resume see each
+    episode as it happened, while imitation's BC still consumes it unchanged.
+
     ``terminal`` means terminated; a time-limit cut is ``truncated`` instead, and an episode still running
     when its round ended (reported, not completed) has ``complete=False`` and neither flag.
     """

@@ -23,6 +23,9 @@ __all__ = ["ShortestPathExpert"]
 class ShortestPathExpert(BasePolicy):
     """Optimal actions toward each sub-env's active goal (BFS, honouring the action permutation).
 
+    MazeRunner's optimal teacher for DAgger and BC: it sees the maze the learner cannot, so imitation has a perfect
+    expert without training one.
+
     ``predict`` must be given the venv's *current* observation (as any policy rolling out in that venv is): the
     answer is computed from the sub-envs' state, the observation only fixes the batch size.
 
@@ -42,7 +45,7 @@ class ShortestPathExpert(BasePolicy):
         self.method_name = method_name
 
     def expert_actions(self) -> np.ndarray:
-        """Expert action of every sub-env, batched: (n_envs,) for Discrete, (n_envs, *shape) for Box."""
+        """Expert action of every sub-env, batched: ``(n_envs,)`` for Discrete, ``(n_envs, *shape)`` for Box."""
         actions = np.asarray(self.venv.env_method(self.method_name))
         if self.action_space.dtype is not None:
             actions = actions.astype(self.action_space.dtype, copy=False)

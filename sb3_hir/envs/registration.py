@@ -17,6 +17,9 @@ MAZERUNNER_ID = "sb3_hir/MazeRunner-v0"
 def register_gymnasium_envs() -> None:
     """Register ``sb3_hir/MazeRunner-v0`` with gymnasium (once).
 
+    So that ``gym.make("sb3_hir/MazeRunner-v0")`` (and rl-zoo3, and ``SubprocVecEnv`` workers) find the env by id
+    without importing sb3-hir's heavier modules.
+
     Uses ``gymnasium.envs.registration`` directly: gymnasium calls this while its own package is still being
     imported, before ``gymnasium.registry`` exists.
     """

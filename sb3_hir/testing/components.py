@@ -39,6 +39,8 @@ def _allow_list(allowed: str | Iterable[str] | None) -> set[str] | None:
 def component_names(kind: str, allowed: str | Iterable[str] | None = None) -> list[str]:
     """Names of every registered component of ``kind``, from a fresh plugin manager.
 
+    For parametrizing your own tests over what is installed, restricted as the pytest option restricts them.
+
     :param allowed: restrict to components whose plugin (entry-point or distribution name) is listed, as
         ``--sb3-hir-plugins`` does; None means every installed plugin.
     """
@@ -58,6 +60,8 @@ def component_names(kind: str, allowed: str | Iterable[str] | None = None) -> li
 def parametrize_components(kind: str, argname: str | None = None,
                            allowed: str | Iterable[str] | None = None) -> pytest.MarkDecorator:
     """``pytest.mark.parametrize`` over every registered component of ``kind``: one test covers them all.
+
+    So a plugin's test suite covers components added later without being edited.
 
     ::
 

@@ -34,6 +34,9 @@ def check_expert(
 ) -> None:
     """Check an expert's SB3 ``predict`` contract on ``env`` (wrapped in a one-env ``DummyVecEnv``).
 
+    A DAgger expert that answers the wrong shape, or differently when asked twice, mislabels every visited state without
+    an error: this makes it fail in your tests instead.
+
     ``predict(observation, state=None, episode_start=None, deterministic=True)`` must return ``(actions,
     state)`` with one valid action per env, the same actions when asked twice, and the expert drives
     ``n_steps`` steps. With ``min_success_rate``, at least that fraction of the finished episodes must end with

@@ -46,6 +46,8 @@ _CHECK = "check_relabeler"
 def promises_non_decreasing_return(relabeler: Any) -> bool:
     """Whether ``relabeler`` promises that relabeling never lowers an episode's return.
 
+    Lets :func:`check_relabeler` hold a relabeler to a promise only when it makes one.
+
     Declared by the attribute :data:`NEVER_LOWERS_RETURN` (``never_lowers_return = True``); absent means no
     promise, so :func:`check_relabeler` does not hold the relabeler to it.
     """
@@ -61,6 +63,9 @@ def check_relabeler(
     n_relabels: int = 3,
 ) -> None:
     """Check the invariants every relabeler must keep, on random-policy episodes of ``env``.
+
+    A relabeler that breaks these serves transitions the env never produced, and training still runs: the check makes
+    that a test failure.
 
     For each episode and each of ``n_relabels`` generators ``np.random.default_rng([seed + i, draw])``:
 
