@@ -177,7 +177,7 @@ def test_render_refuses_a_corrupt_run_json_and_env_options_the_model_was_not_tra
 @pytest.mark.parametrize("argv, expected", [
     (["--batch-size", "100000"], "--batch-size 100000 is larger than the labelled steps of a round"),
     (["--beta-schedule", "linear", "--beta-kwarg", "rampdown_rounds=abc"],
-     "rampdown_rounds must be an integer >= 1; got 'abc'"),
+     "rampdown_rounds must be an int >= 1; got 'abc'"),
     (["--beta-kwarg", "decay_probability=2"], "decay_probability must be a number in (0, 1]; got 2"),
     (["--seed", "-3"], "--seed must be an int in [0, 4294967295]"),
 ])
