@@ -383,7 +383,7 @@ def check_expert(name: str, env_name: str, kwargs: dict[str, Any]) -> None:
     """An expert that cannot act in the env says so in one line, naming the installed experts that can."""
 
     def serves(expert_name: str) -> str | None:
-        venv = DummyVecEnv([lambda: plugin_registry.create("env", env_name, **kwargs)])
+        venv = DummyVecEnv([lambda: plugin_registry.resolve_env(env_name, **kwargs)])
         try:
             expert = plugin_registry.resolve_expert(expert_name, venv=venv)
             obs = venv.reset()

@@ -12,6 +12,8 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_hir._validate import check_int
+
 __all__ = [
     "RelabelLabels",
     "UnfinishedPolicy",
@@ -43,17 +45,11 @@ def check_beta(beta: Any, what: str = "beta") -> float:
 
 
 def check_positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1; got {value!r}")
-    return int(value)
+    return check_int(value, name, 1)
 
 
 def check_episodes_per_file(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(
-            f"episodes_per_file must be an int >= 1 (1, the default, writes every episode as it ends); got {value!r}"
-        )
-    return int(value)
+    return check_int(value, "episodes_per_file", 1, hint="1, the default, writes every episode as it ends")
 
 
 def check_relabel_labels(value: Any, name: str = "relabel_labels") -> RelabelLabels:
