@@ -121,6 +121,6 @@ def sb3_hir_plugins(request: pytest.FixtureRequest) -> Iterator[plugins.PluginMa
 @pytest.fixture
 def sb3_hir_env(sb3_hir_plugins: plugins.PluginManager, sb3_hir_env_name: str) -> Iterator[Any]:
     """The registered env ``sb3_hir_env_name``, created with its defaults and closed after the test."""
-    env = sb3_hir_plugins.resolve_env(sb3_hir_env_name)
+    env = sb3_hir_plugins.create("env", sb3_hir_env_name)
     yield env
     env.close()
