@@ -3,9 +3,10 @@
 Same GoalEnv, algorithm, hyperparameters, network sizes, seeds and budget; only the buffer differs. Ours is, with
 ``--ours native`` (the default), ``sb3_hir.HerReplayBuffer`` on the raw GoalEnv with HER's own
 ``replay_buffer_kwargs``: only the class is swapped, the policy sees the same keys, rewards are the env's
-``compute_reward``, and relabeled successes terminate where the env terminates on success (its
-``compute_terminated``; with no success radius to find first reaches, as for PointMaze's hard-coded 0.45, the
-recorded dones are served, as by HER). With ``--ours instruction``, the earlier adapter:
+``compute_reward``, and the buffer's default ``terminate_on_success=None`` (with SAC's continuous actions: HER's
+recorded dones; ``--terminate-on-success true`` serves relabeled successes as terminal where the env terminates
+on success, which needs a success radius to find first reaches: PointMaze's 0.45 is hard-coded, so there the
+recorded dones are served either way). With ``--ours instruction``, the earlier adapter:
 
 * HIR (instruction): the env's own desired goal as a one-goal instruction (``InstructionWrapper`` +
   ``DesiredGoalSampler``, the env's own success test), :class:`HindsightInstructionReplayBuffer` with strategy
@@ -166,7 +167,8 @@ def build(agent: str, args: argparse.Namespace, seed: int) -> OffPolicyAlgorithm
         common.update(
             replay_buffer_class=hir.HerReplayBuffer,
             replay_buffer_kwargs=dict(goal_selection_strategy="future", n_sampled_goal=4,
-                                      terminate_on_success={"auto": None, "false": False}[args.terminate_on_success]),
+                                      terminate_on_success={"auto": None, "false": False, "true": True}[
+                                          args.terminate_on_success]),
         )
     elif agent == "HIR":
         venv = make_vec_env(lambda: make_instruction(args), n_envs=args.n_envs, seed=seed)
@@ -243,9 +245,9 @@ def main() -> None:
     parser.add_argument("--ours", choices=["native", "instruction"], default="native",
                         help="native: sb3_hir.HerReplayBuffer on the raw GoalEnv, only the class swapped; instruction: "
                         "the InstructionWrapper adapter (the options below apply to it)")
-    parser.add_argument("--terminate-on-success", choices=["auto", "false"], default="auto",
-                        help="native: the buffer's terminate_on_success (auto = decided from the env; false = HER's "
-                        "recorded dones), to isolate what terminations do")
+    parser.add_argument("--terminate-on-success", choices=["auto", "false", "true"], default="auto",
+                        help="native: the buffer's terminate_on_success (auto = its default, None; false = HER's "
+                        "recorded dones; true = the env's terminations), to isolate what terminations do")
     parser.add_argument("--strategy", choices=["all", "some", "none"], default="all",
                         help="HIR strategy; with one goal 'all' is HER's future rule, 'some' keeps half the draws")
     parser.add_argument("--goal-selection", choices=["future", "episode"], default="future")

@@ -26,7 +26,8 @@ the policy sees the same keys. Nothing is tuned for our side. Suites (``--suite`
 * ``panda``: panda-gym's ``PandaReach-v3`` (``pip install panda-gym``; pybullet has wheels) with rl-zoo3's tuned TQC
   config (``hyperparams/tqc.yml``, ``PandaReach-v1``: the same settings as FetchReach's, ``n_critics=1``), at 5k,
   10k and 20k steps; success is ``is_success`` at the episode's end (the env terminates on success). panda-gym has
-  no ``compute_terminated``; ours finds its radius on ``env.task`` and takes success to end the episode.
+  no ``compute_terminated``; ours finds its radius on ``env.task``, and with continuous actions serves HER's
+  recorded ``dones`` by default (``terminate_on_success=None``; see the buffer's docstring).
 
 Every (suite, buffer, seed) run is one function call; ``--ray`` runs them as Ray Tune trials (one torch thread
 each), with the same printed table. A target holds when ours is not below HER by more than the spread (the larger

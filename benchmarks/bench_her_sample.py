@@ -125,8 +125,9 @@ def main() -> None:
         space, action = venv.observation_space, venv.action_space
         per_env = args.size // args.n_envs
         her = HerReplayBuffer(per_env, space, action, env=venv, n_envs=args.n_envs, device="cpu")
+        # Continuous actions keep HER's dones by default; the terminating case asks for the env's terminations.
         ours = hir.HerReplayBuffer(per_env, space, action, env=venv, n_envs=args.n_envs, device="cpu",
-                                     seed=args.seed)
+                                     seed=args.seed, terminate_on_success=terminate)
         floor = DictReplayBuffer(per_env, space, action, n_envs=args.n_envs, device="cpu")
         assert ours.terminates_on_success == terminate
         np.random.seed(args.seed)
