@@ -2,14 +2,22 @@
 
 ``tests/data/served_rows.npz`` was written by ``tests/served_rows.py`` from the buffer before any sampling kernel
 was compiled; every sampling path (k = 3 exact index, k = 2 tolerance window, k = 1 first-reach index, GoalEnv
-continuing and terminating, n-step, every goal selection, a wrapped circular buffer) must serve the same draws.
+continuing and terminating, n-step, every goal selection, a wrapped circular buffer) must serve the same draws,
+with the compiled kernels and with the numpy code they replace.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from served_rows import CASES, GOLDEN, filled_buffer, served
+
+from sb3_hir.buffers import compiled
+from sb3_hir.relabel import HindsightInstructionRelabeler
+
+needs_numba = pytest.mark.skipif(not compiled.AVAILABLE, reason="numba is not importable here")
 
 
 @pytest.fixture(scope="module")
@@ -18,10 +26,43 @@ def golden() -> dict[str, np.ndarray]:
         return {key: data[key] for key in data.files}
 
 
+@pytest.mark.parametrize("jit", [pytest.param(True, marks=needs_numba), False], ids=["compiled", "numpy"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_served_rows_equal_the_numpy_implementations(name: str, golden: dict[str, np.ndarray]) -> None:
+def test_served_rows_equal_the_numpy_implementations(name: str, jit: bool, golden: dict[str, np.ndarray]) -> None:
     expected = {key.split("/", 1)[1]: value for key, value in golden.items() if key.split("/", 1)[0] == name}
-    got = served(filled_buffer(name))
+    buffer = filled_buffer(name)
+    buffer.jit = jit
+    got = served(buffer)
     assert sorted(got) == sorted(expected)
     for key, value in expected.items():
         np.testing.assert_array_equal(got[key], value, err_msg=f"{name}: {key}")
+
+
+@needs_numba
+@settings(max_examples=60, deadline=None)
+@given(
+    k=st.integers(1, 4),
+    batch=st.integers(0, 40),
+    strategy=st.sampled_from(["some", "all", "none"]),
+    selection=st.sampled_from(["future", "episode"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_compiled_goal_step_draws_equal_the_relabelers(k: int, batch: int, strategy: str, selection: str,
+                                                       seed: int) -> None:
+    """Short episodes make clashes (a drawn step equal to an own reach step or an earlier pick) frequent."""
+    data = np.random.default_rng(seed)
+    length = data.integers(1, 2 * k + 3, size=batch)
+    t = (data.random(batch) * length).astype(np.int64)
+    own = np.full((batch, k), -1, dtype=np.int64)
+    for b in range(batch):  # own reach steps: a strictly increasing prefix within 1..T
+        reached = int(data.integers(0, min(k, length[b]) + 1))
+        own[b, :reached] = np.sort(data.choice(np.arange(1, length[b] + 1), size=reached, replace=False))
+    relabeler = HindsightInstructionRelabeler(k, strategy=strategy)
+    expected = relabeler.draw_goal_steps(own, length, t, np.random.default_rng(seed + 1), selection)
+    rng = np.random.default_rng(seed + 1)
+    got = compiled.draw_goal_steps(rng, own, length, t, compiled.DRAW_MODES[strategy], selection == "future")
+    np.testing.assert_array_equal(got, expected)
+    # Both consumed the generator equally: the next draw agrees.
+    reference = np.random.default_rng(seed + 1)
+    relabeler.draw_goal_steps(own, length, t, reference, selection)
+    assert rng.random() == reference.random()

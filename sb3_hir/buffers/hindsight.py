@@ -103,6 +103,7 @@ from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as SB3HerRep
 
 from sb3_hir import plugins
 from sb3_hir._validate import check_int, check_number
+from sb3_hir.buffers import compiled
 from sb3_hir.buffers.goal_env import (
     ACHIEVED_GOAL,
     DESIRED_GOAL,
@@ -413,6 +414,13 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             and achieved_dtype.kind in "biu"
             and goals_dtype.kind in "biu"
         )
+        #: the built-in relabeler's batched draw, which the compiled kernel reproduces (``buffers.compiled``).
+        self.builtin_draws = (
+            self.batched_draws
+            and isinstance(self.relabeler, HindsightInstructionRelabeler)
+            and type(self.relabeler).draw_goal_steps is HindsightInstructionRelabeler.draw_goal_steps
+        )
+        self._strategy_code = compiled.DRAW_MODES.get(getattr(self.relabeler, "strategy", "all"), 2)
         #: one-goal instructions of the built-in relabeler: every step's first-reach step, indexed per episode,
         #: gives a draw without rejection (any goal spec; see ``_relabel_single``).
         self.single_index = (
@@ -426,7 +434,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         if not self.batched_draws:
             fields += ["ndraw"]
         if self.single_index:
-            fields += ["first", "forder", "fcount"]
+            fields += ["first", "forder", "fcount", "ffirst"]  # ffirst: first[forder], read with forder
         elif self.exact_index:
             fields += ["prev", "rank", "glo", "order", "olo", "ohi"]
         self._field = {name: i for i, name in enumerate(fields)}  # id, t, len first: add() writes them at once
@@ -445,7 +453,11 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self._init_episode_bookkeeping()
         self._warned_too_long = False
         self._warned_reward_scale = False  # the recorded rewards' scale is checked until one mismatch is reported
-        self.last_sample_info: SampleInfo | None = None
+        self._last_sample: tuple | None = None
+        #: draw with the compiled kernels (``buffers.compiled``; identical draws, fewer array calls).
+        self.jit = compiled.enabled()
+        self._single_cfg: np.ndarray | None = None
+        self._reach_cfg: np.ndarray | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the env (VecEnvs often cannot be pickled); ``set_env`` gives it back, as for HER."""
@@ -454,8 +466,13 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state.pop("last_sample_info", None)  # an attribute in sb3-hir 0.1.0, a property since
         self.__dict__.update(state)
         self.env = None
+        self.__dict__.setdefault("_last_sample", None)
+        self.__dict__.setdefault("_single_cfg", None)
+        self.__dict__.setdefault("_reach_cfg", None)
+        self.jit = compiled.enabled()  # where the buffer is loaded, not where it was saved
 
     def set_env(self, env: VecEnv) -> None:
         """Give a loaded buffer its env back (HER's API; SB3's ``load_replay_buffer`` calls it for
@@ -614,7 +631,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             # first fcount[t] steps of this order.
             key = np.where(first > 0, first, length + 1)
             meta[:, field["first"]] = first
-            meta[:, field["forder"]] = np.argsort(-key, kind="stable") + 1
+            forder = np.argsort(-key, kind="stable")
+            meta[:, field["forder"]] = forder + 1
+            meta[:, field["ffirst"]] = first[forder]  # the drawn step's first reach, in the row that draws it
             meta[:, field["fcount"]] = np.bincount(key, minlength=length + 2)[::-1].cumsum()[::-1][1 : length + 1]
         elif self.exact_index:
             ids, own_ids = value_ids(achieved, own_goals, len(self.goal_shape))
@@ -685,8 +704,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
     def _achieved_at(self, rows: np.ndarray, env_idx: np.ndarray | int) -> np.ndarray:
         """Achieved values after the transitions in ``rows``, shaped ``(*rows.shape, *goal_shape)``."""
-        values = self.next_observations[self.goal_spec.achieved_key][rows, env_idx]
-        return values.reshape(*np.shape(rows), *self.goal_shape)
+        flat = np.asarray(rows) * self.n_envs + env_idx  # one flat take: faster than 2-d fancy indexing
+        values = take_rows(self.next_observations[self.goal_spec.achieved_key], flat.reshape(-1))
+        return values.reshape(*np.shape(flat), *self.goal_shape)
 
     def _stored_episode(self, env_idx: int, rows: np.ndarray) -> Episode:
         """The stored episode, with observations ``[obs_0, next_obs_0, ..., next_obs_{T-1}]``."""
@@ -728,6 +748,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
     def _draw_relabeled(self, count: int, upper: int) -> _Relabeled | None:
         """``count`` admissible (transition, hindsight instruction) pairs, by rejection (see module docstring)."""
+        if self.single_index and self.jit:
+            return self._draw_single_compiled(count, upper)
         parts: list[_Relabeled] = []
         missing = count
         # Estimate of the admissible share, kept across calls, so that the first round usually draws enough.
@@ -755,6 +777,35 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             return parts[0]
         return _Relabeled(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
 
+    def _draw_single_compiled(self, count: int, upper: int) -> _Relabeled | None:
+        """The one-goal draw of ``_draw_relabeled`` in one compiled call (identical draws; ``buffers.compiled``)."""
+        spec, field = self.goal_spec, self._field
+        flat_rows = self.buffer_size * self.n_envs
+        cfg = self._single_cfg
+        if cfg is None:
+            values = dict(
+                size=self.buffer_size, n_envs=self.n_envs, rounds=self.max_redraws, goal_env=int(self.goal_env),
+                draw_mode=compiled.DRAW_MODES["all" if self.goal_env else self.relabeler.strategy],
+                selection=compiled.SELECTIONS[self.goal_selection],
+                **{name: field[name[2:]] for name in compiled.SINGLE if name.startswith("f_")},
+            )
+            cfg = self._single_cfg = np.array([values.get(name, 0) for name in compiled.SINGLE], dtype=np.int64)
+        cfg[2], cfg[3], cfg[6] = upper, count, int(self.goal_env and self.terminates_on_success)
+        own_goals = self.observations[spec.goals_key].reshape(flat_rows, -1)
+        flat, start, envs, t, length, goals, reach, other_end, self._admitted = compiled.draw_single(
+            self.rng,
+            self._meta.reshape(flat_rows, -1),
+            self.next_observations[spec.achieved_key].reshape(flat_rows, -1),
+            own_goals,
+            own_goals[:0],
+            float(self._admitted),
+            cfg,
+        )
+        if not len(flat):
+            return None
+        goals = goals.reshape(len(flat), 1, *self.goal_shape)
+        return _Relabeled(flat, start, envs, t, length, goals, reach[:, None], other_end)
+
     def _relabel_rows(self, rows: np.ndarray, envs: np.ndarray) -> _Relabeled | None:
         """Draw an instruction for each (row, env); keep the admissible ones."""
         size, n_envs, field, k = self.buffer_size, self.n_envs, self._field, self.num_goals
@@ -781,12 +832,21 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         if self.single_index:
             goals, reach, keep = self._relabel_single(own_steps[:, 0], own_goals, meta, t, start, envs, length)
         elif self.batched_draws:
-            steps = self.relabeler.draw_goal_steps(own_steps, length, t, self.rng, self.goal_selection)
+            if self.jit and self.builtin_draws:
+                steps = compiled.draw_goal_steps(self.rng, own_steps, length, t, self._strategy_code,
+                                                 self.goal_selection == "future")
+            else:
+                steps = self.relabeler.draw_goal_steps(own_steps, length, t, self.rng, self.goal_selection)
             step_rows = (start[:, None] + np.maximum(steps, 1) - 1) % size
             achieved = self._achieved_at(step_rows, envs[:, None])
             from_step = (steps > 0).reshape(*steps.shape, *(1,) * len(self.goal_shape))
             goals = np.where(from_step, achieved, own_goals).astype(own_goals.dtype, copy=False)
-            if self.exact_index:
+            if self.exact_index and self.jit:
+                if self._reach_cfg is None:
+                    self._reach_cfg = np.array([size, n_envs, *(field[name[2:]] for name in compiled.REACH[2:])],
+                                               dtype=np.int64)
+                reach = compiled.reach_indexed(meta_flat, steps, start, envs, length, self._reach_cfg)
+            elif self.exact_index:
                 reach = self._reach_indexed(steps, step_rows, slot_meta, start, envs, length)
             else:
                 reach = self._reach_window(goals, start, envs, length)
@@ -939,12 +999,12 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self, recorded_flat: np.ndarray, relabeled: _Relabeled | None, env: VecNormalize | None
     ) -> DictReplayBufferSamples:
         """Gather the batch (recorded rows first, then relabeled ones) and rewrite the relabeled part."""
-        n_envs, size, spec, k = self.n_envs, self.buffer_size, self.goal_spec, self.num_goals
+        n_envs, size, spec = self.n_envs, self.buffer_size, self.goal_spec
+        num_rec = len(recorded_flat)
         num_rel = 0 if relabeled is None else len(relabeled.flat)
-        flat = recorded_flat if relabeled is None else np.concatenate([recorded_flat, relabeled.flat])
+        flat = recorded_flat if not num_rel else np.concatenate([recorded_flat, relabeled.flat])  # type: ignore[union-attr]
         batch = len(flat)
-        rec = slice(0, len(recorded_flat))
-        rel = slice(len(recorded_flat), batch)
+        rel = slice(num_rec, batch)
         obs = {key: take_rows(arr, flat) for key, arr in self.observations.items()}
         actions = take_rows(self.actions, flat)
 
@@ -952,45 +1012,49 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         window = np.ones(batch, dtype=np.int64)
         rewards = np.empty(batch, dtype=np.float32)
         dones = np.empty(batch, dtype=np.float32)
-        last_flat = flat.copy()
-        if len(recorded_flat):
+        last_flat = flat.copy() if self.n_steps > 1 else flat  # one step: each row's next observation is its own
+        if num_rec:
+            rec = slice(0, num_rec)
             self._recorded_windows(recorded_flat, env, window[rec], rewards[rec], dones[rec], last_flat[rec])
-        goals = np.empty((batch, k, *self.goal_shape), dtype=obs[spec.goals_key].dtype)
-        goals[rec] = obs[spec.goals_key][rec].reshape(-1, k, *self.goal_shape)
-        t_all = np.full(batch, -1, dtype=np.int64)
-        start_all = np.full(batch, -1, dtype=np.int64)
-        next_counts = None
+        recorded_goals = obs[spec.goals_key][:num_rec]
+        m = next_counts = None
         if relabeled is not None and num_rel:
             r = relabeled
             reach, t = r.reach, r.t
             completed = reach[:, -1] > 0
             end = np.where(completed, reach[:, -1], r.length)  # last step of the relabeled episode
-            m = np.minimum(self.n_steps, end - t)
-            if self.goal_env:
-                rewards[rel] = self._env_rewards(r, m)
-            else:
-                in_window = (reach > t[:, None]) & (reach <= (t + m)[:, None])
-                powers = self.gamma ** np.maximum(reach - t[:, None] - 1, 0)
-                rewards[rel] = spec.goal_reward * (in_window * powers).sum(axis=1)
-                if spec.step_reward:
-                    rewards[rel] += spec.step_reward * ((self.gamma ** np.arange(self.n_steps)) * (
-                        np.arange(self.n_steps) < m[:, None])).sum(axis=1)
-            finishes = (t + m) == end
+            one_step = self.n_steps == 1  # then m = 1: the window is the transition itself (end > t always)
+            m = np.minimum(self.n_steps, end - t) if not one_step else None
+            if not self.goal_env:
+                if self.n_steps == 1:  # one step: a goal is in the window when reached at t + 1, undiscounted
+                    rewards[rel] = spec.goal_reward * (reach == (t + 1)[:, None]).sum(axis=1)
+                    if spec.step_reward:
+                        rewards[rel] += np.float64(spec.step_reward)
+                else:
+                    in_window = (reach > t[:, None]) & (reach <= (t + m)[:, None])
+                    powers = self.gamma ** np.maximum(reach - t[:, None] - 1, 0)
+                    rewards[rel] = spec.goal_reward * (in_window * powers).sum(axis=1)
+                    if spec.step_reward:
+                        rewards[rel] += spec.step_reward * ((self.gamma ** np.arange(self.n_steps)) * (
+                            np.arange(self.n_steps) < m[:, None])).sum(axis=1)
+            t_end = t + 1 if m is None else t + m  # the step the window's next observation follows
+            finishes = t_end == end
             dones[rel] = finishes & (completed | r.other_end)
-            window[rel] = m
-            last_flat[rel] = ((r.start + t + m - 1) % size) * n_envs + r.env
-            count_now = ((reach > 0) & (reach <= t[:, None])).sum(axis=1)
-            next_counts = ((reach > 0) & (reach <= (t + m)[:, None])).sum(axis=1)
+            if not one_step:
+                window[rel] = m
+                last_flat[rel] = ((r.start + t + m - 1) % size) * n_envs + r.env
             if self.goal_env:  # a GoalEnv's desired goal stays as it is once reached
                 obs[spec.goals_key][rel] = r.goals[:, 0]
             else:
+                count_now = ((reach > 0) & (reach <= t[:, None])).sum(axis=1)
+                next_counts = ((reach > 0) & (reach <= t_end[:, None])).sum(axis=1)
                 obs[spec.goals_key][rel] = np.where(self._slot_masks[count_now], spec.mask_value, r.goals)
-            goals[rel] = r.goals
-            t_all[rel] = t
-            start_all[rel] = r.start
         next_obs = {key: take_rows(arr, last_flat) for key, arr in self.next_observations.items()}
         if relabeled is not None and num_rel:
             if self.goal_env:
+                # One step: the achieved goal after t is the served next observation's (no second gather).
+                achieved = next_obs[ACHIEVED_GOAL][rel] if self.n_steps == 1 else None
+                rewards[rel] = self._env_rewards(relabeled, m, achieved)
                 next_obs[spec.goals_key][rel] = relabeled.goals[:, 0]
             else:
                 next_obs[spec.goals_key][rel] = np.where(
@@ -1000,41 +1064,71 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
         self.num_served += batch
         self.num_served_relabeled += num_rel
-        self.last_sample_info = SampleInfo(
+        self._last_sample = (flat, num_rec, recorded_goals, relabeled if num_rel else None, window)
+        obs_ = self._normalize_obs(obs, env)
+        next_obs_ = self._normalize_obs(next_obs, env)
+        assert isinstance(obs_, dict) and isinstance(next_obs_, dict)
+        tensor = self._tensor
+        discounts = None
+        if self.n_steps > 1:
+            discounts = tensor((self.gamma ** window).astype(np.float32).reshape(-1, 1))
+        return DictReplayBufferSamples(
+            observations={key: tensor(value) for key, value in obs_.items()},
+            actions=tensor(actions),
+            next_observations={key: tensor(value) for key, value in next_obs_.items()},
+            dones=tensor(dones).reshape(-1, 1),
+            rewards=tensor(rewards.reshape(-1, 1)),
+            discounts=discounts,
+        )
+
+    def _tensor(self, array: np.ndarray) -> th.Tensor:
+        """``to_torch`` without SB3's defensive copy: every served array is freshly gathered, so the tensor may share
+        its memory (on CPU; other devices copy anyway)."""
+        if self.device.type == "cpu":
+            return th.from_numpy(array)
+        return th.as_tensor(array, device=self.device)
+
+    @property
+    def last_sample_info(self) -> SampleInfo | None:
+        """What the last ``sample()`` served (built on access: sampling itself does not pay for it)."""
+        last = self.__dict__.get("_last_sample")
+        if last is None:
+            return None
+        flat, num_rec, recorded_goals, relabeled, window = last
+        batch, k, n_envs = len(flat), self.num_goals, self.n_envs
+        goals = np.empty((batch, k, *self.goal_shape), dtype=recorded_goals.dtype)
+        goals[:num_rec] = recorded_goals.reshape(-1, k, *self.goal_shape)
+        t_all = np.full(batch, -1, dtype=np.int64)
+        start_all = np.full(batch, -1, dtype=np.int64)
+        if relabeled is not None:
+            goals[num_rec:] = relabeled.goals
+            t_all[num_rec:] = relabeled.t
+            start_all[num_rec:] = relabeled.start
+        return SampleInfo(
             rows=flat // n_envs,
             env_indices=flat % n_envs,
-            relabeled=np.arange(batch) >= len(recorded_flat),
+            relabeled=np.arange(batch) >= num_rec,
             goals=goals,
             t=t_all,
             episode_start=start_all,
             window=window,
         )
-        obs_ = self._normalize_obs(obs, env)
-        next_obs_ = self._normalize_obs(next_obs, env)
-        assert isinstance(obs_, dict) and isinstance(next_obs_, dict)
-        discounts = None
-        if self.n_steps > 1:
-            discounts = self.to_torch((self.gamma ** window).astype(np.float32).reshape(-1, 1))
-        return DictReplayBufferSamples(
-            observations={key: self.to_torch(value) for key, value in obs_.items()},
-            actions=self.to_torch(actions),
-            next_observations={key: self.to_torch(value) for key, value in next_obs_.items()},
-            dones=self.to_torch(dones).reshape(-1, 1),
-            rewards=self.to_torch(rewards.reshape(-1, 1)),
-            discounts=discounts,
-        )
 
-    def _env_rewards(self, relabeled: _Relabeled, m: np.ndarray) -> np.ndarray:
+    def _env_rewards(self, relabeled: _Relabeled, m: np.ndarray, achieved: np.ndarray | None = None) -> np.ndarray:
         """Discounted sums of the env's ``compute_reward`` over each relabeled window: one call per batch.
 
         The reward of transition ``t`` is ``compute_reward(achieved_goal after t, goal, info_t)``, as in HER.
+        ``achieved``: those achieved goals, when the caller has gathered them already (``n_steps == 1``).
         """
         r, n, size, n_envs = relabeled, self.n_steps, self.buffer_size, self.n_envs
         offsets = np.arange(n)
-        within = np.minimum(offsets, m[:, None] - 1)  # (B, n): window steps, the last one repeated past m
-        win_flat = (((r.start + r.t)[:, None] + within) % size) * n_envs + r.env[:, None]
-        win_flat = win_flat.reshape(-1)
-        achieved = take_rows(self.next_observations[ACHIEVED_GOAL], win_flat)
+        if n == 1:
+            win_flat = r.flat
+        else:
+            within = np.minimum(offsets, m[:, None] - 1)  # (B, n): window steps, the last one repeated past m
+            win_flat = ((((r.start + r.t)[:, None] + within) % size) * n_envs + r.env[:, None]).reshape(-1)
+        if achieved is None:
+            achieved = take_rows(self.next_observations[ACHIEVED_GOAL], win_flat)
         desired = np.repeat(r.goals[:, 0], n, axis=0) if n > 1 else r.goals[:, 0]
         if self.infos is not None:
             infos: Any = copy.deepcopy(self.infos.reshape(-1)[win_flat])
