@@ -15,8 +15,9 @@ Buffers (one sub-env):
   same work as HER, so the fair row for the ``vs HER`` column. It is compared with ``Dict k=1`` / ``Dict gather
   k=1``, which hold the same k=1 layout (smaller goal arrays than the k=3 baselines).
 * ``Dict``: SB3's DictReplayBuffer, stock.
-* ``Dict gather``: a DictReplayBuffer subclass that gathers rows with the flat ``np.take`` our buffer uses and
-  otherwise serves exactly what DictReplayBuffer serves (checked). Against it, our time is what relabeling costs.
+* ``Dict gather``: a DictReplayBuffer subclass that gathers rows with the flat ``np.take`` our buffer uses, hands
+  them out as tensors sharing the gathered arrays as ours does (no copy), and otherwise serves exactly what
+  DictReplayBuffer serves (checked). Against it, our time is what relabeling costs.
 * ``HER``: SB3's HerReplayBuffer (future, ``n_sampled_goal=4``) holding the k=1 view of the same data
   ("observation", "achieved_goal", "desired_goal" = the episode's first goal, reward 1 when the next achieved cell
   is it), with a tiny GoalEnv-like env in a DummyVecEnv for ``compute_reward``. For timing; its reward share is not
@@ -115,7 +116,12 @@ def _take(array: np.ndarray, flat: np.ndarray) -> np.ndarray:
 
 
 class SameGatherDictReplayBuffer(DictReplayBuffer):
-    """DictReplayBuffer serving exactly what it serves, gathered with the flat ``np.take`` our buffer uses."""
+    """DictReplayBuffer serving exactly what it serves, gathered with the flat ``np.take`` our buffer uses, and
+    handed out as ours hands it out: tensors sharing the freshly gathered arrays (``th.from_numpy``), not SB3's copy.
+    Against it, our extra time is the relabeling alone."""
+
+    def to_torch(self, array: np.ndarray, copy: bool = True) -> th.Tensor:
+        return th.from_numpy(array)
 
     def _get_samples(  # type: ignore[override]
         self, batch_inds: np.ndarray, env: VecNormalize | None = None
