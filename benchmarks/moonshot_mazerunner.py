@@ -65,7 +65,7 @@ class WallClock(BaseCallback):
         goals, success = evaluate(self.model, self.args)
         minutes = (time.perf_counter() - self.start) / 60
         self.curve.append(dict(minutes=round(minutes, 2), timesteps=int(self.num_timesteps), goals_reached=goals,
-                               success_rate=success))
+                               success_rate=success, load_average=round(os.getloadavg()[0], 2)))
         print(f"{minutes:6.1f} min {self.num_timesteps:>8} steps: success {success:.3f}, goals reached "
               f"{goals:.2f} / {self.args.goals}", flush=True)
         save(self.curve, self.args, self.out)
@@ -111,8 +111,9 @@ def save(curve: list[dict[str, float]], args: argparse.Namespace, out: Path) -> 
     os.replace(tmp_png, out / "curve.png")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def make_parser(description: str) -> argparse.ArgumentParser:
+    """The moonshot's options (shared with ``moonshot_seeds.py``)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--eval-minutes", type=float, default=5.0)
     bench_args.add_eval_episodes(parser, 100)
@@ -125,37 +126,52 @@ def main() -> None:
     parser.add_argument("--n-steps", type=int, default=3, help="n-step hindsight returns of the buffer")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="moonshot")
+    return parser
+
+
+def main() -> None:
+    parser = make_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--replot", metavar="DIR", help="redraw DIR/curve.png from DIR/curve.json and exit")
     args = parser.parse_args()
     if args.replot:
         data = json.loads((Path(args.replot) / "curve.json").read_text())
         save(data["curve"], argparse.Namespace(**data["config"]), Path(args.replot))
         return
-    th.set_num_threads(1)
-    out = Path(args.out)
+    clock = train(args, Path(args.out))
+    best = max(clock.curve, key=lambda p: p["success_rate"])
+    print(f"{'PASS' if best['success_rate'] >= 0.5 else 'MISS'}  >= 50 % success within {args.minutes:.0f} min: "
+          f"best {best['success_rate']:.3f} at {best['minutes']:.1f} min ({best['timesteps']} steps); last "
+          f"{clock.curve[-1]['success_rate']:.3f}")
+
+
+def build_model(args: argparse.Namespace) -> DQN:
+    """The moonshot's DQN: history window and encoder when ``args.history``, else the memoryless control."""
     venv = make_venv(args, args.seed, args.n_envs)
     extractor = (dict(features_extractor_class=HistoryExtractor,
                       features_extractor_kwargs=dict(keys=["obs", "goals"], encoder=args.encoder))
                  if args.history else
                  dict(features_extractor_class=KeySelectExtractor,
                       features_extractor_kwargs=dict(keys=["obs", "goals"])))
-    model = DQN("MultiInputPolicy", venv, learning_rate=args.learning_rate, buffer_size=args.steps,
-                learning_starts=2_000, batch_size=128, gamma=args.gamma, train_freq=1,
-                gradient_steps=args.gradient_steps, target_update_interval=2_000,
-                exploration_fraction=args.exploration_fraction, exploration_final_eps=0.05,
-                replay_buffer_class=HindsightInstructionReplayBuffer,
-                replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8, seed=args.seed, n_steps=args.n_steps,
-                                          gamma=args.gamma),
-                policy_kwargs=dict(net_arch=[256, 256], **extractor), seed=args.seed, verbose=0, device="cpu")
+    return DQN("MultiInputPolicy", venv, learning_rate=args.learning_rate, buffer_size=args.steps,
+               learning_starts=2_000, batch_size=128, gamma=args.gamma, train_freq=1,
+               gradient_steps=args.gradient_steps, target_update_interval=2_000,
+               exploration_fraction=args.exploration_fraction, exploration_final_eps=0.05,
+               replay_buffer_class=HindsightInstructionReplayBuffer,
+               replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8, seed=args.seed, n_steps=args.n_steps,
+                                         gamma=args.gamma),
+               policy_kwargs=dict(net_arch=[256, 256], **extractor), seed=args.seed, verbose=0, device="cpu")
+
+
+def train(args: argparse.Namespace, out: Path) -> WallClock:
+    """Train for ``args.minutes`` of wall time (evaluations included), evaluating as it goes; the curve is in
+    the returned clock (and in ``out``)."""
+    th.set_num_threads(1)
+    model = build_model(args)
     print(f"moonshot: {vars(args)}", flush=True)
     clock = WallClock(args, out)
     model.learn(args.steps, callback=clock)
     clock.record()
-    best = max(clock.curve, key=lambda p: p["success_rate"])
-    print(f"{'PASS' if best['success_rate'] >= 0.5 else 'MISS'}  >= 50 % success within {args.minutes:.0f} min: "
-          f"best {best['success_rate']:.3f} at {best['minutes']:.1f} min ({best['timesteps']} steps); last "
-          f"{clock.curve[-1]['success_rate']:.3f}")
-
+    return clock
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,141 @@
+"""The moonshot over several seeds, with a memoryless control, as Ray Tune trials sharing the machine fairly.
+
+Each (variant, seed) is one run of ``moonshot_mazerunner.py``'s training (same options, same wall-time limit,
+evaluations included, held-out evaluation every ``--eval-minutes``): ``history`` is the moonshot's DQN with its
+``--history`` window and encoder, ``memoryless`` the same DQN and buffer without the window (``--history 0``).
+With ``--ray`` the runs are Ray Tune trials of one CPU each (``ray_trials``), so at most as many run at once as the
+machine has cores and each gets a whole core; the load average at every evaluation is kept in the curves.
+
+Output in ``--out``: each run's ``<variant>-seed<s>/curve.json`` / ``curve.png``, and ``summary.json`` /
+``summary.png``: success rate and goals reached per variant, mean ± std over seeds at each evaluation (the k-th
+evaluation of every run, at about the same wall time), as bands against wall time. The table printed gives the
+same numbers; the target line checks the mean success of the ``history`` runs at the last evaluation within
+``--target-minutes``.
+
+Usage: ``python benchmarks/moonshot_seeds.py --minutes 15 --eval-minutes 3 --seeds 0 1 2 --ray
+[--variants history memoryless] [--out moonshot_seeds] [any moonshot_mazerunner.py option]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import bench_args
+import numpy as np
+from moonshot_mazerunner import make_parser, train
+from ray_trials import run_all
+
+VARIANTS = ("history", "memoryless")
+
+
+def run_trial(config: dict[str, Any]) -> dict[str, Any]:
+    """One (variant, seed): the moonshot's training, its curve returned (and written under its run directory)."""
+    args = argparse.Namespace(**config["args"])
+    if config["variant"] == "memoryless":
+        args.history = 0
+    args.seed = config["seed"]
+    out = Path(config["out"]) / f"{config['variant']}-seed{config['seed']}"
+    args.out = str(out)
+    clock = train(args, out)
+    return {"variant": config["variant"], "seed": config["seed"], "curve": clock.curve}
+
+
+def summarize(runs: list[dict[str, Any]], variants: list[str]) -> dict[str, list[dict[str, float]]]:
+    """Per variant, mean ± std over seeds of each evaluation index that every seed reached."""
+    summary: dict[str, list[dict[str, float]]] = {}
+    for variant in variants:
+        curves = [run["curve"] for run in runs if run["variant"] == variant]
+        points = min(len(curve) for curve in curves)
+        rows = []
+        for i in range(points):
+            at = [curve[i] for curve in curves]
+            row = {"evaluation": i + 1, "seeds": len(at)}
+            for key in ("minutes", "timesteps", "success_rate", "goals_reached", "load_average"):
+                values = np.array([p[key] for p in at], dtype=float)
+                row[f"{key}_mean"] = float(values.mean())
+                row[f"{key}_std"] = float(values.std())
+            rows.append(row)
+        summary[variant] = rows
+    return summary
+
+
+def plot(summary: dict[str, list[dict[str, float]]], args: argparse.Namespace, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for variant, rows in summary.items():
+        x = np.array([r["minutes_mean"] for r in rows])
+        for ax, key, k in ((axes[0], "success_rate", 1), (axes[1], "goals_reached", args.goals)):
+            mean = np.array([r[f"{key}_mean"] for r in rows]) / k
+            std = np.array([r[f"{key}_std"] for r in rows]) / k
+            ax.plot(x, mean, "o-", label=variant)
+            ax.fill_between(x, mean - std, mean + std, alpha=0.2)
+    for ax, label in ((axes[0], "success rate (all goals in order)"), (axes[1], "goals reached / k")):
+        ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+        ax.set_xlabel("wall time (minutes)")
+        ax.set_ylabel(label)
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+    axes[0].legend(loc="upper left", fontsize=8)
+    fig.suptitle(f"DQN + HIR on MazeRunner {args.maze_dim}x{args.maze_dim}, k={args.goals}, time limit "
+                 f"{args.time_limit}: mean ± std over seeds {args.seeds}", fontsize=10)
+    fig.tight_layout()
+    tmp = out / "summary.tmp.png"
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    os.replace(tmp, out / "summary.png")
+
+
+def main() -> None:
+    parser = make_parser(__doc__.split("\n\n")[0])
+    bench_args.add_seeds(parser, [0, 1, 2])
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    parser.add_argument("--target-minutes", type=float, default=None,
+                        help="wall time of the target (default --minutes)")
+    bench_args.add_ray(parser, "(variant, seed) runs")
+    parser.set_defaults(out="moonshot_seeds")
+    args = parser.parse_args()
+    if args.ray and args.cpus_per_trial < 1:
+        parser.error("--cpus-per-trial must be >= 1")
+    out = Path(args.out).resolve()
+    base = {k: v for k, v in vars(args).items()
+            if k not in ("seeds", "variants", "ray", "ray_address", "cpus_per_trial", "target_minutes")}
+    configs = [dict(args=base, variant=variant, seed=seed, out=str(out))
+               for variant in args.variants for seed in args.seeds]
+    print(f"moonshot over seeds {args.seeds}, variants {args.variants}, {len(os.sched_getaffinity(0))} cores, "
+          f"load average at start {os.getloadavg()[0]:.2f}; {'Ray Tune trials' if args.ray else 'sequential'}",
+          flush=True)
+    runs = list(run_all(run_trial, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial,
+                        address=args.ray_address, name="moonshot_seeds"))
+    summary = summarize(runs, args.variants)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / "summary.json.tmp"
+    tmp.write_text(json.dumps(dict(config=vars(args), summary=summary, runs=runs), indent=2) + "\n")
+    os.replace(tmp, out / "summary.json")
+    plot(summary, args, out)
+    print("| variant | evaluation | minutes | env steps | success rate | goals reached | load average |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for variant, rows in summary.items():
+        for r in rows:
+            print(f"| {variant} | {r['evaluation']} | {r['minutes_mean']:.1f} | {r['timesteps_mean']:.0f} | "
+                  f"{r['success_rate_mean']:.3f} ± {r['success_rate_std']:.3f} | "
+                  f"{r['goals_reached_mean']:.2f} ± {r['goals_reached_std']:.2f} | {r['load_average_mean']:.2f} |")
+    if "history" in summary:
+        limit = args.target_minutes if args.target_minutes is not None else args.minutes
+        within = [r for r in summary["history"] if r["minutes_mean"] <= limit + 0.5]
+        best = max(within, key=lambda r: r["success_rate_mean"]) if within else None
+        verdict = "PASS" if best is not None and best["success_rate_mean"] >= 0.5 else "MISS"
+        detail = (f"best mean {best['success_rate_mean']:.3f} ± {best['success_rate_std']:.3f} at "
+                  f"{best['minutes_mean']:.1f} min" if best else "no evaluation")
+        print(f"{verdict}  history: mean success >= 0.5 within {limit:g} min over seeds {args.seeds}: {detail}")
+
+
+if __name__ == "__main__":
+    main()
