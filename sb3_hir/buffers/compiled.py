@@ -19,7 +19,10 @@ try:  # numba is a dependency; the numpy code stays the reference and the fallba
 except ImportError:  # pragma: no cover - exercised where numba has no wheel
     numba = None
 
-__all__ = ["AVAILABLE", "REACH", "SINGLE", "draw_goal_steps", "draw_single", "enabled", "reach_indexed"]
+__all__ = [
+    "AVAILABLE", "EXACT", "REACH", "SINGLE", "draw_exact", "draw_goal_steps", "draw_single", "enabled",
+    "reach_indexed",
+]
 
 AVAILABLE = numba is not None
 
@@ -190,60 +193,80 @@ REACH = ("size", "n_envs", "f_prev", "f_rank", "f_glo", "f_order", "f_olo", "f_o
 
 @_njit
 def reach_indexed(meta, steps, start, envs, length, cfg):  # type: ignore[no-untyped-def]
-    """``HindsightInstructionReplayBuffer._reach_indexed``: reach steps of ``k`` drawn goals, one pass per sample.
+    """``HindsightInstructionReplayBuffer._reach_indexed``: reach steps of ``k`` drawn goals.
 
     ``steps`` (B, k) are the drawn goal steps (-1: the episode's own goal j). A goal from step u is first reached at
     u unless its value occurred after the previous goal's reach; only then, and for own goals, a binary search over
-    the value's occurrences runs.
+    the value's occurrences runs. Goal by goal, each pass makes one level of loads over the whole batch (lookups,
+    then each bisection step for every searching sample), so the scattered loads overlap in the memory system.
     """
     size, n_envs, f_prev, f_rank, f_glo, f_order, f_olo, f_ohi = (
         cfg[0], cfg[1], cfg[2], cfg[3], cfg[4], cfg[5], cfg[6], cfg[7]
     )
     batch, k = steps.shape
     reach = np.full((batch, k), -1, np.int64)
-    for b in range(batch):
-        previous = np.int64(0)
-        env, first_row = envs[b], start[b]
-        for j in range(k):
+    previous = np.zeros(batch, np.int64)  # -1 once a goal is never reached: the later ones are not either
+    lo = np.empty(batch, np.int64)
+    hi = np.empty(batch, np.int64)
+    end = np.empty(batch, np.int64)
+    search = np.empty(batch, np.int64)
+    work = np.empty(batch, np.int64)
+    for j in range(k):
+        count = 0
+        for b in range(batch):
+            if previous[b] < 0:
+                continue
             step = steps[b, j]
-            found = np.int64(-1)
             if step > 0:
-                at = ((first_row + step - 1) % size) * n_envs + env
-                if np.int64(meta[at, f_prev]) <= previous:
-                    found = step
-                else:
-                    found = _first_after(meta, f_order, first_row, env, np.int64(meta[at, f_glo]),
-                                         np.int64(meta[at, f_rank]), previous, size, n_envs)
+                at = start[b] + step - 1
+                if at >= size:
+                    at -= size
+                at = at * n_envs + envs[b]
+                if np.int64(meta[at, f_prev]) <= previous[b]:
+                    reach[b, j] = step
+                    continue
+                lo[b], hi[b] = meta[at, f_glo], meta[at, f_rank]
             elif j < length[b]:
-                slot = ((first_row + j) % size) * n_envs + env
-                found = _first_after(meta, f_order, first_row, env, np.int64(meta[slot, f_olo]),
-                                     np.int64(meta[slot, f_ohi]), previous, size, n_envs)
-            reach[b, j] = found
-            if found < 0:
-                break
-            previous = found
+                slot = start[b] + j
+                if slot >= size:
+                    slot -= size
+                slot = slot * n_envs + envs[b]
+                lo[b], hi[b] = meta[slot, f_olo], meta[slot, f_ohi]
+            else:
+                continue
+            end[b] = hi[b]
+            search[count] = b
+            count += 1
+        work[:count] = search[:count]
+        active = count
+        while active:  # one bisection step for every sample still searching, then drop the finished ones
+            still = 0
+            for c in range(active):
+                b = work[c]
+                if lo[b] >= hi[b]:
+                    continue
+                mid = (lo[b] + hi[b]) >> 1
+                row = start[b] + mid
+                if row >= size:
+                    row -= size
+                if np.int64(meta[row * n_envs + envs[b], f_order]) <= previous[b]:
+                    lo[b] = mid + 1
+                else:
+                    hi[b] = mid
+                work[still] = b
+                still += 1
+            active = still
+        for c in range(count):
+            b = search[c]
+            if lo[b] < end[b]:
+                row = start[b] + lo[b]
+                if row >= size:
+                    row -= size
+                reach[b, j] = meta[row * n_envs + envs[b], f_order]
+        for b in range(batch):
+            if previous[b] >= 0:
+                previous[b] = reach[b, j]
     return reach
-
-
-@_njit
-def _first_after(meta, f_order, start, env, lo, hi, after, size, n_envs):  # type: ignore[no-untyped-def]
-    """``kernels.first_after`` for one sample: first step > ``after`` at positions ``[lo, hi)``, or -1."""
-    end = hi
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        row = start + mid  # < 2 * size: a subtraction, not a division
-        if row >= size:
-            row -= size
-        if np.int64(meta[row * n_envs + env, f_order]) <= after:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < end:
-        row = start + lo
-        if row >= size:
-            row -= size
-        return np.int64(meta[row * n_envs + env, f_order])
-    return np.int64(-1)
 
 
 @_njit
@@ -310,8 +333,13 @@ def draw_goal_steps(rng, own, length, t, strategy, future):  # type: ignore[no-u
     for b in range(batch):
         if h[b] == 0:
             continue
-        row[:] = excluded[b]
-        row.sort()
+        for j in range(2 * k):  # insertion sort: 2k values, cheaper than a library sort call per row
+            value = excluded[b, j]
+            at = j
+            while at > 0 and row[at - 1] > value:
+                row[at] = row[at - 1]
+                at -= 1
+            row[at] = value
         for j in range(k):
             out[b, j] = row[j] if row[j] < big else -1
     return out
@@ -323,3 +351,102 @@ def _clashes(excluded, b, width, value):  # type: ignore[no-untyped-def]
         if excluded[b, j] == value:
             return True
     return False
+
+
+#: ``draw_exact``'s configuration vector.
+EXACT = (
+    "size", "n_envs", "upper", "missing", "rounds", "k", "strategy", "future",
+    "f_id", "f_t", "f_len", "f_end", "f_own", "f_prev", "f_rank", "f_glo", "f_order", "f_olo", "f_ohi",
+)
+
+
+@_njit
+def draw_exact(rng, meta, admitted, cfg):  # type: ignore[no-untyped-def]
+    """``k``-goal relabeled draws with the exact-value index (``_draw_relabeled`` + ``_relabel_rows``), all rounds.
+
+    Per round, as the numpy code: rows, then sub-envs, the finished-episode filter, the relabeler's goal steps
+    (``draw_goal_steps``), their reach steps (``reach_indexed``) and the admissibility filter. Returns
+    ``(flat, start, env, t, length, steps (B, k), reach (B, k), other_end, admitted)``; the caller gathers the goal
+    values of the admitted draws only.
+    """
+    size, n_envs, upper, missing, rounds, k, strategy = cfg[0], cfg[1], cfg[2], cfg[3], cfg[4], cfg[5], cfg[6]
+    future = cfg[7] != 0
+    f_id, f_t, f_len, f_end, f_own = cfg[8], cfg[9], cfg[10], cfg[11], cfg[12]
+    reach_cfg = np.empty(8, np.int64)
+    reach_cfg[0], reach_cfg[1] = size, n_envs
+    reach_cfg[2:] = cfg[13:19]
+    total = missing
+    o_flat = np.empty(total, np.int64)
+    o_start = np.empty(total, np.int64)
+    o_env = np.empty(total, np.int64)
+    o_t = np.empty(total, np.int64)
+    o_len = np.empty(total, np.int64)
+    o_steps = np.empty((total, k), np.int64)
+    o_reach = np.empty((total, k), np.int64)
+    o_end = np.empty(total, np.bool_)
+    filled = 0
+    for _ in range(rounds + 1):
+        if missing == 0:
+            break
+        draws = min(int(missing / max(admitted, 0.05) * 1.15) + 8, 20 * missing + 8)
+        rows = np.empty(draws, np.int64)
+        envs = np.empty(draws, np.int64)
+        for i in range(draws):
+            rows[i] = rng.integers(0, upper)
+        for i in range(draws):
+            envs[i] = rng.integers(0, n_envs)
+        flat = np.empty(draws, np.int64)
+        t = np.empty(draws, np.int64)
+        length = np.empty(draws, np.int64)
+        row_id = np.empty(draws, np.int64)
+        for i in range(draws):  # one level of independent loads per pass (see draw_single)
+            flat[i] = rows[i] * n_envs + envs[i]
+            t[i] = meta[flat[i], f_t]
+            length[i] = meta[flat[i], f_len]
+            row_id[i] = meta[flat[i], f_id]
+        keep = np.empty(draws, np.int64)
+        start = np.empty(draws, np.int64)
+        batch = 0
+        for i in range(draws):
+            first_row = rows[i] - t[i]
+            if first_row < 0:
+                first_row += size
+            if length[i] > 0 and meta[first_row * n_envs + envs[i], f_id] == row_id[i]:
+                keep[batch] = i
+                start[batch] = first_row
+                batch += 1
+        b_env = np.empty(batch, np.int64)
+        b_t = np.empty(batch, np.int64)
+        b_len = np.empty(batch, np.int64)
+        own = np.full((batch, k), -1, np.int64)
+        for b in range(batch):
+            i = keep[b]
+            b_env[b], b_t[b], b_len[b] = envs[i], t[i], length[i]
+            for j in range(min(k, length[i])):
+                at = start[b] + j
+                if at >= size:
+                    at -= size
+                own[b, j] = meta[at * n_envs + envs[i], f_own]
+        steps = draw_goal_steps(rng, own, b_len, b_t, strategy, future)
+        reach = reach_indexed(meta, steps, start[:batch], b_env, b_len, reach_cfg)
+        admissible = 0
+        got = 0
+        for b in range(batch):
+            last = reach[b, k - 1]
+            if last > 0 and last <= b_t[b]:
+                continue  # the k-th goal reached before t: the transition lies outside its relabeled episode
+            admissible += 1
+            if filled + got >= total:
+                continue  # extra admissible draws are dropped, which keeps the kept ones uniform
+            out = filled + got
+            i = keep[b]
+            o_flat[out], o_start[out], o_env[out], o_t[out], o_len[out] = flat[i], start[b], b_env[b], b_t[b], b_len[b]
+            o_steps[out] = steps[b]
+            o_reach[out] = reach[b]
+            o_end[out] = meta[flat[i], f_end] > 0
+            got += 1
+        admitted = max(admissible / draws, 0.01)
+        filled += got
+        missing -= got
+    return (o_flat[:filled], o_start[:filled], o_env[:filled], o_t[:filled], o_len[:filled], o_steps[:filled],
+            o_reach[:filled], o_end[:filled], admitted)

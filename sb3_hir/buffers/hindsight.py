@@ -458,6 +458,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self.jit = compiled.enabled()
         self._single_cfg: np.ndarray | None = None
         self._reach_cfg: np.ndarray | None = None
+        self._exact_cfg: np.ndarray | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the env (VecEnvs often cannot be pickled); ``set_env`` gives it back, as for HER."""
@@ -472,6 +473,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self.__dict__.setdefault("_last_sample", None)
         self.__dict__.setdefault("_single_cfg", None)
         self.__dict__.setdefault("_reach_cfg", None)
+        self.__dict__.setdefault("_exact_cfg", None)
         self.jit = compiled.enabled()  # where the buffer is loaded, not where it was saved
 
     def set_env(self, env: VecEnv) -> None:
@@ -750,6 +752,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         """``count`` admissible (transition, hindsight instruction) pairs, by rejection (see module docstring)."""
         if self.single_index and self.jit:
             return self._draw_single_compiled(count, upper)
+        if self.exact_index and self.builtin_draws and self.jit:
+            return self._draw_exact_compiled(count, upper)
         parts: list[_Relabeled] = []
         missing = count
         # Estimate of the admissible share, kept across calls, so that the first round usually draws enough.
@@ -805,6 +809,30 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             return None
         goals = goals.reshape(len(flat), 1, *self.goal_shape)
         return _Relabeled(flat, start, envs, t, length, goals, reach[:, None], other_end)
+
+    def _draw_exact_compiled(self, count: int, upper: int) -> _Relabeled | None:
+        """The ``k``-goal exact-index draw of ``_draw_relabeled`` in one compiled call (identical draws)."""
+        size, n_envs, field = self.buffer_size, self.n_envs, self._field
+        cfg = self._exact_cfg
+        if cfg is None:
+            values = dict(
+                size=size, n_envs=n_envs, rounds=self.max_redraws, k=self.num_goals,
+                strategy=compiled.DRAW_MODES[self.relabeler.strategy], future=int(self.goal_selection == "future"),
+                **{name: field[name[2:]] for name in compiled.EXACT if name.startswith("f_")},
+            )
+            cfg = self._exact_cfg = np.array([values.get(name, 0) for name in compiled.EXACT], dtype=np.int64)
+        cfg[2], cfg[3] = upper, count
+        flat, start, envs, t, length, steps, reach, other_end, self._admitted = compiled.draw_exact(
+            self.rng, self._meta.reshape(size * n_envs, -1), float(self._admitted), cfg
+        )
+        if not len(flat):
+            return None
+        # Goal values of the admitted draws only: achieved at the drawn steps, else the episode's own goals.
+        achieved = self._achieved_at((start[:, None] + np.maximum(steps, 1) - 1) % size, envs[:, None])
+        own_goals = take_rows(self.observations[self.goal_spec.goals_key], start * n_envs + envs)
+        from_step = (steps > 0).reshape(*steps.shape, *(1,) * len(self.goal_shape))
+        goals = np.where(from_step, achieved, own_goals).astype(own_goals.dtype, copy=False)
+        return _Relabeled(flat, start, envs, t, length, goals, reach, other_end)
 
     def _relabel_rows(self, rows: np.ndarray, envs: np.ndarray) -> _Relabeled | None:
         """Draw an instruction for each (row, env); keep the admissible ones."""
