@@ -10,6 +10,10 @@ consumes the buffer's ``np.random.Generator`` element by element, in the order t
 from __future__ import annotations
 
 import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -20,8 +24,8 @@ except ImportError:  # pragma: no cover - exercised where numba has no wheel
     numba = None
 
 __all__ = [
-    "AVAILABLE", "EXACT", "REACH", "SINGLE", "draw_exact", "draw_goal_steps", "draw_single", "enabled",
-    "reach_indexed",
+    "AVAILABLE", "EXACT", "REACH", "SINGLE", "call", "deferred_interrupt", "draw_exact", "draw_goal_steps",
+    "draw_single", "enabled", "reach_indexed",
 ]
 
 AVAILABLE = numba is not None
@@ -39,6 +43,44 @@ SELECTIONS = {"future": 0, "episode": 1, "final": 2}
 def enabled() -> bool:
     """Whether buffers built now use the compiled draw (numba importable and ``SB3_HIR_JIT`` not ``0``)."""
     return AVAILABLE and os.environ.get("SB3_HIR_JIT", "1") != "0"
+
+
+@contextmanager
+def deferred_interrupt() -> Iterator[None]:
+    """Hold Ctrl-C until the block ends, then deliver it.
+
+    numba compiles a kernel on its first call with new types; a ``KeyboardInterrupt`` raised while llvmlite runs
+    one of its ctypes callbacks is printed and dropped ("Exception ignored on calling ctypes callback"), so a
+    Ctrl-C during a first ``sample()`` would be lost and training would go on. Only the main thread receives
+    signals; elsewhere the block runs as is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if received:
+            if callable(previous):
+                previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt
+            elif previous != signal.SIG_IGN:
+                raise KeyboardInterrupt
+
+
+def call(warm: set[str], kernel: Callable[..., Any], *args: Any) -> Any:
+    """``kernel(*args)``; its first call per buffer (``warm``: the kernels it has run), which may compile, holds
+    Ctrl-C until it returns (``deferred_interrupt``). A buffer's argument types never change, so later calls do not
+    compile."""
+    name = kernel.__name__
+    if name in warm:
+        return kernel(*args)
+    with deferred_interrupt():
+        result = kernel(*args)
+    warm.add(name)
+    return result
 
 
 def _njit(fn: Any) -> Any:

@@ -459,6 +459,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self._single_cfg: np.ndarray | None = None
         self._reach_cfg: np.ndarray | None = None
         self._exact_cfg: np.ndarray | None = None
+        #: kernels this buffer has called (their first call may compile; see ``compiled.call``).
+        self._warm_kernels: set[str] = set()
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the env (VecEnvs often cannot be pickled); ``set_env`` gives it back, as for HER."""
@@ -475,6 +477,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self.__dict__.setdefault("_reach_cfg", None)
         self.__dict__.setdefault("_exact_cfg", None)
         self.jit = compiled.enabled()  # where the buffer is loaded, not where it was saved
+        self._warm_kernels = set()  # a new process compiles (or loads) the kernels again
 
     def set_env(self, env: VecEnv) -> None:
         """Give a loaded buffer its env back (HER's API; SB3's ``load_replay_buffer`` calls it for
@@ -796,7 +799,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             cfg = self._single_cfg = np.array([values.get(name, 0) for name in compiled.SINGLE], dtype=np.int64)
         cfg[2], cfg[3], cfg[6] = upper, count, int(self.goal_env and self.terminates_on_success)
         own_goals = self.observations[spec.goals_key].reshape(flat_rows, -1)
-        flat, start, envs, t, length, goals, reach, other_end, self._admitted = compiled.draw_single(
+        flat, start, envs, t, length, goals, reach, other_end, self._admitted = compiled.call(
+            self._warm_kernels,
+            compiled.draw_single,
             self.rng,
             self._meta.reshape(flat_rows, -1),
             self.next_observations[spec.achieved_key].reshape(flat_rows, -1),
@@ -822,8 +827,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             )
             cfg = self._exact_cfg = np.array([values.get(name, 0) for name in compiled.EXACT], dtype=np.int64)
         cfg[2], cfg[3] = upper, count
-        flat, start, envs, t, length, steps, reach, other_end, self._admitted = compiled.draw_exact(
-            self.rng, self._meta.reshape(size * n_envs, -1), float(self._admitted), cfg
+        flat, start, envs, t, length, steps, reach, other_end, self._admitted = compiled.call(
+            self._warm_kernels, compiled.draw_exact, self.rng, self._meta.reshape(size * n_envs, -1),
+            float(self._admitted), cfg,
         )
         if not len(flat):
             return None
@@ -861,8 +867,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             goals, reach, keep = self._relabel_single(own_steps[:, 0], own_goals, meta, t, start, envs, length)
         elif self.batched_draws:
             if self.jit and self.builtin_draws:
-                steps = compiled.draw_goal_steps(self.rng, own_steps, length, t, self._strategy_code,
-                                                 self.goal_selection == "future")
+                steps = compiled.call(self._warm_kernels, compiled.draw_goal_steps, self.rng, own_steps, length, t,
+                                      self._strategy_code, self.goal_selection == "future")
             else:
                 steps = self.relabeler.draw_goal_steps(own_steps, length, t, self.rng, self.goal_selection)
             step_rows = (start[:, None] + np.maximum(steps, 1) - 1) % size
@@ -873,7 +879,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
                 if self._reach_cfg is None:
                     self._reach_cfg = np.array([size, n_envs, *(field[name[2:]] for name in compiled.REACH[2:])],
                                                dtype=np.int64)
-                reach = compiled.reach_indexed(meta_flat, steps, start, envs, length, self._reach_cfg)
+                reach = compiled.call(self._warm_kernels, compiled.reach_indexed, meta_flat, steps, start, envs,
+                                      length, self._reach_cfg)
             elif self.exact_index:
                 reach = self._reach_indexed(steps, step_rows, slot_meta, start, envs, length)
             else:
