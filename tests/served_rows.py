@@ -99,11 +99,14 @@ CASES: dict[str, tuple[Any, type, dict[str, Any], int]] = {
 }
 
 
-def filled_buffer(name: str, **overrides: Any) -> HindsightInstructionReplayBuffer:
-    """Case ``name``'s buffer after its steps of a seeded random policy, added as SB3's collection adds them."""
-    make_venv, cls, kwargs, steps = CASES[name]
+def filled_buffer(name: str, steps: int | None = None, size: int = 150, **overrides: Any
+                  ) -> HindsightInstructionReplayBuffer:
+    """Case ``name``'s buffer (``size`` rows per env) after ``steps`` (default: the case's) of a seeded random
+    policy, added as SB3's collection adds them."""
+    make_venv, cls, kwargs, case_steps = CASES[name]
+    steps = case_steps if steps is None else steps
     venv = make_venv()
-    buffer = cls(150, venv.observation_space, venv.action_space, env=venv, n_envs=venv.num_envs, device="cpu",
+    buffer = cls(size, venv.observation_space, venv.action_space, env=venv, n_envs=venv.num_envs, device="cpu",
                  seed=11, **{**kwargs, **overrides})
     rng = np.random.default_rng(5)
     obs = venv.reset()

@@ -66,3 +66,19 @@ def test_compiled_goal_step_draws_equal_the_relabelers(k: int, batch: int, strat
     reference = np.random.default_rng(seed + 1)
     relabeler.draw_goal_steps(own, length, t, reference, selection)
     assert rng.random() == reference.random()
+
+
+@needs_numba
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize(("steps", "size"), [(12, 150), (45, 80), (300, 70)],
+                         ids=["first-episodes", "wrapping", "mostly-overwritten"])
+def test_compiled_and_numpy_draws_agree_on_other_fills(name: str, steps: int, size: int) -> None:
+    """Beyond the golden fills: buffers with few finished episodes, and small ones that overwrite most episodes."""
+    batches = []
+    for jit in (True, False):
+        buffer = filled_buffer(name, steps=steps, size=size)
+        buffer.jit = jit
+        batches.append(served(buffer))
+    assert sorted(batches[0]) == sorted(batches[1])
+    for key, value in batches[1].items():
+        np.testing.assert_array_equal(batches[0][key], value, err_msg=f"{name}: {key}")
