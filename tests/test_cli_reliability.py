@@ -188,11 +188,18 @@ def test_bad_dagger_inputs_are_one_line_and_exit_2(argv, expected, capsys):
 
 
 # -- 8. Ctrl-C saves what it has -------------------------------------------------------------------------------
+def default_sigint() -> None:
+    """In the child: Ctrl-C as in a terminal, even when the tests run as a background job (which ignores SIGINT,
+    and children inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_saves_the_model_and_writes_the_table(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "sb3_hir.cli", "train", "--timesteps", "200000", "--n-envs", "2",
                              "--eval-episodes", "2", "--eval-freq", "200", "--no-progress", *TINY_ENV,
-                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+                            preexec_fn=default_sigint)
     deadline = time.time() + 240
     progress = out / "dqn-some" / "progress.csv"
     while time.time() < deadline and not (progress.is_file() and progress.read_text().count("\n") >= 3):

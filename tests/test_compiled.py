@@ -28,6 +28,7 @@ def test_ctrl_c_during_the_first_compile_interrupts_sample(tmp_path) -> None:
     done = _python(
         """
         import os, signal, threading, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, also from a background job
         from served_rows import filled_buffer
         buffer = filled_buffer("maze_k3_some_future")
         threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
@@ -63,12 +64,16 @@ def test_sb3_hir_jit_0_selects_the_numpy_code() -> None:
 def test_deferred_interrupt_holds_ctrl_c_until_the_block_ends() -> None:
     import signal
 
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, also from a background job
     reached_end_of_block = False
     with pytest.raises(KeyboardInterrupt), compiled.deferred_interrupt():
         os.kill(os.getpid(), signal.SIGINT)  # delivered to this (main) thread at once, as a C callback sees it
         reached_end_of_block = True
-    assert reached_end_of_block
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is restored
+    try:
+        assert reached_end_of_block
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is restored
+    finally:
+        signal.signal(signal.SIGINT, outer)
 
 
 def test_only_the_first_call_of_a_kernel_is_deferred(monkeypatch) -> None:

@@ -79,7 +79,9 @@ def test_an_interrupted_sweep_resumes_without_rerunning_finished_trials(tmp_path
     out = tmp_path / "sweep"
     argv = [sys.executable, "-m", "sb3_hir.cli", "sweep", *TINY, "--relabel", "some", "none", "--seeds", "0", "1",
             "--max-concurrent", "1", "--out", str(out)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    # Ctrl-C as in a terminal, even when the tests run as a background job (SIGINT ignored, inherited).
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 240
     while time.time() < deadline and not list((out / "runs").glob(f"*/{sweep.EVALUATIONS}")):
         time.sleep(0.5)
