@@ -13,6 +13,8 @@ PYTHON ?= python3
 VENV ?= .venv
 VENV_CURRENT ?= .venv-current
 PLUGINS := $(wildcard plugins/*/)
+# What `make test` hands pytest in each profile (the whole suite; narrow it while developing).
+PYTEST_ARGS ?= tests plugins -q
 
 .PHONY: install test test-dagger test-current train lint docs
 
@@ -37,16 +39,25 @@ comma := ,
 
 install: $(VENV)/.installed $(VENV_CURRENT)/.installed
 
-# Both profiles run even when the first fails; pytest's "no tests collected" (5) counts as a failure.
+# Both profiles run, at once (one per core of a 2-core runner; each suite is mostly single-threaded), even when one
+# fails; each one's output is printed whole after both end. pytest's "no tests collected" (5) counts as a failure.
+# The suites run as background jobs, which ignore SIGINT: the tests that Ctrl-C a subprocess restore it there.
 test: install
-	@rc=0; \
+	@rc=0; logs=$$(mktemp -d); \
 	for venv in $(VENV) $(VENV_CURRENT); do \
-	  echo "== profile $$venv: $$($$venv/bin/python -c 'import gymnasium, stable_baselines3 as s, imitation; print("gymnasium", gymnasium.__version__, "SB3", s.__version__, "imitation", imitation.__version__)')"; \
-	  $$venv/bin/python -c 'import sb3_hir.dagger' || { echo "sb3_hir.dagger does not import in $$venv: its DAgger tests would skip" >&2; rc=1; }; \
-	  $$venv/bin/python -m pytest tests plugins -q; r=$$?; \
+	  n=$$(echo $$venv | tr / _); \
+	  ( echo "== profile $$venv: $$($$venv/bin/python -c 'import gymnasium, stable_baselines3 as s, imitation; print("gymnasium", gymnasium.__version__, "SB3", s.__version__, "imitation", imitation.__version__)')"; \
+	    $$venv/bin/python -c 'import sb3_hir.dagger' || { echo "sb3_hir.dagger does not import in $$venv: its DAgger tests would skip" >&2; echo 1 > $$logs/$$n.import; }; \
+	    start=$$(date +%s); $$venv/bin/python -m pytest $(PYTEST_ARGS); r=$$?; \
+	    echo "== profile $$venv: pytest took $$(( $$(date +%s) - start ))s, exit code $$r"; echo $$r > $$logs/$$n.rc \
+	  ) > $$logs/$$n.log 2>&1 & \
+	done; wait; \
+	for venv in $(VENV) $(VENV_CURRENT); do \
+	  n=$$(echo $$venv | tr / _); cat $$logs/$$n.log; r=$$(cat $$logs/$$n.rc 2>/dev/null || echo 1); \
+	  if [ -f $$logs/$$n.import ]; then rc=1; fi; \
 	  if [ $$r -eq 5 ]; then echo "pytest collected no tests in $$venv: treat as a failure" >&2; r=1; fi; \
 	  if [ $$r -ne 0 ]; then rc=$$r; fi; \
-	done; exit $$rc
+	done; rm -rf $$logs; exit $$rc
 
 test-dagger: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest tests plugins -q

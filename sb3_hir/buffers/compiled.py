@@ -9,6 +9,7 @@ consumes the buffer's ``np.random.Generator`` element by element, in the order t
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import threading
@@ -18,17 +19,15 @@ from typing import Any
 
 import numpy as np
 
-try:  # numba is a dependency; the numpy code stays the reference and the fallback where it cannot be imported
-    import numba
-except ImportError:  # pragma: no cover - exercised where numba has no wheel
-    numba = None
-
 __all__ = [
     "AVAILABLE", "EXACT", "REACH", "SINGLE", "call", "deferred_interrupt", "draw_exact", "draw_goal_steps",
     "draw_single", "enabled", "reach_indexed",
 ]
 
-AVAILABLE = numba is not None
+#: numba is a dependency; the numpy code stays the reference, and the fallback where numba has no wheel. numba is
+#: imported on the first kernel call, not with the package: ``import sb3_hir`` and CLI commands that never sample
+#: do not pay for it.
+AVAILABLE = importlib.util.find_spec("numba") is not None
 
 #: ``draw_single``'s configuration vector: one int64 array, so a call unboxes one argument instead of twenty.
 SINGLE = (
@@ -83,8 +82,37 @@ def call(warm: set[str], kernel: Callable[..., Any], *args: Any) -> Any:
     return result
 
 
+_PENDING: dict[str, Callable[..., Any]] = {}
+
+
+class _Lazy:
+    """A kernel compiled on its first call: then every kernel of the module is handed to numba at once and
+    replaces its stand-in, so that kernels calling each other see numba dispatchers when they compile."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __call__(self, *args: Any) -> Any:
+        _materialize()
+        return globals()[self.__name__](*args)
+
+
+def _materialize() -> None:
+    if not _PENDING:
+        return
+    import numba
+
+    for name, fn in list(_PENDING.items()):
+        globals()[name] = numba.njit(cache=True, nogil=True)(fn)
+    _PENDING.clear()
+
+
 def _njit(fn: Any) -> Any:
-    return numba.njit(cache=True, nogil=True)(fn) if AVAILABLE else fn
+    if not AVAILABLE:
+        return fn
+    _PENDING[fn.__name__] = fn
+    return _Lazy(fn)
 
 
 @_njit
