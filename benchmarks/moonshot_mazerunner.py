@@ -38,7 +38,8 @@ from sb3_hir.history import HistoryWrapper
 
 def make_venv(args: argparse.Namespace, seed: int, n_envs: int):
     def env_fn():
-        env = MazeRunnerEnv(maze_dim=args.maze_dim, num_goals=args.goals, time_limit=args.time_limit)
+        env = MazeRunnerEnv(maze_dim=args.maze_dim, num_goals=args.goals, time_limit=args.time_limit,
+                            randomized_actions=getattr(args, "randomized_actions", False))
         return HistoryWrapper(env, length=args.history) if args.history else env
 
     return make_vec_env(env_fn, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv)
@@ -118,6 +119,8 @@ def make_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--eval-minutes", type=float, default=5.0)
     bench_args.add_eval_episodes(parser, 100)
     bench_args.add_maze(parser, maze_dim=11, goals=3, time_limit=250)
+    parser.add_argument("--randomized-actions", action="store_true",
+                        help="permute the moves every episode (the agent must identify its controls from context)")
     bench_args.add_history(parser, 16)
     parser.add_argument("--encoder", default="gru", choices=["gru", "conv"])
     parser.add_argument("--steps", type=int, default=600_000, help="planned env steps (sets buffer and exploration)")

@@ -84,8 +84,9 @@ def plot(summary: dict[str, list[dict[str, float]]], args: argparse.Namespace, o
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
     axes[0].legend(loc="upper left", fontsize=8)
+    controls = ", randomized controls" if getattr(args, "randomized_actions", False) else ""
     fig.suptitle(f"DQN + HIR on MazeRunner {args.maze_dim}x{args.maze_dim}, k={args.goals}, time limit "
-                 f"{args.time_limit}: mean ± std over seeds {args.seeds}", fontsize=10)
+                 f"{args.time_limit}{controls}: mean ± std over seeds {args.seeds}", fontsize=10)
     fig.tight_layout()
     tmp = out / "summary.tmp.png"
     fig.savefig(tmp, dpi=100)
