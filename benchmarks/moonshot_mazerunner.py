@@ -173,7 +173,8 @@ def train(args: argparse.Namespace, out: Path) -> WallClock:
     print(f"moonshot: {vars(args)}", flush=True)
     clock = WallClock(args, out)
     model.learn(args.steps, callback=clock)
-    clock.record()
+    if not clock.curve or clock.curve[-1]["timesteps"] != model.num_timesteps:
+        clock.record()  # the final policy, unless the limit fell on an evaluation
     return clock
 
 if __name__ == "__main__":

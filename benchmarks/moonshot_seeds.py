@@ -48,7 +48,9 @@ def summarize(runs: list[dict[str, Any]], variants: list[str]) -> dict[str, list
     """Per variant, mean ± std over seeds of each evaluation index that every seed reached."""
     summary: dict[str, list[dict[str, float]]] = {}
     for variant in variants:
-        curves = [run["curve"] for run in runs if run["variant"] == variant]
+        # A run whose time limit fell on an evaluation recorded that policy twice (fixed in moonshot_mazerunner).
+        curves = [[p for i, p in enumerate(c) if i == 0 or p["timesteps"] != c[i - 1]["timesteps"]]
+                  for c in (run["curve"] for run in runs if run["variant"] == variant)]
         points = min(len(curve) for curve in curves)
         rows = []
         for i in range(points):
@@ -101,8 +103,15 @@ def main() -> None:
     parser.add_argument("--target-minutes", type=float, default=None,
                         help="wall time of the target (default --minutes)")
     bench_args.add_ray(parser, "(variant, seed) runs")
+    parser.add_argument("--replot", metavar="DIR", help="redo DIR's summary (JSON, PNG, table) from its runs and exit")
     parser.set_defaults(out="moonshot_seeds")
     args = parser.parse_args()
+    if args.replot:
+        directory = Path(args.replot)
+        data = json.loads((directory / "summary.json").read_text())
+        args = argparse.Namespace(**{**data["config"], "out": str(directory), "replot": None})
+        report(data["runs"], args, directory)
+        return
     if args.ray and args.cpus_per_trial < 1:
         parser.error("--cpus-per-trial must be >= 1")
     out = Path(args.out).resolve()
@@ -115,6 +124,11 @@ def main() -> None:
           flush=True)
     runs = list(run_all(run_trial, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial,
                         address=args.ray_address, name="moonshot_seeds"))
+    report(runs, args, out)
+
+
+def report(runs: list[dict[str, Any]], args: argparse.Namespace, out: Path) -> None:
+    """Write ``summary.json`` / ``summary.png`` and print the table and the target line."""
     summary = summarize(runs, args.variants)
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / "summary.json.tmp"
