@@ -116,6 +116,45 @@ def _njit(fn: Any) -> Any:
 
 
 @_njit
+def _draw_finished_rows(rng, meta, missing, admitted, upper, n_envs, size, f_id, f_t, f_len):  # type: ignore[no-untyped-def]
+    """One round's rows and sub-envs, as the numpy code draws them (rows first, then sub-envs; enough for
+    ``missing`` admitted draws at the ``admitted`` share), and those whose episode is finished with its first
+    row not overwritten: ``(draws, envs, flat, t, length, keep, start, batch)``, ``keep[:batch]`` indexing them.
+
+    Each pass makes one level of independent loads over the whole batch (the row, then the episode's first row),
+    so the memory system overlaps them: the rows are scattered over the buffer.
+    """
+    draws = min(int(missing / max(admitted, 0.05) * 1.15) + 8, 20 * missing + 8)
+    rows = np.empty(draws, np.int64)
+    envs = np.empty(draws, np.int64)
+    for i in range(draws):
+        rows[i] = rng.integers(0, upper)
+    for i in range(draws):
+        envs[i] = rng.integers(0, n_envs)
+    flat = np.empty(draws, np.int64)
+    t = np.empty(draws, np.int64)
+    length = np.empty(draws, np.int64)
+    row_id = np.empty(draws, np.int64)
+    for i in range(draws):
+        flat[i] = rows[i] * n_envs + envs[i]
+        t[i] = meta[flat[i], f_t]
+        length[i] = meta[flat[i], f_len]
+        row_id[i] = meta[flat[i], f_id]
+    keep = np.empty(draws, np.int64)
+    start = np.empty(draws, np.int64)
+    batch = 0
+    for i in range(draws):
+        first_row = rows[i] - t[i]
+        if first_row < 0:
+            first_row += size
+        if length[i] > 0 and meta[first_row * n_envs + envs[i], f_id] == row_id[i]:
+            keep[batch] = i
+            start[batch] = first_row
+            batch += 1
+    return draws, envs, flat, t, length, keep, start, batch
+
+
+@_njit
 def draw_single(rng, meta, achieved, own_goals, goals_out_dtype, admitted, cfg):  # type: ignore[no-untyped-def]
     """One-goal relabeled draws (``_draw_relabeled`` + ``_relabel_rows`` + ``_relabel_single``), all rounds.
 
@@ -142,39 +181,12 @@ def draw_single(rng, meta, achieved, own_goals, goals_out_dtype, admitted, cfg):
     for _ in range(rounds + 1):
         if missing == 0:
             break
-        draws = min(int(missing / max(admitted, 0.05) * 1.15) + 8, 20 * missing + 8)
-        rows = np.empty(draws, np.int64)
-        envs = np.empty(draws, np.int64)
-        for i in range(draws):
-            rows[i] = rng.integers(0, upper)
-        for i in range(draws):
-            envs[i] = rng.integers(0, n_envs)
-        # Each pass below makes one level of independent loads over the whole batch (row, then episode start,
-        # then drawn step...), so the memory system overlaps them: the rows are scattered over the buffer.
-        flat = np.empty(draws, np.int64)
-        t = np.empty(draws, np.int64)
-        length = np.empty(draws, np.int64)
-        row_id = np.empty(draws, np.int64)
-        for i in range(draws):
-            flat[i] = rows[i] * n_envs + envs[i]
-            t[i] = meta[flat[i], f_t]
-            length[i] = meta[flat[i], f_len]
-            row_id[i] = meta[flat[i], f_id]
-        # Admissible rows: their episode is finished and its first row not overwritten.
-        keep = np.empty(draws, np.int64)
-        start = np.empty(draws, np.int64)
-        own_step = np.empty(draws, np.int64)
-        batch = 0
-        for i in range(draws):
-            first_row = rows[i] - t[i]
-            if first_row < 0:
-                first_row += size
-            start_flat = first_row * n_envs + envs[i]
-            if length[i] > 0 and meta[start_flat, f_id] == row_id[i]:
-                keep[batch] = i
-                start[batch] = first_row
-                own_step[batch] = meta[start_flat, f_own]
-                batch += 1
+        draws, envs, flat, t, length, keep, start, batch = _draw_finished_rows(
+            rng, meta, missing, admitted, upper, n_envs, size, f_id, f_t, f_len
+        )
+        own_step = np.empty(batch, np.int64)
+        for b in range(batch):
+            own_step[b] = meta[start[b] * n_envs + envs[keep[b]], f_own]
         draw = np.empty(batch, np.bool_)
         for b in range(batch):
             draw[b] = goal_env or (draw_mode != 0 and own_step[b] <= 0)
@@ -458,33 +470,9 @@ def draw_exact(rng, meta, admitted, cfg):  # type: ignore[no-untyped-def]
     for _ in range(rounds + 1):
         if missing == 0:
             break
-        draws = min(int(missing / max(admitted, 0.05) * 1.15) + 8, 20 * missing + 8)
-        rows = np.empty(draws, np.int64)
-        envs = np.empty(draws, np.int64)
-        for i in range(draws):
-            rows[i] = rng.integers(0, upper)
-        for i in range(draws):
-            envs[i] = rng.integers(0, n_envs)
-        flat = np.empty(draws, np.int64)
-        t = np.empty(draws, np.int64)
-        length = np.empty(draws, np.int64)
-        row_id = np.empty(draws, np.int64)
-        for i in range(draws):  # one level of independent loads per pass (see draw_single)
-            flat[i] = rows[i] * n_envs + envs[i]
-            t[i] = meta[flat[i], f_t]
-            length[i] = meta[flat[i], f_len]
-            row_id[i] = meta[flat[i], f_id]
-        keep = np.empty(draws, np.int64)
-        start = np.empty(draws, np.int64)
-        batch = 0
-        for i in range(draws):
-            first_row = rows[i] - t[i]
-            if first_row < 0:
-                first_row += size
-            if length[i] > 0 and meta[first_row * n_envs + envs[i], f_id] == row_id[i]:
-                keep[batch] = i
-                start[batch] = first_row
-                batch += 1
+        draws, envs, flat, t, length, keep, start, batch = _draw_finished_rows(
+            rng, meta, missing, admitted, upper, n_envs, size, f_id, f_t, f_len
+        )
         b_env = np.empty(batch, np.int64)
         b_t = np.empty(batch, np.int64)
         b_len = np.empty(batch, np.int64)
