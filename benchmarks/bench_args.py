@@ -91,6 +91,13 @@ def add_threads(parser: argparse.ArgumentParser,
     parser.add_argument("--threads", type=int, default=1, help=help)
 
 
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return value
+
+
 def add_ray(parser: argparse.ArgumentParser, what: str = "runs", cpus_per_trial: bool = True) -> None:
     """``--ray``, ``--ray-address`` and (unless ``cpus_per_trial=False``) ``--cpus-per-trial``: see ``ray_trials``.
 
@@ -101,4 +108,6 @@ def add_ray(parser: argparse.ArgumentParser, what: str = "runs", cpus_per_trial:
     parser.add_argument("--ray-address", default=None,
                         help="with --ray: a Ray cluster to join ('auto', 'ray://host:10001'); default a local one")
     if cpus_per_trial:
-        parser.add_argument("--cpus-per-trial", type=int, default=1, help="with --ray: CPUs reserved per trial")
+        parser.add_argument("--cpus-per-trial", type=_positive_float, default=1.0,
+                            help="with --ray: CPUs reserved per trial; a fraction (0.5) runs more trials than cores "
+                                 "at once, each on a share of a core")

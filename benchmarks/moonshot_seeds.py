@@ -3,8 +3,10 @@
 Each (variant, seed) is one run of ``moonshot_mazerunner.py``'s training (same options, same wall-time limit,
 evaluations included, held-out evaluation every ``--eval-minutes``): ``history`` is the moonshot's DQN with its
 ``--history`` window and encoder, ``memoryless`` the same DQN and buffer without the window (``--history 0``).
-With ``--ray`` the runs are Ray Tune trials of one CPU each (``ray_trials``), so at most as many run at once as the
-machine has cores and each gets a whole core; the load average at every evaluation is kept in the curves.
+With ``--ray`` the runs are Ray Tune trials of ``--cpus-per-trial`` CPUs each (``ray_trials``): with 1, at most as
+many run at once as the machine has cores and each gets a whole core; with a fraction (0.5 on 2 cores runs all 3
+seeds at once, each on 2/3 of a core) every seed gets the same share of the same wall hour. The load average at
+every evaluation is kept in the curves.
 
 Output in ``--out``: each run's ``<variant>-seed<s>/curve.json`` / ``curve.png``, and ``summary.json`` /
 ``summary.png``: success rate and goals reached per variant, mean ± std over seeds at each evaluation (the k-th
@@ -112,15 +114,14 @@ def main() -> None:
         args = argparse.Namespace(**{**data["config"], "out": str(directory), "replot": None})
         report(data["runs"], args, directory)
         return
-    if args.ray and args.cpus_per_trial < 1:
-        parser.error("--cpus-per-trial must be >= 1")
     out = Path(args.out).resolve()
     base = {k: v for k, v in vars(args).items()
             if k not in ("seeds", "variants", "ray", "ray_address", "cpus_per_trial", "target_minutes")}
     configs = [dict(args=base, variant=variant, seed=seed, out=str(out))
                for variant in args.variants for seed in args.seeds]
     print(f"moonshot over seeds {args.seeds}, variants {args.variants}, {len(os.sched_getaffinity(0))} cores, "
-          f"load average at start {os.getloadavg()[0]:.2f}; {'Ray Tune trials' if args.ray else 'sequential'}",
+          f"load average at start {os.getloadavg()[0]:.2f}; "
+          f"{f'Ray Tune trials ({args.cpus_per_trial:g} CPU each)' if args.ray else 'sequential'}",
           flush=True)
     runs = list(run_all(run_trial, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial,
                         address=args.ray_address, name="moonshot_seeds"))

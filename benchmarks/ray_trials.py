@@ -64,7 +64,7 @@ def run_as_trials(
     fn: Callable[[dict], dict],
     configs: list[dict],
     *,
-    cpus_per_trial: int = 1,
+    cpus_per_trial: float = 1,
     address: str | None = None,
     name: str = "benchmark",
     storage_path: str | None = None,
@@ -73,7 +73,7 @@ def run_as_trials(
 
     :param fn: a module-level function taking a plain dict and returning a picklable (JSON-like) dict.
     :param configs: one plain dict per trial.
-    :param cpus_per_trial: CPUs reserved per trial (trials still use one torch thread each).
+    :param cpus_per_trial: CPUs reserved per trial (trials still use one torch thread each); Ray accepts fractions.
     :param address: ``None`` starts a private local Ray instance (``"local"``: never one that another process
         started with ``ray start`` and may stop under us); ``"auto"`` (``RAY_ADDRESS``, else the cluster of
         ``ray start``) or ``"ray://host:port"`` joins a cluster. Ignored if Ray is already initialised (its caller
@@ -143,7 +143,7 @@ def run_as_trials(
             ray.shutdown()
 
 
-def run_all(fn: Callable[[dict], dict], configs: list[dict], *, use_ray: bool, cpus_per_trial: int = 1,
+def run_all(fn: Callable[[dict], dict], configs: list[dict], *, use_ray: bool, cpus_per_trial: float = 1,
             address: str | None = None, name: str = "benchmark") -> Iterator[dict]:
     """Each config's result, in the order of ``configs``: as Ray Tune trials (``use_ray``), or one after another
     in this process, yielded as each run finishes, so a benchmark prints the same lines either way."""
