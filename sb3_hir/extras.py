@@ -2,8 +2,10 @@
 
 The core (relabeling, buffer, wrappers, MazeRunner, ``sb3-hir train``, the checks) needs only SB3 and gymnasium,
 so it installs on the newest gymnasium. imitation pins gymnasium 0.29, so DAgger and everything that builds on
-imitation come with the ``dagger`` extra: ``pip install 'sb3-hir[dagger]'``. Ray Tune and Optuna, for
-``sb3-hir sweep``, come with the ``sweep`` extra.
+imitation come with the ``dagger`` extra: ``pip install 'sb3-hir[dagger]'``. On gymnasium 1.x that extra would
+replace the user's gymnasium with 0.29 (or find no solution), so the hint there is the ``dagger-gymnasium1`` extra
+and imitation without its dependencies (docs/guide/install.md). Ray Tune and Optuna, for ``sb3-hir sweep``, come
+with the ``sweep`` extra.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import importlib
 import importlib.util
 from types import ModuleType
 
-__all__ = ["EXTRAS", "MissingExtraError", "has", "require"]
+__all__ = ["EXTRAS", "MissingExtraError", "has", "install_hint", "require"]
 
 #: Top-level module -> the extra of ``sb3-hir`` that installs it.
 EXTRAS = {"imitation": "dagger", "ray": "sweep", "optuna": "sweep"}
@@ -27,6 +29,25 @@ def has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
+def install_hint(top: str, gymnasium_version: str | None = None) -> str:
+    """The install command for the top-level package ``top``, for the gymnasium installed (or ``gymnasium_version``).
+
+    imitation 1.0 pins gymnasium ~=0.29: on gymnasium 1.x the ``dagger`` extra would downgrade it, so the hint
+    installs the ``dagger-gymnasium1`` extra and imitation with ``--no-deps`` instead.
+    """
+    extra = EXTRAS.get(top)
+    if extra is None:
+        return f"pip install {top}"
+    if top == "imitation":
+        if gymnasium_version is None:
+            import gymnasium
+
+            gymnasium_version = gymnasium.__version__
+        if int(gymnasium_version.split(".")[0]) >= 1:
+            return "pip install 'sb3-hir[dagger-gymnasium1]' && pip install --no-deps imitation==1.0.0"
+    return f"pip install 'sb3-hir[{extra}]'"
+
+
 def require(module: str, feature: str) -> ModuleType:
     """Import ``module`` for ``feature``, or raise :class:`MissingExtraError` saying which extra installs it.
 
@@ -39,6 +60,4 @@ def require(module: str, feature: str) -> ModuleType:
     except ImportError as error:
         if has(top):  # installed but broken: say so rather than send the user to install it again
             raise
-        extra = EXTRAS.get(top)
-        hint = f"pip install 'sb3-hir[{extra}]'" if extra else f"pip install {top}"
-        raise MissingExtraError(f"{feature} needs {top}, which is not installed: {hint}") from error
+        raise MissingExtraError(f"{feature} needs {top}, which is not installed: {install_hint(top)}") from error

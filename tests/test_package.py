@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import sb3_hir
-from sb3_hir.extras import MissingExtraError, has
+from sb3_hir.extras import MissingExtraError, has, install_hint
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,15 +67,28 @@ def test_without_the_dagger_extra_dagger_is_one_clear_line():
                    "import sb3_hir.dagger\n", block_imitation=True)
     assert proc.returncode == 1
     assert "linear" not in proc.stdout  # imitation's schedules come with DAgger
+    hint = install_hint("imitation")  # the one for this profile's gymnasium (see the test below)
     last = proc.stderr.strip().splitlines()[-1]
     assert last == ("sb3_hir.extras.MissingExtraError: sb3_hir.dagger needs imitation, which is not installed: "
-                    "pip install 'sb3-hir[dagger]'"), proc.stderr
+                    f"{hint}"), proc.stderr
     proc = _python("import sys\nfrom sb3_hir.cli import main\nsys.exit(main(['dagger', '--rounds', '1']))",
                    block_imitation=True)
     assert proc.returncode == 2  # (gymnasium-robotics 1.2 prints a notice about Adroit envs when imported)
     assert proc.stderr.strip().splitlines()[-1] == (
-        "sb3-hir dagger: error: sb3-hir dagger needs imitation, which is not installed: pip install 'sb3-hir[dagger]'"
+        f"sb3-hir dagger: error: sb3-hir dagger needs imitation, which is not installed: {hint}"
     ), proc.stderr
+
+
+@pytest.mark.parametrize(("version", "expected"), [
+    ("0.29.1", "pip install 'sb3-hir[dagger]'"),
+    ("1.0.0", "pip install 'sb3-hir[dagger-gymnasium1]' && pip install --no-deps imitation==1.0.0"),
+    ("1.4.0", "pip install 'sb3-hir[dagger-gymnasium1]' && pip install --no-deps imitation==1.0.0"),
+])
+def test_the_imitation_hint_never_downgrades_gymnasium(version, expected):
+    """On gymnasium 1.x the 'dagger' extra would pull gymnasium 0.29 in; the hint installs imitation beside 1.x."""
+    assert install_hint("imitation", gymnasium_version=version) == expected
+    assert install_hint("ray", gymnasium_version=version) == "pip install 'sb3-hir[sweep]'"
+    assert install_hint("somepackage") == "pip install somepackage"
 
 
 def test_library_modules_never_import_the_cli():
