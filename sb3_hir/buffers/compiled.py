@@ -155,6 +155,19 @@ def _draw_finished_rows(rng, meta, missing, admitted, upper, n_envs, size, f_id,
 
 
 @_njit
+def _row_fields(total):  # type: ignore[no-untyped-def]
+    """The admitted draws' row fields, shared by both kernels: ``(flat, start, env, t, length, other_end)``."""
+    return (np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, np.int64),
+            np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, np.bool_))
+
+
+@_njit
+def _keep_row(rows, out, flat, start, env, t, length, other_end):  # type: ignore[no-untyped-def]
+    rows[0][out], rows[1][out], rows[2][out], rows[3][out], rows[4][out] = flat, start, env, t, length
+    rows[5][out] = other_end
+
+
+@_njit
 def draw_single(rng, meta, achieved, own_goals, goals_out_dtype, admitted, cfg):  # type: ignore[no-untyped-def]
     """One-goal relabeled draws (``_draw_relabeled`` + ``_relabel_rows`` + ``_relabel_single``), all rounds.
 
@@ -169,14 +182,9 @@ def draw_single(rng, meta, achieved, own_goals, goals_out_dtype, admitted, cfg):
     )
     total = missing
     dim = achieved.shape[1]
-    o_flat = np.empty(total, np.int64)
-    o_start = np.empty(total, np.int64)
-    o_env = np.empty(total, np.int64)
-    o_t = np.empty(total, np.int64)
-    o_len = np.empty(total, np.int64)
+    rows = _row_fields(total)
     o_goals = np.empty((total, dim), goals_out_dtype.dtype)
     o_reach = np.empty(total, np.int64)
-    o_end = np.empty(total, np.bool_)
     filled = 0
     for _ in range(rounds + 1):
         if missing == 0:
@@ -258,15 +266,15 @@ def draw_single(rng, meta, achieved, own_goals, goals_out_dtype, admitted, cfg):
             other_end = meta[flat[i], f_end] > 0
             if goal_env and terminates:
                 other_end = other_end and own_step[b] != length[i]
-            o_flat[out], o_start[out], o_env[out], o_t[out], o_len[out] = flat[i], start[b], envs[i], t[i], length[i]
-            o_reach[out], o_end[out] = reach, other_end
+            _keep_row(rows, out, flat[i], start[b], envs[i], t[i], length[i], other_end)
+            o_reach[out] = reach
             got += 1
         # The admitted share counts every admissible draw of the round, also those dropped as extra.
         admitted = max(admissible / draws, 0.01)
         filled += got
         missing -= got
-    return (o_flat[:filled], o_start[:filled], o_env[:filled], o_t[:filled], o_len[:filled], o_goals[:filled],
-            o_reach[:filled], o_end[:filled], admitted)
+    return (rows[0][:filled], rows[1][:filled], rows[2][:filled], rows[3][:filled], rows[4][:filled],
+            o_goals[:filled], o_reach[:filled], rows[5][:filled], admitted)
 
 
 #: ``reach_indexed``'s configuration vector.
@@ -458,14 +466,9 @@ def draw_exact(rng, meta, admitted, cfg):  # type: ignore[no-untyped-def]
     reach_cfg[0], reach_cfg[1] = size, n_envs
     reach_cfg[2:] = cfg[13:19]
     total = missing
-    o_flat = np.empty(total, np.int64)
-    o_start = np.empty(total, np.int64)
-    o_env = np.empty(total, np.int64)
-    o_t = np.empty(total, np.int64)
-    o_len = np.empty(total, np.int64)
+    rows = _row_fields(total)
     o_steps = np.empty((total, k), np.int64)
     o_reach = np.empty((total, k), np.int64)
-    o_end = np.empty(total, np.bool_)
     filled = 0
     for _ in range(rounds + 1):
         if missing == 0:
@@ -498,13 +501,12 @@ def draw_exact(rng, meta, admitted, cfg):  # type: ignore[no-untyped-def]
                 continue  # extra admissible draws are dropped, which keeps the kept ones uniform
             out = filled + got
             i = keep[b]
-            o_flat[out], o_start[out], o_env[out], o_t[out], o_len[out] = flat[i], start[b], b_env[b], b_t[b], b_len[b]
+            _keep_row(rows, out, flat[i], start[b], b_env[b], b_t[b], b_len[b], meta[flat[i], f_end] > 0)
             o_steps[out] = steps[b]
             o_reach[out] = reach[b]
-            o_end[out] = meta[flat[i], f_end] > 0
             got += 1
         admitted = max(admissible / draws, 0.01)
         filled += got
         missing -= got
-    return (o_flat[:filled], o_start[:filled], o_env[:filled], o_t[:filled], o_len[:filled], o_steps[:filled],
-            o_reach[:filled], o_end[:filled], admitted)
+    return (rows[0][:filled], rows[1][:filled], rows[2][:filled], rows[3][:filled], rows[4][:filled],
+            o_steps[:filled], o_reach[:filled], rows[5][:filled], admitted)
