@@ -15,7 +15,8 @@ same numbers; the target line checks the mean success of the ``history`` runs at
 ``--target-minutes``.
 
 Usage: ``python benchmarks/moonshot_seeds.py --minutes 15 --eval-minutes 3 --seeds 0 1 2 --ray
-[--variants history memoryless] [--out moonshot_seeds] [any moonshot_mazerunner.py option]``
+[--variants history memoryless] [--out moonshot_seeds] [any moonshot_mazerunner.py option]``; the same command
+with ``--collect`` summarizes runs that were stopped before ``--minutes`` from their ``curve.json`` files.
 """
 
 from __future__ import annotations
@@ -106,8 +107,15 @@ def main() -> None:
                         help="wall time of the target (default --minutes)")
     bench_args.add_ray(parser, "(variant, seed) runs")
     parser.add_argument("--replot", metavar="DIR", help="redo DIR's summary (JSON, PNG, table) from its runs and exit")
+    parser.add_argument("--collect", action="store_true",
+                        help="with the launch's options: build --out's summary from its runs' curve.json files and "
+                             "exit (for runs stopped before --minutes; each evaluation they reached is kept)")
     parser.set_defaults(out="moonshot_seeds")
     args = parser.parse_args()
+    if args.collect:
+        out = Path(args.out).resolve()
+        report(collect(out, args), args, out)
+        return
     if args.replot:
         directory = Path(args.replot)
         data = json.loads((directory / "summary.json").read_text())
@@ -116,7 +124,7 @@ def main() -> None:
         return
     out = Path(args.out).resolve()
     base = {k: v for k, v in vars(args).items()
-            if k not in ("seeds", "variants", "ray", "ray_address", "cpus_per_trial", "target_minutes")}
+            if k not in ("seeds", "variants", "ray", "ray_address", "cpus_per_trial", "target_minutes", "collect")}
     configs = [dict(args=base, variant=variant, seed=seed, out=str(out))
                for variant in args.variants for seed in args.seeds]
     print(f"moonshot over seeds {args.seeds}, variants {args.variants}, {len(os.sched_getaffinity(0))} cores, "
@@ -126,6 +134,28 @@ def main() -> None:
     runs = list(run_all(run_trial, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial,
                         address=args.ray_address, name="moonshot_seeds"))
     report(runs, args, out)
+
+
+def collect(out: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The runs of ``args.variants`` x ``args.seeds`` as their ``curve.json`` files in ``out`` left them.
+
+    :raises ValueError: naming a run whose file is missing or whose configuration differs from ``args``.
+    """
+    runs = []
+    for variant in args.variants:
+        for seed in args.seeds:
+            path = out / f"{variant}-seed{seed}" / "curve.json"
+            if not path.is_file():
+                raise ValueError(f"--collect: {path} is missing; --out, --variants and --seeds must match the launch")
+            data = json.loads(path.read_text())
+            expected = {**{k: v for k, v in vars(args).items() if k in data["config"] and k not in ("out", "replot")},
+                        "seed": seed,
+                        "history": 0 if variant == "memoryless" else args.history}
+            differing = {k: (data["config"][k], v) for k, v in expected.items() if data["config"][k] != v}
+            if differing:
+                raise ValueError(f"--collect: {path} was run with other options (recorded, given): {differing}")
+            runs.append({"variant": variant, "seed": seed, "curve": data["curve"]})
+    return runs
 
 
 def report(runs: list[dict[str, Any]], args: argparse.Namespace, out: Path) -> None:
