@@ -33,13 +33,15 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.envs import MazeRunnerEnv
 from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
-from sb3_hir.history import HistoryWrapper
+from sb3_hir.history import ActionEffectWrapper, HistoryWrapper
 
 
 def make_venv(args: argparse.Namespace, seed: int, n_envs: int):
     def env_fn():
         env = MazeRunnerEnv(maze_dim=args.maze_dim, num_goals=args.goals, time_limit=args.time_limit,
                             randomized_actions=getattr(args, "randomized_actions", False))
+        if getattr(args, "action_effects", False):
+            env = ActionEffectWrapper(env)
         return HistoryWrapper(env, length=args.history) if args.history else env
 
     return make_vec_env(env_fn, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv)
@@ -122,6 +124,9 @@ def make_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--randomized-actions", action="store_true",
                         help="permute the moves every episode (the agent must identify its controls from context)")
     bench_args.add_history(parser, 16)
+    parser.add_argument("--action-effects", action="store_true",
+                        help="add ActionEffectWrapper's table (each action's last effect this episode) to what the "
+                             "policy sees")
     parser.add_argument("--encoder", default="gru", choices=["gru", "conv"])
     parser.add_argument("--steps", type=int, default=600_000, help="planned env steps (sets buffer and exploration)")
     bench_args.add_n_envs(parser, 8)
@@ -150,11 +155,11 @@ def main() -> None:
 def build_model(args: argparse.Namespace) -> DQN:
     """The moonshot's DQN: history window and encoder when ``args.history``, else the memoryless control."""
     venv = make_venv(args, args.seed, args.n_envs)
+    keys = ["obs", "goals", "effects"] if getattr(args, "action_effects", False) else ["obs", "goals"]
     extractor = (dict(features_extractor_class=HistoryExtractor,
-                      features_extractor_kwargs=dict(keys=["obs", "goals"], encoder=args.encoder))
+                      features_extractor_kwargs=dict(keys=keys, encoder=args.encoder))
                  if args.history else
-                 dict(features_extractor_class=KeySelectExtractor,
-                      features_extractor_kwargs=dict(keys=["obs", "goals"])))
+                 dict(features_extractor_class=KeySelectExtractor, features_extractor_kwargs=dict(keys=keys)))
     return DQN("MultiInputPolicy", venv, learning_rate=args.learning_rate, buffer_size=args.steps,
                learning_starts=2_000, batch_size=128, gamma=args.gamma, train_freq=1,
                gradient_steps=args.gradient_steps, target_update_interval=2_000,

@@ -40,6 +40,7 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     args = argparse.Namespace(**config["args"])
     if config["variant"] == "memoryless":
         args.history = 0
+        args.action_effects = False  # no memory of any kind
     args.seed = config["seed"]
     out = Path(config["out"]) / f"{config['variant']}-seed{config['seed']}"
     args.out = str(out)
@@ -90,6 +91,7 @@ def plot(summary: dict[str, list[dict[str, float]]], args: argparse.Namespace, o
         ax.grid(alpha=0.3)
     axes[0].legend(loc="upper left", fontsize=8)
     controls = ", randomized controls" if getattr(args, "randomized_actions", False) else ""
+    controls += ", action effects" if getattr(args, "action_effects", False) else ""
     fig.suptitle(f"DQN + HIR on MazeRunner {args.maze_dim}x{args.maze_dim}, k={args.goals}, time limit "
                  f"{args.time_limit}{controls}: mean ± std over seeds {args.seeds}", fontsize=10)
     fig.tight_layout()
@@ -151,6 +153,8 @@ def collect(out: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
             expected = {**{k: v for k, v in vars(args).items() if k in data["config"] and k not in ("out", "replot")},
                         "seed": seed,
                         "history": 0 if variant == "memoryless" else args.history}
+            if "action_effects" in data["config"]:
+                expected["action_effects"] = variant != "memoryless" and args.action_effects
             differing = {k: (data["config"][k], v) for k, v in expected.items() if data["config"][k] != v}
             if differing:
                 raise ValueError(f"--collect: {path} was run with other options (recorded, given): {differing}")

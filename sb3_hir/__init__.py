@@ -44,6 +44,7 @@ _LAZY: dict[str, str] = {
     "KeySelectExtractor": "sb3_hir.extractors",
     "HistoryExtractor": "sb3_hir.extractors",
     "HistoryWrapper": "sb3_hir.history",
+    "ActionEffectWrapper": "sb3_hir.history",
     "MazeRunnerEnv": "sb3_hir.envs",
     "ShortestPathExpert": "sb3_hir.envs",
     "DAggerCollector": "sb3_hir.dagger",
@@ -57,6 +58,7 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "ActionEffectWrapper",
     "DAggerCollector",
     "DAggerTrainer",
     "Episode",
@@ -93,7 +95,7 @@ if TYPE_CHECKING:
     from sb3_hir.episodes import Episode
     from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
     from sb3_hir.goals import ExactGoalSpec, GoalSpec, ToleranceGoalSpec
-    from sb3_hir.history import HistoryWrapper
+    from sb3_hir.history import ActionEffectWrapper, HistoryWrapper
     from sb3_hir.instruction import InstructionWrapper
     from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler
     from sb3_hir.vec_env import VecHideKeys
