@@ -33,6 +33,28 @@ def test_train_with_history_saves_a_history_model_that_render_replays(tmp_path, 
     assert_png(picture)
 
 
+def test_train_with_action_effects_saves_the_table_model_that_render_replays(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert cli.main(["train", *TINY_TRAIN, "--randomized-actions", "--relabel", "some", "--history", "4",
+                     "--action-effects", "--no-progress", "--out", str(out)]) == 0
+    assert "history 4 (conv), action effects" in capsys.readouterr().out
+    run_dir = out / "dqn-some"
+    assert json.loads((run_dir / "run.json").read_text())["action_effects"] is True
+    model = DQN.load(run_dir / "model.zip", device="cpu")
+    assert model.observation_space["effects"].shape == (5, 8)
+    assert model.policy.q_net.features_extractor.current.keys == ("obs", "goals", "effects")
+    picture = tmp_path / "again.png"
+    assert cli.main(["render", str(run_dir / "model.zip"), "--out", str(picture)]) == 0  # rebuilt with the table
+    assert_png(picture)
+
+
+def test_action_effects_need_discrete_actions_one_line(capsys):
+    assert cli.main(["train", "--algo", "sac", "--continuous", "--action-effects", *TINY_TRAIN]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--action-effects: env 'mazerunner' cannot carry an action-effect table" in err
+    assert "must be Discrete" in err and len(err.splitlines()) == 1
+
+
 def test_train_without_history_keeps_the_memoryless_extractor(tmp_path):
     out = tmp_path / "run"
     assert cli.main(["train", *TINY_TRAIN, "--relabel", "none", "--history", "0", "--no-progress",
@@ -65,3 +87,17 @@ def test_dagger_with_history_trains_a_history_learner(tmp_path, capsys):
     demos = load_round_dir(out / "demos" / "round-001")
     assert demos and all(t.obs.get("history").shape == (len(t) + 1, 6, 13) for t in demos)
     assert_png(out / "episode.png")
+
+
+@pytest.mark.dagger
+def test_dagger_with_action_effects_records_the_table_in_the_demos(tmp_path, capsys):
+    from sb3_hir.dagger import load_round_dir
+
+    out = tmp_path / "dagger"
+    assert cli.main(["dagger", "--rounds", "2", "--steps-per-round", "120", "--n-envs", "2", "--eval-episodes", "2",
+                     "--batch-size", "32", "--bc-epochs", "1", "--action-effects", "--randomized-actions", *TINY_ENV,
+                     "--no-progress", "--out", str(out)]) == 0
+    assert "no history, action effects" in capsys.readouterr().out
+    demos = load_round_dir(out / "demos" / "round-001")
+    assert demos and all(t.obs.get("effects").shape == (len(t) + 1, 5, 8) for t in demos)
+    assert any(t.obs.get("effects")[-1, :, -1].sum() >= 2 for t in demos)  # actions taken leave their rows

@@ -42,6 +42,16 @@ def test_the_grid_is_every_combination_of_the_given_values_times_every_seed():
     assert sweep.expand_grid({}, [3, 3]) == [{"seed": 3}]  # no swept option: one run per distinct seed
 
 
+def test_a_searched_switch_becomes_its_flag_or_nothing():
+    """Optuna's action_effects choice reaches train as --action-effects when True and as no flag when False."""
+    parser = _train_parser()
+    on = sweep.train_argv({"action_effects": True, "history": 8}, [], parser)
+    off = sweep.train_argv({"action_effects": False, "history": 8}, [], parser)
+    assert "--action-effects" in on and "--action-effects" not in off
+    assert cli.build_parser().parse_args(["train", *on]).action_effects is True
+    assert cli.build_parser().parse_args(["train", *off]).action_effects is False
+
+
 def test_a_local_sweep_writes_each_trial_s_run_and_the_summary(tmp_path):
     out = tmp_path / "sweep"
     # 130 steps: evaluations at 60 and 120, and the final one when training ends
@@ -133,6 +143,8 @@ def test_optuna_search_writes_the_best_configuration_as_a_train_command(tmp_path
 def test_bad_sweep_input_is_one_line(tmp_path, capsys):
     assert cli.main(["sweep", *TINY, "--search", "optuna", "--relabel-ratio", "0.5"]) == 2
     assert "--search optuna searches learning_rate" in capsys.readouterr().err
+    assert cli.main(["sweep", *TINY, "--search", "optuna", "--action-effects"]) == 2
+    assert "drop --action-effects" in capsys.readouterr().err
     assert cli.main(["sweep", *TINY, "--resume"]) == 2
     assert "--resume needs --out DIR" in capsys.readouterr().err
     assert cli.main(["sweep", *TINY, "--timesteps", "100", "0", "--out", str(tmp_path / "x")]) == 2

@@ -38,7 +38,7 @@ from sb3_hir.atomic import atomic_path
 from sb3_hir.contract import ENV_GOAL_SPEC, declared
 from sb3_hir.extractors import HISTORY_ENCODERS, HistoryExtractor, KeySelectExtractor
 from sb3_hir.goals import GoalSpec
-from sb3_hir.history import HistoryWrapper
+from sb3_hir.history import EFFECTS_KEY, ActionEffectWrapper, HistoryWrapper
 from sb3_hir.plots import record_episode, save_episode_gif, save_episode_png
 from sb3_hir.relabel import HindsightInstructionRelabeler
 from sb3_hir.testing import check_instruction_env
@@ -198,28 +198,34 @@ def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return kwargs
 
 
-def make_env(name: str, kwargs: dict[str, Any], history: int = 0, **extra: Any) -> Any:
-    """The env plugin ``name``; with ``history`` > 0, wrapped in a HistoryWrapper of that many steps."""
+def make_env(name: str, kwargs: dict[str, Any], history: int = 0, effects: bool = False, **extra: Any) -> Any:
+    """The env plugin ``name``; with ``history`` > 0, wrapped in a HistoryWrapper of that many steps (and with
+    ``effects`` in an ActionEffectWrapper first)."""
     try:
         with quiet_output():  # the first build of a plugin's env may import its third-party package
             env = plugin_registry.resolve_env(name, **kwargs, **extra)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"env {name!r} rejected its options {kwargs}: {exc}") from exc
-    return add_history(env, name, history)
+    return add_history(env, name, history, effects)
 
 
-def add_history(env: Any, name: str, history: int) -> Any:
+def add_history(env: Any, name: str, history: int, effects: bool = False) -> Any:
+    """``env`` with the memory asked for: the action-effect table (``--action-effects``), then the window."""
+    if effects:
+        with usage(f"--action-effects: env {name!r} cannot carry an action-effect table: "):
+            env = ActionEffectWrapper(env)
     if not history:
         return env
     with usage(f"--history {history}: env {name!r} cannot carry a history window: "):
         return HistoryWrapper(env, length=history)
 
 
-def env_factory(name: str, kwargs: dict[str, Any], history: int = 0) -> Callable[[], Any]:
+def env_factory(name: str, kwargs: dict[str, Any], history: int = 0, effects: bool = False) -> Callable[[], Any]:
     """A zero-argument factory for ``make_vec_env`` (the checks ran on a probe already)."""
 
     def env_fn() -> Any:
         env = plugin_registry.resolve_env(name, **kwargs)
+        env = ActionEffectWrapper(env) if effects else env
         return HistoryWrapper(env, length=history) if history else env
 
     return env_fn
@@ -248,20 +254,22 @@ def check_algo_env(algo_name: str, env: Any, env_name: str) -> None:
                          f"{type(space).__name__} actions{hint}; continuous algorithms: sac, tqc, recurrent-ppo")
 
 
-def extractor_kwargs(history: int, encoder: str) -> dict[str, Any]:
-    """The policy sees the observation and the instruction ("achieved" is only there for relabeling); a history
-    window is encoded next to them."""
+def extractor_kwargs(history: int, encoder: str, effects: bool = False) -> dict[str, Any]:
+    """The policy sees the observation and the instruction ("achieved" is only there for relabeling), and the
+    action-effect table when there is one; a history window is encoded next to them."""
+    keys = ["obs", "goals", EFFECTS_KEY] if effects else ["obs", "goals"]
     if history:
         return dict(features_extractor_class=HistoryExtractor,
-                    features_extractor_kwargs=dict(keys=["obs", "goals"], encoder=encoder))
-    return dict(features_extractor_class=KeySelectExtractor, features_extractor_kwargs=dict(keys=["obs", "goals"]))
+                    features_extractor_kwargs=dict(keys=keys, encoder=encoder))
+    return dict(features_extractor_class=KeySelectExtractor, features_extractor_kwargs=dict(keys=keys))
 
 
-def policy_kwargs(algo: Algo, hidden: int | None = None, history: int = 0, encoder: str = "gru") -> dict[str, Any]:
+def policy_kwargs(algo: Algo, hidden: int | None = None, history: int = 0, encoder: str = "gru",
+                  effects: bool = False) -> dict[str, Any]:
     kwargs = dict(algo.defaults["policy_kwargs"])
     if hidden is not None:
         kwargs["net_arch"] = [hidden, hidden]
-    return {**extractor_kwargs(history, encoder), **kwargs}
+    return {**extractor_kwargs(history, encoder, effects), **kwargs}
 
 
 def check_history(args: argparse.Namespace) -> None:
@@ -270,7 +278,8 @@ def check_history(args: argparse.Namespace) -> None:
 
 
 def memory_label(args: argparse.Namespace) -> str:
-    return f"history {args.history} ({args.history_encoder})" if args.history else "no history"
+    label = f"history {args.history} ({args.history_encoder})" if args.history else "no history"
+    return label + (", action effects" if args.action_effects else "")
 
 
 # ---------------------------------------------------------------------------------------------------- memory
@@ -298,14 +307,16 @@ def _width(space: spaces.Space) -> int:
     return int(np.prod(space.shape or (1,), dtype=np.float64))
 
 
-def observation_bytes(env: Any, history: int) -> int:
-    """Bytes of one observation of ``env`` once a ``history``-step window is added, computed from the spaces
-    (building the window first would already cost what the check is there to refuse)."""
+def observation_bytes(env: Any, history: int, effects: bool = False) -> int:
+    """Bytes of one observation of ``env`` once a ``history``-step window (and the action-effect table) is added,
+    computed from the spaces (building the window first would already cost what the check is there to refuse)."""
     total = _space_bytes(env.observation_space)
+    obs = env.observation_space["obs"]
+    obs_width = 1 if isinstance(obs, spaces.Discrete) else _width(obs)
     if history:
-        obs = env.observation_space["obs"]
-        obs_width = 1 if isinstance(obs, spaces.Discrete) else _width(obs)
         total += history * (obs_width + _width(env.action_space) + 1) * 4  # float32 rows of HistoryWrapper
+    if effects:
+        total += _width(env.action_space) * (obs_width + 1) * 4  # float32 rows of ActionEffectWrapper
     return total
 
 
@@ -514,7 +525,7 @@ def lock(out: Path) -> IO[str]:
 # ---------------------------------------------------------------------------------------------------- pictures
 def save_episode_pictures(model: Any, env_name: str, kwargs: dict[str, Any], folder: Path, seed: int,
                           stem: str = "episode", gif: bool = True, png: bool = True,
-                          best_of: int = 1, history: int = 0) -> tuple[Any, int] | None:
+                          best_of: int = 1, history: int = 0, effects: bool = False) -> tuple[Any, int] | None:
     """Record deterministic episodes (seeds ``seed``, ``seed + 1``, ...) and draw the one that got furthest.
 
     Up to ``best_of`` episodes are played, stopping at the first success; the picture's title says which one it
@@ -522,7 +533,7 @@ def save_episode_pictures(model: Any, env_name: str, kwargs: dict[str, Any], fol
     or None when the env cannot render.
     """
     try:
-        return _draw_episode(model, env_name, kwargs, folder, seed, stem, gif, png, best_of, history)
+        return _draw_episode(model, env_name, kwargs, folder, seed, stem, gif, png, best_of, history, effects)
     except Exception as exc:  # e.g. no OpenGL on a headless machine: the run and its results matter more
         detail = " ".join(str(exc).split())[:300]
         print(f"warning: no episode picture ({type(exc).__name__}: {detail}); the run's results are kept. On a "
@@ -531,9 +542,10 @@ def save_episode_pictures(model: Any, env_name: str, kwargs: dict[str, Any], fol
 
 
 def _draw_episode(model: Any, env_name: str, kwargs: dict[str, Any], folder: Path, seed: int, stem: str,
-                  gif: bool, png: bool, best_of: int, history: int = 0) -> tuple[Any, int] | None:
+                  gif: bool, png: bool, best_of: int, history: int = 0,
+                  effects: bool = False) -> tuple[Any, int] | None:
     try:
-        env = make_env(env_name, kwargs, history=history, render_mode="rgb_array")
+        env = make_env(env_name, kwargs, history=history, effects=effects, render_mode="rgb_array")
     except UsageError:
         print(f"note: env {env_name!r} has no rgb_array render mode; no episode picture", file=sys.stderr)
         return None
@@ -603,6 +615,9 @@ def add_history_options(p: argparse.ArgumentParser, default: int) -> None:
     p.add_argument("--history", type=int, metavar="N", default=default,
                    help="memory: the last N observations and actions enter the observation (HistoryWrapper) and the "
                         f"policy encodes them (HistoryExtractor); 0 for none (default {default})")
+    p.add_argument("--action-effects", action="store_true",
+                   help="memory for controls that change every episode: each action's last effect on the "
+                        "observation this episode enters the observation (ActionEffectWrapper; Discrete actions)")
     p.add_argument("--history-encoder", default="conv", metavar="NAME",
                    help="how the policy encodes the window: conv or gru (default conv: it learned MazeRunner as well "
                         "as the GRU at 0.8x its cost)")

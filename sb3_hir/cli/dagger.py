@@ -181,7 +181,7 @@ def check_args(args: argparse.Namespace, resume_dir: Path | None) -> tuple[Any, 
 
 def check_dagger_memory(args: argparse.Namespace, probe: Any) -> None:
     """Every round's demos stay in memory for BC (episodes and their flattened transitions)."""
-    obs = observation_bytes(probe, args.history)
+    obs = observation_bytes(probe, args.history, args.action_effects)
     steps = args.rounds * args.steps_per_round
     check_memory([
         (f"--rounds {args.rounds}, --steps-per-round {args.steps_per_round} and --history {args.history} "
@@ -196,7 +196,7 @@ def check_dagger_memory(args: argparse.Namespace, probe: Any) -> None:
 def probe_env(args: argparse.Namespace, kwargs: dict[str, Any]) -> tuple[int, Any, str]:
     probe = make_env(args.env, kwargs)
     check_dagger_memory(args, probe)
-    probe = add_history(probe, args.env, args.history)
+    probe = add_history(probe, args.env, args.history, args.action_effects)
     num_goals = check_instruction_env_space(probe, args.env)
     spec, spec_label = goal_spec(args, probe, args.env)
     if args.relabel != "none":
@@ -292,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         out, _lock_handle = resume_dir, lock(resume_dir)
     eval_seed = args.seed + 10_000
-    env_fn = env_factory(args.env, kwargs, args.history)
+    env_fn = env_factory(args.env, kwargs, args.history, args.action_effects)
     venv = make_vec_env(env_fn, n_envs=args.n_envs, seed=args.seed)
     eval_env = make_vec_env(env_fn, n_envs=min(args.eval_episodes, 10), seed=eval_seed)
     trainer, log, records = build_trainer(args, out, resume_dir, venv, schedule, spec, spec_label)
@@ -332,7 +332,8 @@ def build_trainer(args: argparse.Namespace, out: Path, resume_dir: Path | None, 
 
     rng = np.random.default_rng(args.seed)
     policy = ActorCriticPolicy(venv.observation_space, venv.action_space, lr_schedule=lambda _: 0.0,
-                               net_arch=NET_ARCH, **extractor_kwargs(args.history, args.history_encoder))
+                               net_arch=NET_ARCH, **extractor_kwargs(args.history, args.history_encoder,
+                                                                    args.action_effects))
     # a resumed run logs beside the killed one's logs (SB3's CSV writer would truncate them)
     log_dir = out / "logs" if resume_dir is None else out / "logs" / f"resumed-{datetime.now():%Y%m%d-%H%M%S}"
     log = imit_logger.configure(log_dir, log_formats())
@@ -366,7 +367,8 @@ def write_summary(args: argparse.Namespace, out: Path, trainer: Any, report: Rou
     plot_learning_curves({"DAgger learner (BC)": report.history, f"expert ({args.expert})": expert_history},
                          out / "learning_curve.png", num_goals=num_goals, xlabel="round",
                          title=f"DAgger on {args.env}, beta schedule {args.beta_schedule}")
-    save_episode_pictures(trainer.policy, args.env, kwargs, out, seed=eval_seed, best_of=10, history=args.history)
+    save_episode_pictures(trainer.policy, args.env, kwargs, out, seed=eval_seed, best_of=10, history=args.history,
+                          effects=args.action_effects)
     records = report.records
     rows = [[r["round"], f"{r['beta']:.2f}", r["episodes"], r["timesteps"], f"{r['learner_share']:.0%}",
              r["demo_timesteps"], f"{r['success_rate']:.2f}", f"{r['goals_reached']:.2f} / {num_goals}"]

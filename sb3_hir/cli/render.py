@@ -57,9 +57,9 @@ def load_model(algo_name: str, model_path: Path) -> Any:
         raise UsageError(f"cannot load {model_path} as {algo_name}: {type(exc).__name__}: {exc}") from exc
 
 
-def check_spaces(model: Any, env_name: str, env_kwargs: dict[str, Any], history: int) -> None:
+def check_spaces(model: Any, env_name: str, env_kwargs: dict[str, Any], history: int, effects: bool = False) -> None:
     """The env must be the one the model was trained on (actions first: with history they shape the window)."""
-    probe = make_env(env_name, env_kwargs, history=history)
+    probe = make_env(env_name, env_kwargs, history=history, effects=effects)
     try:
         for what in ("action_space", "observation_space"):
             if getattr(probe, what) != getattr(model, what):
@@ -92,11 +92,12 @@ def run(args: argparse.Namespace) -> int:
     set_threads()
     model = load_model(algo_name, model_path)
     history = int(stored.get("history") or 0)
-    check_spaces(model, env_name, env_kwargs, history)
+    effects = bool(stored.get("action_effects", False))  # run.json files before --action-effects have none
+    check_spaces(model, env_name, env_kwargs, history, effects)
     drawn = save_episode_pictures(model, env_name, env_kwargs, out.parent, seed=args.seed, stem=out.stem,
                                   gif=out.suffix == ".gif" or args.out is None,
                                   png=out.suffix == ".png" or args.out is None, best_of=args.best_of,
-                                  history=history)
+                                  history=history, effects=effects)
     if drawn is None:
         raise UsageError(f"env {env_name!r} does not render rgb_array frames")
     episode, played = drawn

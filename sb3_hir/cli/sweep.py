@@ -51,6 +51,7 @@ OPTUNA_SPACE: dict[str, tuple[str, Any]] = {
     "n_steps": ("choice", [1, 3]),
     "hidden": ("choice", [64, 128, 256]),
     "history": ("choice", [0, 8, 16, 32]),
+    "action_effects": ("choice", [False, True]),
 }
 
 METRIC = "goals_reached"
@@ -123,10 +124,14 @@ def expand_grid(values: dict[str, list[Any]], seeds: Sequence[int]) -> list[dict
 
 def train_argv(options: dict[str, Any], fixed: Sequence[str], train: argparse.ArgumentParser) -> list[str]:
     """The ``sb3-hir train`` arguments of one trial's options."""
-    flags = {action.dest: action.option_strings[-1] for action in train._actions if action.option_strings}
+    actions = {action.dest: action for action in train._actions if action.option_strings}
     argv: list[str] = []
     for dest, value in options.items():
-        argv += [flags[dest], _format(value)]
+        flag = actions[dest].option_strings[-1]
+        if isinstance(actions[dest], argparse._StoreTrueAction):  # a searched switch (--action-effects)
+            argv += [flag] if value else []
+        else:
+            argv += [flag, _format(value)]
     return [*argv, *fixed]
 
 
@@ -204,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
         check_seed(seed, "--seeds")
     if args.search == "optuna":
         conflicting = [key for key, given in values.items() if len(given) > 1 or key in OPTUNA_SPACE]
+        conflicting += [key for key in OPTUNA_SPACE if getattr(args, key, None) is True]  # a searched switch given
         if conflicting:
             raise UsageError(f"--search optuna searches {', '.join(OPTUNA_SPACE)} itself and takes one value of "
                               f"each other option; drop --{', --'.join(k.replace('_', '-') for k in conflicting)}")

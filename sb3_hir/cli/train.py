@@ -148,7 +148,7 @@ def buffer_size(args: argparse.Namespace) -> int:
 def check_train_memory(args: argparse.Namespace, algo_name: str, probe: Any) -> None:
     """The replay (or rollout) buffer, the envs and the networks must fit in memory, before any is built."""
     algo = ALGOS[algo_name]
-    obs = observation_bytes(probe, args.history)
+    obs = observation_bytes(probe, args.history, args.action_effects)
     hidden = args.hidden or max(algo.defaults["policy_kwargs"]["net_arch"])
     if algo.off_policy:  # observations and next observations of every row, and one batch of both in tensors
         rows = buffer_size(args)
@@ -169,7 +169,7 @@ def probe_env(args: argparse.Namespace, algo_name: str, kwargs: dict[str, Any],
     """Build the env once and check it: (k, goal spec, its label)."""
     probe = make_env(args.env, kwargs)
     check_train_memory(args, algo_name, probe)  # from the spaces, before the window is allocated
-    probe = add_history(probe, args.env, args.history)
+    probe = add_history(probe, args.env, args.history, args.action_effects)
     num_goals = check_instruction_env_space(probe, args.env)
     check_algo_env(algo_name, probe, args.env)
     spec, spec_label = goal_spec(args, probe, args.env)
@@ -248,7 +248,7 @@ def build_model(args: argparse.Namespace, algo_name: str, relabel: str, spec: An
         return algo_class(algo_name)(algo.policy, venv, seed=args.seed, verbose=0,
                                      **model_kwargs(args, algo_name, relabel, spec),
                                      policy_kwargs=policy_kwargs(algo, args.hidden, args.history,
-                                                                 args.history_encoder))
+                                                                 args.history_encoder, args.action_effects))
     except ValueError as exc:
         raise usage_error(exc, f"{algo_name}-{relabel}") from exc
 
@@ -289,7 +289,8 @@ def run_one(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, s
     run_dir = out / label
     run_dir.mkdir(parents=True, exist_ok=True)
     eval_seed = args.seed + 10_000
-    eval_env = make_vec_env(env_factory(args.env, kwargs, args.history), n_envs=min(args.eval_episodes, 10),
+    eval_env = make_vec_env(env_factory(args.env, kwargs, args.history, args.action_effects),
+                            n_envs=min(args.eval_episodes, 10),
                             seed=eval_seed)
     model.set_logger(configure_logger(str(run_dir), log_formats()))
     callback = InstructionEvalCallback(eval_env, eval_freq=args.eval_freq or max(args.timesteps // 12, 1),
@@ -305,6 +306,7 @@ def run_one(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, s
         algo=algo_name, env=args.env, env_kwargs=kwargs, relabel=relabel, goal_spec=spec_label,
         relabel_ratio=args.relabel_ratio, n_steps=args.n_steps, learning_rate=args.learning_rate,
         hidden=args.hidden, history=args.history, history_encoder=args.history_encoder,
+        action_effects=args.action_effects,
         seed=args.seed, timesteps=args.timesteps, timesteps_done=int(model.num_timesteps), n_envs=args.n_envs,
         interrupted=interrupted), indent=2) + "\n")
     history = callback.history
@@ -313,7 +315,8 @@ def run_one(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, s
             return dict(interrupted=True, history=None)
         plot_run_curve(history, run_dir, num_goals, f"{algo_name} on {args.env}, relabel {relabel}", relabel)
         if not interrupted:
-            save_episode_pictures(model, args.env, kwargs, run_dir, seed=eval_seed, best_of=10, history=args.history)
+            save_episode_pictures(model, args.env, kwargs, run_dir, seed=eval_seed, best_of=10, history=args.history,
+                                  effects=args.action_effects)
     finally:
         venv.close()
         eval_env.close()
@@ -334,7 +337,7 @@ def run(args: argparse.Namespace, report: Report | None = None) -> int:
     algo_name, kwargs, relabels = check_args(args)
     num_goals, spec, spec_label = probe_env(args, algo_name, kwargs, relabels)
     set_threads()
-    env_fn = env_factory(args.env, kwargs, args.history)
+    env_fn = env_factory(args.env, kwargs, args.history, args.action_effects)
     out: Path | None = None
     curves: dict[str, Any] = {}
     results: list[dict[str, Any]] = []
