@@ -224,9 +224,7 @@ def env_factory(name: str, kwargs: dict[str, Any], history: int = 0, effects: bo
     """A zero-argument factory for ``make_vec_env`` (the checks ran on a probe already)."""
 
     def env_fn() -> Any:
-        env = plugin_registry.resolve_env(name, **kwargs)
-        env = ActionEffectWrapper(env) if effects else env
-        return HistoryWrapper(env, length=history) if history else env
+        return add_history(plugin_registry.resolve_env(name, **kwargs), name, history, effects)
 
     return env_fn
 
@@ -311,6 +309,8 @@ def observation_bytes(env: Any, history: int, effects: bool = False) -> int:
     """Bytes of one observation of ``env`` once a ``history``-step window (and the action-effect table) is added,
     computed from the spaces (building the window first would already cost what the check is there to refuse)."""
     total = _space_bytes(env.observation_space)
+    if not (history or effects):
+        return total
     obs = env.observation_space["obs"]
     obs_width = 1 if isinstance(obs, spaces.Discrete) else _width(obs)
     if history:
