@@ -25,8 +25,8 @@ window in the worker processes and SB3's auto-reset gives ``terminal_observation
                         wrapper_kwargs=dict(length=16))
 
 :class:`ActionEffectWrapper` is memory of another shape, for the same reason and under the same rule: per discrete
-action, the change it last made to the observation in this episode, which a short window forgets and which an agent
-whose controls are permuted every episode needs to act.
+action, the change it last made to the observation in this episode, which a short window forgets and which tells an
+agent whose controls are permuted every episode what each action does.
 
 ``VecNormalize`` works on top (it normalizes each window entry with its own statistics, padding included); for
 relabeling, normalize with ``norm_obs_keys`` that leave the instruction out, as for any Dict env.
