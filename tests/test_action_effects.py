@@ -6,9 +6,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from buffer_fill import filled_by_random_actions
 from stable_baselines3 import DQN
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir import ActionEffectWrapper
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
@@ -70,16 +70,7 @@ def test_table_reveals_the_episodes_action_permutation():
 
 def test_table_does_not_depend_on_the_instruction_and_the_buffer_keeps_it():
     check_instruction_env(HistoryWrapper(maze(time_limit=25), length=3), n_episodes=3)
-    venv = make_vec_env(lambda: maze(time_limit=12), n_envs=2, seed=0, vec_env_cls=DummyVecEnv)
-    buffer = HindsightInstructionReplayBuffer(2_000, venv.observation_space, venv.action_space, n_envs=2,
-                                              strategy="all", seed=0)
-    obs = venv.reset()
-    rng = np.random.default_rng(0)
-    for _ in range(150):
-        actions = rng.integers(5, size=2)
-        next_obs, rewards, dones, infos = venv.step(actions)
-        buffer.add(obs, next_obs, actions[:, None], rewards, dones, infos)
-        obs = next_obs
+    buffer = filled_by_random_actions(lambda: maze(time_limit=12), steps=150)
     samples = buffer.sample(256)
     info = buffer.last_sample_info
     assert info.relabeled.any()

@@ -6,6 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from buffer_fill import filled_by_random_actions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sb3_contrib import QRDQN, TQC
@@ -121,16 +122,7 @@ def test_window_does_not_depend_on_the_instruction(seed, actions, length):
 
 def test_relabeled_rows_keep_the_recorded_window():
     """The buffer rewrites the instruction of a sampled row, never its window."""
-    venv = make_vec_env(lambda: maze_with_history(length=5, time_limit=12), n_envs=2, seed=0, vec_env_cls=DummyVecEnv)
-    buffer = HindsightInstructionReplayBuffer(2_000, venv.observation_space, venv.action_space, n_envs=2,
-                                              strategy="all", seed=0)
-    obs = venv.reset()
-    rng = np.random.default_rng(0)
-    for _ in range(200):
-        actions = rng.integers(5, size=2)
-        next_obs, rewards, dones, infos = venv.step(actions)
-        buffer.add(obs, next_obs, actions[:, None], rewards, dones, infos)
-        obs = next_obs
+    buffer = filled_by_random_actions(lambda: maze_with_history(length=5, time_limit=12), steps=200)
     samples = buffer.sample(256)
     info = buffer.last_sample_info
     relabeled = info.relabeled
