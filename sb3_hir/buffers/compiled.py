@@ -203,7 +203,7 @@ def draw_single(rng, meta, achieved, own_goals, goals_out_dtype, admitted, cfg):
                 draw[b] = (rng.random() < 0.5) and draw[b]
         step = np.empty(batch, np.int64)
         first = np.empty(batch, np.int64)  # the drawn step's first reach (where searched)
-        searched = not (goal_env and not terminates)
+        searched = not goal_env  # GoalEnvs draw as HER does (the buffer finds a terminating goal's reach after)
         if not searched:
             for b in range(batch):
                 i = keep[b]
@@ -247,8 +247,6 @@ def draw_single(rng, meta, achieved, own_goals, goals_out_dtype, admitted, cfg):
                 ok = (not drawn) or first[b] > t[i]
                 if first[b] > 0:
                     reach_drawn = first[b]
-                if goal_env:
-                    drawn = drawn and ok
             reach = reach_drawn if drawn else own_step[b]
             if not ok or (reach > 0 and reach <= t[i]):
                 continue  # not admissible: the relabeled episode would have ended before t

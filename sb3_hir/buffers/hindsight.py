@@ -50,15 +50,17 @@ episode replayed under the drawn goal ``g`` by the env itself: observations with
 ``compute_reward(achieved_goal after t, g, info_t)`` (one call per batch, as HER calls it, summed over the window
 for ``n_steps > 1``), and:
 
-* where the env terminates on success (``terminates_on_success``), the replayed episode ends at ``g``'s first
-  reach: that transition is terminal, goals first reached at or before ``t`` are not drawn (the episode would have
-  ended before ``t``), and a recorded termination that its own goal's reach caused is not kept;
-* elsewhere (continuing tasks such as FetchReach) the replayed episode is the recorded one: every future goal is
-  admissible, HER's rule exactly, and the recorded ``dones`` are served.
+* the goal is drawn as HER draws it, in every case: ``(s_t, a_t, s_{t+1}, g)`` is a transition of the
+  goal-conditioned task for any ``g``, whether or not ``g`` was also passed before ``t``;
+* where successes terminate (``terminates_on_success``), a relabeled transition is terminal when its next achieved
+  goal reaches ``g`` (an n-step window ends at the first such step), and a recorded termination that its own goal's
+  reach caused is not kept. An earlier rule drew only goals first reached after ``t``; on looping on-policy data
+  (DQN at its default learning rate) half the transitions then had no goal and were never relabeled;
+* elsewhere (continuing tasks such as FetchReach) the recorded ``dones`` are served: HER's rows exactly.
 
 HER's ``future`` (a goal from the steps at or after the transition's next observation), ``episode`` and ``final``
-rules are the draws; ``n_sampled_goal`` maps to ``relabel_ratio``. HER draws goals a terminating env could never
-reach again and serves its stale ``dones``; ``terminate_on_success=False`` reproduces that.
+rules are the draws; ``n_sampled_goal`` maps to ``relabel_ratio``. ``terminate_on_success=False`` serves HER's
+recorded ``dones``.
 
 The buffer never scans its storage: ``add()`` costs O(1) per step plus O(T) once per episode, and
 ``sample()`` costs O(batch) in the buffer size. An episode whose first row was overwritten by the circular
@@ -190,8 +192,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         SB3's :class:`~stable_baselines3.her.GoalSelectionStrategy`.
     :param copy_info_dict: store each transition's ``info`` and pass it to ``compute_reward`` (GoalEnv mode), as
         HER does; costs a Python object per row.
-    :param terminate_on_success: GoalEnv mode only. Whether a relabeled transition that reaches its goal is
-        terminal (and no goal reached at or before the transition is drawn, since its episode would have ended).
+    :param terminate_on_success: GoalEnv mode only. Whether a relabeled transition whose next achieved goal reaches
+        its goal is terminal.
         None decides, for discrete actions (DQN, QR-DQN), from the env: its ``compute_terminated(g, g, {})`` when
         it has one (gymnasium-robotics), else the recorded episodes: True until a recorded episode goes on after
         reaching its own goal (measured on SB3's HER test: waiting for evidence of termination instead cost
@@ -433,7 +435,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         fields = ["id", "t", "len", "end", "own"]
         if not self.batched_draws:
             fields += ["ndraw"]
-        if self.single_index:
+        if self.single_index and not self.goal_env:  # GoalEnvs draw as HER does: no first-reach index
             fields += ["first", "forder", "fcount", "ffirst"]  # ffirst: first[forder], read with forder
         elif self.exact_index:
             fields += ["prev", "rank", "glo", "order", "olo", "ohi"]
@@ -630,7 +632,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
                 self._check_reward_scale(rows, env_idx, own_steps, length)
         slots = min(k, length)
         meta[:slots, field["own"]] = own_steps[:slots]
-        if self.single_index:
+        if self.single_index and not self.goal_env:
             first = self._first_reach(achieved, own_goals)
             # Sorted by first reach, latest first: the values not yet reached after transition t are the
             # first fcount[t] steps of this order.
@@ -752,6 +754,29 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         return self._serve(np.asarray(batch_inds) * self.n_envs + env_indices, None, env)
 
     def _draw_relabeled(self, count: int, upper: int) -> _Relabeled | None:
+        """``count`` admissible (transition, hindsight instruction) pairs (see the module docstring)."""
+        relabeled = self._draw_admissible(count, upper)
+        if relabeled is not None and self.goal_env and self.terminates_on_success:
+            relabeled = relabeled._replace(reach=self._reach_after_t(relabeled))
+        return relabeled
+
+    def _reach_after_t(self, r: _Relabeled) -> np.ndarray:
+        """GoalEnv mode, successes terminating: the first step after ``t`` whose achieved goal reaches the drawn
+        goal, within the served window (``(B, 1)``; -1 when not in it).
+
+        The replayed episode starts at ``t``: whether the goal was also passed before ``t`` does not matter, since
+        ``(s_t, a_t, s_{t+1}, g)`` is a transition of the goal-conditioned task either way (HER's draw). Looking
+        only ``n_steps`` ahead keeps it O(batch * n_steps).
+        """
+        offsets = np.arange(self.n_steps)
+        ahead = np.minimum(offsets, (r.length - r.t - 1)[:, None])  # (B, n): the window, cut at the episode's end
+        rows = (r.start[:, None] + r.t[:, None] + ahead) % self.buffer_size
+        achieved = self._achieved_at(rows, r.env[:, None])  # achieved after each transition of the window
+        hits = np.asarray(self.goal_spec.reached(achieved, r.goals), dtype=bool)  # goals (B, 1, *goal_shape)
+        hits &= offsets < (r.length - r.t)[:, None]
+        return np.where(hits.any(axis=1), r.t + 1 + hits.argmax(axis=1), -1)[:, None]
+
+    def _draw_admissible(self, count: int, upper: int) -> _Relabeled | None:
         """``count`` admissible (transition, hindsight instruction) pairs, by rejection (see module docstring)."""
         if self.single_index and self.jit:
             return self._draw_single_compiled(count, upper)
@@ -794,7 +819,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
                 size=self.buffer_size, n_envs=self.n_envs, rounds=self.max_redraws, goal_env=int(self.goal_env),
                 draw_mode=compiled.DRAW_MODES["all" if self.goal_env else self.relabeler.strategy],
                 selection=compiled.SELECTIONS[self.goal_selection],
-                **{name: field[name[2:]] for name in compiled.SINGLE if name.startswith("f_")},
+                **{name: field.get(name[2:], 0) for name in compiled.SINGLE if name.startswith("f_")},
             )
             cfg = self._single_cfg = np.array([values.get(name, 0) for name in compiled.SINGLE], dtype=np.int64)
         cfg[2], cfg[3], cfg[6] = upper, count, int(self.goal_env and self.terminates_on_success)
@@ -918,13 +943,12 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One-goal draws, conditioned on admissibility without rejection: O(1).
 
-        Where a reached goal ends the episode (instruction envs; GoalEnvs that terminate on success), the relabeled
-        episode must contain ``t``: its goal not reached at or before ``t``. ``"future"`` (steps after ``t``) and
-        ``"episode"`` (the whole episode) conditioned on that are both uniform over the steps whose value is first
-        reached after ``t``, the first ``fcount[t]`` steps of the episode's ``forder``; ``"final"`` is admissible
-        when the last value is first reached after ``t``. With none, the recorded goal is kept (instruction mode)
-        or the transition is redrawn (GoalEnv mode). Where reaching the goal does not end the episode (continuing
-        GoalEnvs such as FetchReach), every draw is admissible and this is HER's rule exactly.
+        Instruction envs end the episode at the reached goal, so the relabeled episode must contain ``t``: its goal
+        not reached at or before ``t``. ``"future"`` (steps after ``t``) and ``"episode"`` (the whole episode)
+        conditioned on that are both uniform over the steps whose value is first reached after ``t``, the first
+        ``fcount[t]`` steps of the episode's ``forder``; ``"final"`` is admissible when the last value is first
+        reached after ``t``. With none, the recorded goal is kept. GoalEnvs draw HER's rule exactly, every draw
+        admissible (``_reach_after_t`` serves a terminating goal's reach).
         """
         size, n_envs, field = self.buffer_size, self.n_envs, self._field
         meta_flat = self._meta.reshape(size * n_envs, -1)
@@ -939,7 +963,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             elif strategy == "some":  # h uniform in 0..1 free slots
                 draw &= self.rng.random(batch) < 0.5
         selection = self.goal_selection
-        if self.goal_env and not self.terminates_on_success:
+        if self.goal_env:  # HER's draw; where successes terminate, _reach_after_t finds the served reach
             if selection == "future":
                 steps = t + 1 + (self.rng.random(batch) * (length - t)).astype(np.int64)
             elif selection == "episode":
@@ -960,8 +984,6 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             first = meta_flat[step_flat, field["first"]].astype(np.int64)
             keep = ~draw | (first > t)
             reach_drawn = np.where(first > 0, first, -1)
-            if self.goal_env:
-                draw &= keep
         achieved = self._achieved_at(step_flat // n_envs, step_flat % n_envs)[:, None]
         goals = np.where(draw.reshape(-1, *(1,) * (own_goals.ndim - 1)), achieved, own_goals)
         reach = np.where(draw, reach_drawn, own_step)[:, None]
