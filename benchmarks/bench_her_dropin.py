@@ -29,6 +29,21 @@ the policy sees the same keys. Nothing is tuned for our side. Suites (``--suite`
   no ``compute_terminated``; ours finds its radius on ``env.task``, and with continuous actions serves HER's
   recorded ``dones`` by default (``terminate_on_success=None``; see the buffer's docstring).
 
+* ``grid``: the setting grid that picks ``terminate_on_success``'s default for discrete actions: HER against ours
+  as it ships (``ours``: terminations served where the env terminates on success) and ours with
+  ``terminate_on_success=False`` (``ours-her-dones``: HER's recorded ``dones``), on
+
+  - ``perf``: the performance test above (training success at 1500 steps);
+  - ``dqn-defaults``: BitFlipping-12, DQN's learning speed as it ships (``learning_rate=1e-4``,
+    ``target_update_interval=10000``, ``train_freq=1``, ``gradient_steps=1``) with ``learning_starts=120``,
+    ``exploration_fraction=0.2``, ``exploration_final_eps=0.02``, 1 env, ``n_sampled_goal=4``;
+  - ``target-1000``: the same with ``target_update_interval=1000``;
+  - ``qrdqn-defaults``: sb3-contrib's QR-DQN at all its defaults, BitFlipping-12, 1 env, ``n_sampled_goal=4``;
+  - ``bits8`` and ``bits15``: ``dqn-defaults`` on BitFlipping-8 and -15.
+
+  All but ``perf`` are scored by ``--eval-episodes`` deterministic episodes at 5k, 10k and 20k steps of one run.
+  Pick settings with ``--settings``.
+
 Every (suite, buffer, seed) run is one function call; ``--ray`` runs them as Ray Tune trials (one torch thread
 each), with the same printed table. A target holds when ours is not below HER by more than the spread (the larger
 of the two standard deviations) at every budget.
@@ -61,6 +76,25 @@ PERF_TEST: dict[str, Any] = dict(
     learning_rate=2e-3, train_freq=1, gradient_steps=2, learning_starts=20, exploration_final_eps=0.02,
     target_update_interval=100, batch_size=32, buffer_size=int(1e5), stats_window_size=50,
 )
+#: the grid's sides: (buffer class, extra ``replay_buffer_kwargs``).
+GRID_SIDES: dict[str, tuple[type, dict[str, Any]]] = {
+    "HER": (HerReplayBuffer, {}),
+    "ours": (hir.HerReplayBuffer, {}),
+    "ours-her-dones": (hir.HerReplayBuffer, dict(terminate_on_success=False)),
+}
+#: DQN's learning speed as it ships, with the exploration of issue 35's report (DQN's defaults explore for 10 %).
+DQN_DEFAULTS: dict[str, Any] = dict(learning_starts=120, exploration_fraction=0.2, exploration_final_eps=0.02,
+                                    train_freq=1, gradient_steps=1)
+#: grid setting -> (algorithm, n_bits, n_envs, algorithm kwargs, n_sampled_goal).
+GRID: dict[str, tuple[str, int, int, dict[str, Any], int]] = {
+    "perf": ("dqn", 10, 2, PERF_TEST, 5),
+    "dqn-defaults": ("dqn", 12, 1, DQN_DEFAULTS, 4),
+    "target-1000": ("dqn", 12, 1, dict(DQN_DEFAULTS, target_update_interval=1000), 4),
+    "qrdqn-defaults": ("qrdqn", 12, 1, {}, 4),
+    "bits8": ("dqn", 8, 1, DQN_DEFAULTS, 4),
+    "bits15": ("dqn", 15, 1, DQN_DEFAULTS, 4),
+}
+GRID_BUDGETS = [5000, 10000, 20000]
 
 
 class AtBudgets(BaseCallback):
@@ -115,8 +149,11 @@ def fetch_id() -> str:
 def run(config: dict[str, Any]) -> dict[str, Any]:
     """One training run of ``config["buffer"]`` on ``config["suite"]``; returns ``{budget: score}`` and seconds."""
     args = argparse.Namespace(**config["options"])
-    seed, buffer_class = config["seed"], BUFFERS[config["buffer"]]
+    seed = config["seed"]
     th.manual_seed(seed)
+    if args.suite == "grid":
+        return run_grid(config, args)
+    buffer_class = BUFFERS[config["buffer"]]
     if args.suite == "perf":
         venv = make_vec_env(lambda: BitFlippingEnv(n_bits=10, continuous=False), n_envs=2, seed=seed)
         model: Any = DQN(
@@ -168,6 +205,66 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
     return {"scores": {str(b): v for b, v in callback.results.items()}, "seconds": time.perf_counter() - begin}
 
 
+def run_grid(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """One run of the grid: ``config["setting"]`` with ``config["buffer"]`` (a side of ``GRID_SIDES``)."""
+    algo, n_bits, n_envs, settings, n_sampled_goal = GRID[config["setting"]]
+    seed = config["seed"]
+    buffer_class, extra = GRID_SIDES[config["buffer"]]
+    venv = make_vec_env(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), n_envs=n_envs, seed=seed)
+    kwargs = dict(n_sampled_goal=n_sampled_goal, goal_selection_strategy="future", **extra)
+    if algo == "qrdqn":
+        from sb3_contrib import QRDQN
+
+        model: Any = QRDQN("MultiInputPolicy", venv, replay_buffer_class=buffer_class, replay_buffer_kwargs=kwargs,
+                           seed=seed, device="cpu", **settings)
+    else:
+        model = DQN("MultiInputPolicy", venv, replay_buffer_class=buffer_class, replay_buffer_kwargs=kwargs,
+                    seed=seed, device="cpu", **settings)
+    if config["setting"] == "perf":
+        budgets, score = [1500], training_success
+    else:
+        budgets = GRID_BUDGETS
+        score = deterministic_success(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), args.eval_episodes,
+                                      seed)
+    callback = AtBudgets(budgets, score)
+    begin = time.perf_counter()
+    model.learn(total_timesteps=max(budgets), callback=callback)
+    return {"scores": {str(b): v for b, v in callback.results.items()}, "seconds": time.perf_counter() - begin}
+
+
+def grid_table(configs: list[dict[str, Any]], outs: list[dict[str, Any]], seeds: list[int]) -> bool:
+    """One row per (setting, budget): every side's mean ± std, and whether each of ours holds against HER within
+    the spread (the larger of the two standard deviations)."""
+    sides = [s for s in GRID_SIDES if s != "HER"]
+    print(f"\nGrid: success against SB3's HerReplayBuffer; {len(seeds)} seeds (mean ± std)")
+    print("| setting | budget | HER | " + " | ".join(sides) + " | " + " | ".join(f"{s} target" for s in sides) + " |")
+    print("|---|---:|---:|" + "---:|" * len(sides) + "---|" * len(sides))
+    held = {side: True for side in sides}
+    for setting in dict.fromkeys(c["setting"] for c in configs):
+        rows = [(c, o) for c, o in zip(configs, outs, strict=True) if c["setting"] == setting]
+        budgets = sorted({int(b) for _, o in rows for b in o["scores"]})
+        for budget in budgets:
+            values = {side: np.asarray([o["scores"][str(budget)] for c, o in rows if c["buffer"] == side])
+                      for side in GRID_SIDES}
+            her = values["HER"]
+            verdicts = []
+            for side in sides:
+                spread = max(her.std(), values[side].std())
+                met = bool(values[side].mean() >= her.mean() - spread)
+                held[side] &= met
+                verdicts.append(f"{values[side].mean() - her.mean():+.2f} (spread {spread:.2f}) "
+                                f"{'met' if met else 'MISSED'}")
+            print(f"| {setting} | {budget} | {summary(list(her))} | "
+                  + " | ".join(summary(list(values[s])) for s in sides) + " | " + " | ".join(verdicts) + " |")
+    for side in sides:
+        print(f"{side}: >= HER within the spread at every cell: {'met' if held[side] else 'MISSED'}")
+    seconds = {side: [o["seconds"] for c, o in zip(configs, outs, strict=True) if c["buffer"] == side]
+               for side in GRID_SIDES}
+    print("train seconds per run (evaluation included): " + ", ".join(
+        f"{side} {np.mean(s):.0f} ± {np.std(s):.0f}" for side, s in seconds.items()))
+    return held["ours"]
+
+
 def bitflip_budgets(max_steps: int) -> list[int]:
     budgets, budget = [], 250
     while budget <= max_steps:
@@ -197,7 +294,8 @@ def table(title: str, budgets: list[int], scores: dict[str, dict[int, list[float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--suite", choices=["perf", "bitflip", "fetch", "panda"], required=True)
+    parser.add_argument("--suite", choices=["perf", "bitflip", "fetch", "panda", "grid"], required=True)
+    parser.add_argument("--settings", nargs="+", choices=list(GRID), default=list(GRID), help="grid suite")
     bench_args.add_seeds(parser, [0, 1, 2, 3, 4])
     bench_args.add_budgets(parser, None, help="perf: default 1000 1500 2500; fetch, panda: default 5000 10000 20000")
     parser.add_argument("--n-bits", type=int, nargs="+", default=[8, 12, 15], help="bitflip suite")
@@ -220,13 +318,22 @@ def main() -> None:
     elif args.suite == "perf":
         variants = [dict(budget=b) for b in args.budgets]
     configs = [dict(buffer=b, seed=s, options=options, **v) for v in variants for s in args.seeds for b in BUFFERS]
+    if args.suite == "grid":
+        configs = [dict(setting=g, buffer=b, seed=s, options=options)
+                   for g in args.settings for s in args.seeds for b in GRID_SIDES]
     began = time.perf_counter()
     outs = list(run_all(run, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,
                    name=f"bench_her_dropin_{args.suite}"))
     for config, out in zip(configs, outs, strict=True):
         curve = " ".join(f"{b}:{v:.2f}" for b, v in out["scores"].items())
         extra = f" n_bits={config['n_bits']}" if "n_bits" in config else ""
-        print(f"{args.suite}{extra} seed {config['seed']} {config['buffer']:<5} {curve}  ({out['seconds']:.0f}s)")
+        extra += f" {config['setting']}" if "setting" in config else ""
+        print(f"{args.suite}{extra} seed {config['seed']} {config['buffer']:<14} {curve}  ({out['seconds']:.0f}s)")
+    if args.suite == "grid":
+        met = grid_table(configs, outs, args.seeds)
+        print(f"\ntarget 'ours >= HER within the spread at every cell': {'met' if met else 'MISSED'}")
+        print(f"wall time {time.perf_counter() - began:.0f} s")
+        return
     verdicts = []
     for variant in variants if args.suite != "perf" else [{}]:
         rows = [(c, o) for c, o in zip(configs, outs, strict=True) if c.get("n_bits") == variant.get("n_bits")]

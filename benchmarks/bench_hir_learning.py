@@ -7,6 +7,10 @@ the replay buffer differs. Variants (``--variants``):
 * ``some`` / ``all``: :class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer` with that strategy (a fresh
   hindsight instruction per sampled transition, ``goal_selection="future"``);
 * ``some-n3``: ``some`` with 3-step hindsight returns (``n_steps=3``, the algorithm's gamma);
+* ``some-relaxed`` / ``some-n3-relaxed``: ``some`` / ``some-n3`` with the relaxed reach rule
+  (:class:`relaxed_draw.RelaxedReachBuffer`: the instruction's last goal counts as reached at its first
+  occurrence after the sampled transition, even if its value was passed before it), measured against the shipped
+  rule (issue 35);
 * ``old-some`` / ``old-all``: the previous buffer, which drew one instruction per finished episode at ``add()``
   time. It is loaded from git history (commit ``OLD_COMMIT``, the last one before the rewrite), so the comparison
   runs in one process without keeping a copy of the old code in the tree.
@@ -44,6 +48,7 @@ import numpy as np
 import torch as th
 from evaluation import goals_and_success
 from ray_trials import run_all
+from relaxed_draw import RelaxedReachBuffer
 from stable_baselines3 import DQN
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -53,7 +58,7 @@ from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.envs import MazeRunnerEnv
 from sb3_hir.extractors import KeySelectExtractor
 
-VARIANTS = ("none", "some", "all", "some-n3", "old-some", "old-all")
+VARIANTS = ("none", "some", "all", "some-n3", "old-some", "old-all", "some-relaxed", "some-n3-relaxed")
 #: The last commit with the per-episode buffer (see the module docstring).
 OLD_COMMIT = "9196df8"
 
@@ -100,9 +105,10 @@ def train(variant: str, seed: int, args: argparse.Namespace) -> dict[int, tuple[
             replay_buffer_kwargs=dict(strategy=variant[4:], relabel_ratio=args.relabel_ratio),
         )
     elif variant != "none":
-        strategy, _, n = variant.partition("-n")
+        relaxed = variant.endswith("-relaxed")
+        strategy, _, n = variant.removesuffix("-relaxed").partition("-n")
         buffer = dict(
-            replay_buffer_class=HindsightInstructionReplayBuffer,
+            replay_buffer_class=RelaxedReachBuffer if relaxed else HindsightInstructionReplayBuffer,
             replay_buffer_kwargs=dict(strategy=strategy, relabel_ratio=args.relabel_ratio, n_steps=int(n or 1),
                                       gamma=args.gamma, goal_spec=make_env_fn(args)().goal_spec),
         )
@@ -231,6 +237,9 @@ def main() -> None:
     for variant in args.variants:
         if variant.startswith("old-") and variant[4:] in stats:
             verdict(variant[4:], variant)
+    for variant in args.variants:
+        if variant.endswith("-relaxed") and variant.removesuffix("-relaxed") in stats:
+            verdict(variant, variant.removesuffix("-relaxed"))
 
 
 if __name__ == "__main__":
