@@ -25,6 +25,7 @@ from pathlib import Path
 import bench_args
 import torch as th
 from evaluation import goals_and_success
+from relaxed_draw import RelaxedReachBuffer
 from stable_baselines3 import DQN
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -132,6 +133,8 @@ def make_parser(description: str) -> argparse.ArgumentParser:
     bench_args.add_n_envs(parser, 8)
     bench_args.add_learner(parser, gamma=0.98, learning_rate=5e-4, gradient_steps=4, exploration_fraction=0.15)
     parser.add_argument("--n-steps", type=int, default=3, help="n-step hindsight returns of the buffer")
+    parser.add_argument("--relaxed-draw", action="store_true",
+                        help="relabel under the relaxed reach rule (relaxed_draw.RelaxedReachBuffer), to measure it")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="moonshot")
     return parser
@@ -164,7 +167,8 @@ def build_model(args: argparse.Namespace) -> DQN:
                learning_starts=2_000, batch_size=128, gamma=args.gamma, train_freq=1,
                gradient_steps=args.gradient_steps, target_update_interval=2_000,
                exploration_fraction=args.exploration_fraction, exploration_final_eps=0.05,
-               replay_buffer_class=HindsightInstructionReplayBuffer,
+               replay_buffer_class=RelaxedReachBuffer if getattr(args, "relaxed_draw", False)
+               else HindsightInstructionReplayBuffer,
                replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8, seed=args.seed, n_steps=args.n_steps,
                                          gamma=args.gamma),
                policy_kwargs=dict(net_arch=[256, 256], **extractor), seed=args.seed, verbose=0, device="cpu")

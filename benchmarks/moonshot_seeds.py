@@ -2,7 +2,8 @@
 
 Each (variant, seed) is one run of ``moonshot_mazerunner.py``'s training (same options, same wall-time limit,
 evaluations included, held-out evaluation every ``--eval-minutes``): ``history`` is the moonshot's DQN with its
-``--history`` window and encoder, ``memoryless`` the same DQN and buffer without the window (``--history 0``).
+``--history`` window and encoder, ``memoryless`` the same DQN and buffer without the window (``--history 0``),
+``history-relaxed`` the ``history`` run under the relaxed reach rule (``--relaxed-draw``).
 With ``--ray`` the runs are Ray Tune trials of ``--cpus-per-trial`` CPUs each (``ray_trials``): with 1, at most as
 many run at once as the machine has cores and each gets a whole core; with a fraction (0.5 on 2 cores runs all 3
 seeds at once, each on 2/3 of a core) every seed gets the same share of the same wall hour. The load average at
@@ -32,12 +33,14 @@ import numpy as np
 from moonshot_mazerunner import make_parser, train
 from ray_trials import run_all
 
-VARIANTS = ("history", "memoryless")
+VARIANTS = ("history", "memoryless", "history-relaxed")
 
 
 def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     """One (variant, seed): the moonshot's training, its curve returned (and written under its run directory)."""
     args = argparse.Namespace(**config["args"])
+    if config["variant"] == "history-relaxed":
+        args.relaxed_draw = True  # the relaxed reach rule (relaxed_draw.RelaxedReachBuffer), measured against history
     if config["variant"] == "memoryless":
         args.history = 0
         args.action_effects = False  # no memory of any kind
