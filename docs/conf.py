@@ -30,6 +30,8 @@ exclude_patterns = ["_build", "README.md"]
 # headings within a page.
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
+# README.md links to these pages by their repository paths (docs/guide/...md), which work on a code host; every
+# include of README.md here carries `:relative-docs: docs/`, which rewrites those links for the including page.
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
