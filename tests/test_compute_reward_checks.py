@@ -1,4 +1,4 @@
-"""GoalEnv mode's checks of the env's ``compute_reward`` at its first use.
+"""GoalEnv mode's checks of the env's ``compute_reward`` at its first use, and the GoalEnv space errors.
 
 Every env here is a real gymnasium GoalEnv trained by SB3's DQN with ``sb3_hir.HerReplayBuffer``, as a HER user
 writes it: broken ones must fail (or warn) once, naming the env's class, what was expected and what came back; correct
@@ -21,7 +21,8 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.vec_env import SubprocVecEnv, VecNormalize
 
-from sb3_hir import HerReplayBuffer
+from sb3_hir import HerReplayBuffer, HindsightInstructionReplayBuffer
+from sb3_hir.envs import MazeRunnerEnv
 
 SETTINGS = dict(learning_starts=50, train_freq=4, gradient_steps=1, batch_size=32, buffer_size=1000,
                 policy_kwargs=dict(net_arch=[16]), seed=0, device="cpu")
@@ -275,3 +276,59 @@ def test_a_correct_env_does_not_warn(venv_name: str) -> None:
         model = train(venvs[venv_name](), steps=300)
     buffer = model.replay_buffer
     assert buffer._reward_checked and model.logger.name_to_value["train/n_updates"] > 0
+
+
+# ------------------------------------------------------------------------------------------------- spaces
+BOX = spaces.Box(-1.0, 1.0, (2,), np.float32)
+GOAL_ENV_KEYS = "a gymnasium.spaces.Dict with keys 'observation', 'achieved_goal' and 'desired_goal'"
+
+
+@pytest.mark.parametrize(
+    ("space", "got"),
+    [
+        (BOX, "got Box(-1.0, 1.0, (2,), float32)"),
+        (spaces.Dict({"observation": BOX, "achieved_goal": BOX}),
+         "got a Dict with keys ['achieved_goal', 'observation'], missing 'desired_goal'"),
+        (spaces.Dict({"observation": BOX, "desired_goal": BOX}),
+         "got a Dict with keys ['desired_goal', 'observation'], missing 'achieved_goal'"),
+        (spaces.Dict({"obs": BOX}), "got a Dict with keys ['obs'], missing 'achieved_goal' and 'desired_goal'"),
+    ],
+)
+def test_the_drop_in_on_a_space_that_is_not_a_goal_envs_asks_for_a_goal_env(space: spaces.Space, got: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        HerReplayBuffer(100, space, spaces.Discrete(4))
+    message = str(caught.value)
+    assert message.startswith(f"observation_space must be a GoalEnv's for HerReplayBuffer: {GOAL_ENV_KEYS}")
+    assert message.endswith(got)
+
+
+def test_the_drop_in_through_sb3_names_the_env_of_a_partial_goal_env_space() -> None:
+    class HalfGoalEnv(GoodReach):
+        def __init__(self) -> None:
+            super().__init__()
+            self.observation_space = spaces.Dict({"observation": BOX, "achieved_goal": BOX})
+
+    with pytest.raises(ValueError, match=r"missing 'desired_goal' \(the env: HalfGoalEnv\)$"):
+        DQN("MultiInputPolicy", venv_of(HalfGoalEnv), replay_buffer_class=HerReplayBuffer, **SETTINGS)
+
+
+def test_the_instruction_buffer_keeps_its_message_unless_the_space_is_a_partial_goal_env() -> None:
+    action = spaces.Discrete(4)
+    with pytest.raises(ValueError, match=r"^observation_space must be a gymnasium\.spaces\.Dict with keys 'goals'"):
+        HindsightInstructionReplayBuffer(100, BOX, action)
+    with pytest.raises(ValueError, match=r"^observation_space is missing the goal spec's keys \['goals', 'achieved'\]"):
+        HindsightInstructionReplayBuffer(100, spaces.Dict({"obs": BOX}), action)
+    partial = spaces.Dict({"observation": BOX, "desired_goal": BOX})
+    with pytest.raises(ValueError) as caught:
+        HindsightInstructionReplayBuffer(100, partial, action)
+    assert str(caught.value).startswith(
+        f"observation_space must be a GoalEnv's for HindsightInstructionReplayBuffer: {GOAL_ENV_KEYS} (or an "
+        "instruction env's, with the goal spec's keys 'goals' and 'achieved'); got a Dict with keys "
+        "['desired_goal', 'observation'], missing 'achieved_goal'"
+    )
+
+
+def test_the_drop_in_still_takes_instruction_envs() -> None:
+    venv = make_vec_env(lambda: MazeRunnerEnv(maze_dim=5, num_goals=2, time_limit=20), n_envs=1, seed=0)
+    buffer = HerReplayBuffer(100, venv.observation_space, venv.action_space, env=venv)
+    assert not buffer.goal_env and buffer.num_goals == 2

@@ -107,6 +107,7 @@ from sb3_hir.buffers import compiled
 from sb3_hir.buffers.goal_env import (
     ACHIEVED_GOAL,
     DESIRED_GOAL,
+    check_goal_env_space,
     env_goal_spec,
     goal_env_shape,
     goal_env_spec,
@@ -297,6 +298,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
         #: GoalEnv mode: ``observation`` / ``achieved_goal`` / ``desired_goal`` taken as they come (module docstring).
         self.goal_env = is_goal_env_space(observation_space, goal_spec)
+        if not self.goal_env:
+            check_goal_env_space(observation_space, goal_spec, relabeler, env, type(self).__name__,
+                                 drop_in=isinstance(self, SB3HerReplayBuffer))
         if self.goal_env:
             if relabeler != "hindsight-instruction" or relabeler_kwargs:
                 raise ValueError(
