@@ -16,6 +16,7 @@ from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, 
 
 from sb3_hir import plugins
 from sb3_hir._validate import check_int, check_number
+from sb3_hir.buffers.reward_checks import env_class_name
 from sb3_hir.contract import ENV_GOAL_SPEC
 from sb3_hir.goals import ExactGoalSpec, GoalSpec, ToleranceGoalSpec
 from sb3_hir.relabel import GOAL_SELECTIONS
@@ -23,6 +24,7 @@ from sb3_hir.relabel import GOAL_SELECTIONS
 __all__ = [
     "ACHIEVED_GOAL",
     "DESIRED_GOAL",
+    "check_goal_env_space",
     "env_distance_threshold",
     "env_goal_spec",
     "goal_env_shape",
@@ -86,6 +88,54 @@ def is_goal_env_space(observation_space: spaces.Space, goal_spec: Any) -> bool:
     if isinstance(goal_spec, GoalSpec) and goal_spec.goals_key in keys and goal_spec.goals_key != DESIRED_GOAL:
         return False
     return DESIRED_GOAL in keys and ACHIEVED_GOAL in keys
+
+
+def check_goal_env_space(
+    observation_space: spaces.Space, goal_spec: Any, relabeler: Any, env: Any, owner: str, drop_in: bool
+) -> None:
+    """Refuse in GoalEnv terms a space that is not a GoalEnv's where one was meant (GoalEnv mode is off).
+
+    Instruction mode would otherwise ask for its own keys (``goals``, ``achieved``), which a HER user never heard of.
+    Meant: the drop-in (``drop_in``), unless the space is an instruction env's, or any space with exactly one of
+    ``achieved_goal`` / ``desired_goal`` (a partial GoalEnv).
+    """
+    is_dict = isinstance(observation_space, spaces.Dict)
+    if not drop_in and not is_dict:
+        return  # the instruction buffer keeps its own message
+    keys = list(observation_space.spaces) if is_dict else []
+    instruction = _instruction_keys(goal_spec, relabeler, env)
+    if is_dict and (instruction is None or all(key in keys for key in instruction)):
+        return  # an instruction env's, or a goal spec that does not resolve: instruction mode says which
+    missing = [key for key in (ACHIEVED_GOAL, DESIRED_GOAL) if key not in keys]
+    if not drop_in and len(missing) != 1:
+        return
+    if is_dict:
+        got = f"a Dict with keys {sorted(keys)}, missing {' and '.join(repr(key) for key in missing)}"
+    else:
+        got = repr(observation_space)
+    if env is not None:
+        got += f" (the env: {env_class_name(env)})"
+    alternative = "" if instruction is None else (
+        f" (or an instruction env's, with the goal spec's keys {instruction[0]!r} and {instruction[1]!r})"
+    )
+    raise ValueError(
+        f"observation_space must be a GoalEnv's for {owner}: a gymnasium.spaces.Dict with keys 'observation', "
+        f"'{ACHIEVED_GOAL}' and '{DESIRED_GOAL}'{alternative}; got {got}"
+    )
+
+
+def _instruction_keys(goal_spec: Any, relabeler: Any, env: Any) -> tuple[str, str] | None:
+    """The goals and achieved keys instruction mode would ask for; None when its goal spec does not resolve."""
+    spec = None if isinstance(relabeler, (str, type)) else getattr(relabeler, "goal_spec", None)
+    if spec is None:
+        try:
+            spec = plugins.resolve_goal_spec(goal_spec if goal_spec is not None else env_goal_spec(env))
+        except Exception:  # instruction mode reports a goal spec that does not resolve, in its own words
+            return None
+    goals_key, achieved_key = getattr(spec, "goals_key", None), getattr(spec, "achieved_key", None)
+    if not isinstance(goals_key, str) or not isinstance(achieved_key, str):
+        return None
+    return goals_key, achieved_key
 
 
 def goal_env_shape(observation_space: spaces.Dict) -> tuple[int, ...]:

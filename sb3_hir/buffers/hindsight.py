@@ -109,6 +109,7 @@ from sb3_hir.buffers import compiled
 from sb3_hir.buffers.goal_env import (
     ACHIEVED_GOAL,
     DESIRED_GOAL,
+    check_goal_env_space,
     env_goal_spec,
     goal_env_shape,
     goal_env_spec,
@@ -118,6 +119,12 @@ from sb3_hir.buffers.goal_env import (
     resolve_relabel_ratio,
 )
 from sb3_hir.buffers.kernels import first_after, take_rows, value_ids
+from sb3_hir.buffers.reward_checks import (
+    batch_rewards,
+    check_recorded_rewards,
+    note_batch_call,
+    require_compute_reward,
+)
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import ExactGoalSpec, GoalSpec
 from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler
@@ -293,6 +300,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
         #: GoalEnv mode: ``observation`` / ``achieved_goal`` / ``desired_goal`` taken as they come (module docstring).
         self.goal_env = is_goal_env_space(observation_space, goal_spec)
+        if not self.goal_env:
+            check_goal_env_space(observation_space, goal_spec, relabeler, env, type(self).__name__,
+                                 drop_in=isinstance(self, SB3HerReplayBuffer))
         if self.goal_env:
             if relabeler != "hindsight-instruction" or relabeler_kwargs:
                 raise ValueError(
@@ -355,6 +365,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             handle_timeout_termination=handle_timeout_termination,
         )
         self.env = env
+        #: the env's compute_reward checked (GoalEnv mode): made once, at its first use (``_first_reward_use``).
+        self._reward_checked = False
         self.relabeler = resolved_relabeler
         self.goal_spec = resolved_relabeler.goal_spec
         #: GoalEnv mode without a success test (float goals, no ``distance_threshold``): reaches are not searched.
@@ -478,6 +490,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self.__dict__.setdefault("_single_cfg", None)
         self.__dict__.setdefault("_reach_cfg", None)
         self.__dict__.setdefault("_exact_cfg", None)
+        self._reward_checked = False  # the env given back may not be the one checked
         self.jit = compiled.enabled()  # where the buffer is loaded, not where it was saved
         self._warm_kernels = set()  # a new process compiles (or loads) the kernels again
 
@@ -487,6 +500,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         if self.env is not None:
             raise ValueError("Trying to set env of already initialized environment.")
         self.env = env
+        self._reward_checked = False
 
     def _init_episode_bookkeeping(self) -> None:
         self._num_adds = 0  # a Python int: add() touches it every step
@@ -1187,6 +1201,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         if achieved is None:
             achieved = take_rows(self.next_observations[ACHIEVED_GOAL], win_flat)
         desired = np.repeat(r.goals[:, 0], n, axis=0) if n > 1 else r.goals[:, 0]
+        if not self._reward_checked:
+            self._first_reward_use(r)
         if self.infos is not None:
             infos: Any = copy.deepcopy(self.infos.reshape(-1)[win_flat])
         else:
@@ -1196,6 +1212,21 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             return rewards
         return (rewards.reshape(-1, n) * (self.gamma**offsets) * (offsets < m[:, None])).sum(axis=1)
 
+    def _first_reward_use(self, relabeled: _Relabeled) -> None:
+        """Check the env's ``compute_reward`` once: it exists, is vectorized and gives the relabeled rows' recorded
+        rewards under their own goals (``reward_checks``); later samples pay one attribute test."""
+        if self.env is not None:  # else compute_reward says that it needs one
+            require_compute_reward(self.env, type(self).__name__)
+        flat = relabeled.flat
+        achieved = take_rows(self.next_observations[ACHIEVED_GOAL], flat)
+        desired = take_rows(self.observations[DESIRED_GOAL], flat)  # the goal step() was rewarded under
+        infos: Any = copy.deepcopy(self.infos.reshape(-1)[flat]) if self.infos is not None else [{} for _ in flat]
+        computed = self.compute_reward(achieved, desired, infos)
+        self._reward_checked = True  # before warning: a warning turned into an error is not repeated every sample
+        # Raw with raw: the buffer stores rewards before VecNormalize, and sample() normalizes after this.
+        check_recorded_rewards(self.env, computed, take_rows(self.rewards, flat), flat // self.n_envs,
+                               flat % self.n_envs, relabeled.t, self.copy_info_dict, stacklevel=5)
+
     def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, infos: Any) -> np.ndarray:
         """The env's ``compute_reward`` on a batch (HER's call: the first sub-env's method), as float32."""
         if self.env is None:
@@ -1204,14 +1235,13 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
                 "construction and load_replay_buffer() calls set_env(env); for a buffer used by hand pass env=... "
                 "or call set_env(env)"
             )
-        rewards = self.env.env_method("compute_reward", achieved_goal, desired_goal, infos, indices=[0])[0]
-        rewards = np.asarray(rewards, dtype=np.float32).reshape(-1)
-        if len(rewards) != len(achieved_goal):
-            raise ValueError(
-                f"the env's compute_reward returned {len(rewards)} rewards for a batch of {len(achieved_goal)}: "
-                "relabeling needs a vectorized compute_reward, as HerReplayBuffer does"
-            )
-        return rewards
+        try:
+            rewards = self.env.env_method("compute_reward", achieved_goal, desired_goal, infos, indices=[0])[0]
+        except Exception as error:
+            if not self._reward_checked:  # the env's first call: it may not expect a batch
+                note_batch_call(error, self.env, achieved_goal)
+            raise
+        return batch_rewards(rewards, achieved_goal, self.env)
 
     @property
     def terminates_on_success(self) -> bool:
