@@ -591,7 +591,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         )
         for env_idx in running:
             self.dones[prev, env_idx] = 1.0
-            self.timeouts[prev, env_idx] = 1.0
+            if self.handle_timeout_termination:  # as HER: otherwise the truncation is served as a termination
+                self.timeouts[prev, env_idx] = 1.0
             self._end_episode(env_idx)
 
     def _end_episode(self, env_idx: int) -> None:
