@@ -18,7 +18,7 @@ from imitation.algorithms.dagger import (  # noqa: E402
     NeedsDemosException,
 )
 
-from sb3_hir.dagger.checkpoint import ALLOWED_CLASSES, CHECKPOINT_FORMAT  # noqa: E402
+from sb3_hir.dagger.checkpoint import ALLOWED_CLASSES, CHECKPOINT_FORMAT, reconstruct_policy  # noqa: E402
 from sb3_hir.dagger.collector import DAggerCollector  # noqa: E402
 from sb3_hir.dagger.policy_runner import PolicyRunner  # noqa: E402
 from sb3_hir.dagger.storage import (  # noqa: E402
@@ -33,7 +33,6 @@ from sb3_hir.dagger.trainer import (  # noqa: E402
     DAggerTrainer,
     NeedsDemosError,
     SimpleDAggerTrainer,
-    reconstruct_policy,
     reconstruct_trainer,
 )
 from sb3_hir.dagger.trajectory import DAggerTrajectory, relabel_trajectory, trajectory_fingerprint  # noqa: E402

@@ -1,4 +1,7 @@
-"""Data-only trainer checkpoints: plain JSON settings plus tensor-only ``.pt`` files.
+"""Data-only trainer checkpoints: plain JSON settings plus tensor-only ``.pt`` files, written and read back.
+
+The trainer hands over what it holds (:func:`trainer_state`, :func:`write_checkpoint`) and gets back its
+constructor arguments (:func:`trainer_kwargs`); the format lives here alone, so the trainer keeps only its rounds.
 
 Loading a checkpoint runs no code named by the checkpoint. Tensors (policy weights, optimizer state) load with
 ``torch.load(weights_only=True)``; settings are JSON numbers, strings, lists and objects. Where a setting is a
@@ -18,6 +21,7 @@ import functools
 import inspect
 import json
 import logging
+import os
 import pathlib
 import pickle
 import warnings
@@ -28,8 +32,11 @@ import gymnasium as gym
 import numpy as np
 import torch as th
 from imitation.algorithms import bc
+from imitation.algorithms import dagger as imitation_dagger
 from imitation.util import logger as imit_logger
+from stable_baselines3.common import utils as sb3_utils
 from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_hir.atomic import atomic_write
 
@@ -37,24 +44,36 @@ __all__ = [
     "ALLOWED_CLASSES",
     "CHECKPOINT_FORMAT",
     "PolicyFactory",
+    "beta_schedule_spec",
     "build_policy",
     "class_name",
+    "has_checkpoint",
     "load_policy",
     "lookup_class",
+    "named_spec",
     "read_checkpoint",
+    "reconstruct_policy",
     "restore_bc",
     "rng_from_state",
     "save_imitation_policy",
     "save_policy",
+    "simple_trainer_kwargs",
+    "simple_trainer_state",
     "space_from_json",
     "space_to_json",
     "to_json",
+    "trainer_kwargs",
+    "trainer_state",
+    "write_checkpoint",
 ]
 
 logger = logging.getLogger(__name__)
 
 #: Format tag of trainer checkpoints (``checkpoint-*.json``); 1 named code to import, 2 is data only.
 CHECKPOINT_FORMAT = "sb3_hir.dagger.trainer/2"
+
+#: The file a trainer's latest checkpoint is in, and the one a new run must not find in its ``scratch_dir``.
+LATEST = "checkpoint-latest.json"
 
 #: Builds the learner (or expert) policy for ``(observation_space, action_space)``.
 PolicyFactory = Callable[[gym.Space, gym.Space], BasePolicy]
@@ -163,6 +182,24 @@ def from_json(value: Any) -> Any:
             return lookup_class(value["class"], "the class")
         return {k: from_json(v) for k, v in value.items()}
     return value
+
+
+def named_spec(name: str, kwargs: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A component given by its plugin name, as ``{"name", "kwargs"}``; None when its arguments are not plain data
+    (the caller then passes the component again to reload)."""
+    stored = try_to_json(dict(kwargs or {}))
+    return None if stored is None else {"name": name, "kwargs": stored}
+
+
+def beta_schedule_spec(schedule: Any, name: str | None, kwargs: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A beta schedule as plain data: a plugin name and its arguments, or imitation's two schedule classes."""
+    if name is not None:
+        return named_spec(name, kwargs)
+    if type(schedule) is imitation_dagger.LinearBetaSchedule:
+        return {"name": "linear", "kwargs": {"rampdown_rounds": schedule.rampdown_rounds}}
+    if type(schedule) is imitation_dagger.ExponentialBetaSchedule:
+        return {"name": "exponential", "kwargs": {"decay_probability": schedule.decay_probability}}
+    return None
 
 
 def space_to_json(space: gym.Space) -> dict[str, Any] | None:
@@ -322,9 +359,95 @@ def save_imitation_policy(policy: BasePolicy, path: pathlib.Path) -> pathlib.Pat
     try:
         atomic_write(path, lambda f: th.save(policy, f))
     except (pickle.PicklingError, AttributeError, TypeError) as exc:
-        warnings.warn(f"{path.name} (imitation's policy format) not written: {exc}", RuntimeWarning, stacklevel=3)
+        # stacklevel: the caller of save_trainer, through write_checkpoint
+        warnings.warn(f"{path.name} (imitation's policy format) not written: {exc}", RuntimeWarning, stacklevel=4)
         return None
     return path
+
+
+def trainer_state(
+    trainer: str,
+    round_num: int,
+    rng: np.random.Generator,
+    venv: VecEnv,
+    bc_trainer: bc.BC,
+    *,
+    beta_schedule: dict[str, Any] | None,
+    relabeler: dict[str, Any] | None,
+    relabeler_object: bool,
+    relabel_labels: str,
+    deterministic_learner: bool,
+    episodes_per_file: int,
+    fsync: bool,
+) -> dict[str, Any]:
+    """A trainer's checkpoint entries but the weights (:func:`write_checkpoint` adds those).
+
+    ``trainer`` is the class name :func:`~sb3_hir.dagger.reconstruct_trainer` dispatches on; ``beta_schedule``
+    and ``relabeler`` are :func:`named_spec` records (None: not data, passed again on reload), and
+    ``relabeler_object`` says that a relabeler was given which could not be stored, so a reload without one fails
+    instead of training unrelabeled.
+    """
+    loss = bc_trainer.loss_calculator
+    optimizer = class_name(type(bc_trainer.optimizer))
+    return {
+        "format": CHECKPOINT_FORMAT,
+        "trainer": trainer,
+        "round_num": round_num,
+        "rng_state": rng_state(rng),
+        "beta_schedule": beta_schedule,
+        "relabeler": relabeler,
+        "relabeler_object": relabeler_object,
+        "relabel_labels": relabel_labels,
+        "deterministic_learner": deterministic_learner,
+        "episodes_per_file": episodes_per_file,
+        "fsync": fsync,
+        "observation_space": str(venv.observation_space),
+        "action_space": str(venv.action_space),
+        # the spaces as data, for reconstruct_policy(policy_path) without an env (None: not representable)
+        "spaces": {"observation": space_to_json(venv.observation_space),
+                   "action": space_to_json(venv.action_space)},
+        "bc": {
+            "batch_size": bc_trainer.batch_size,
+            "minibatch_size": bc_trainer.minibatch_size,
+            "ent_weight": float(loss.ent_weight),
+            "l2_weight": float(loss.l2_weight),
+            "optimizer_class": optimizer if optimizer in ALLOWED_CLASSES else None,
+        },
+        "torch_version": th.__version__,
+    }
+
+
+def write_checkpoint(
+    scratch_dir: pathlib.Path,
+    state: dict[str, Any],
+    bc_trainer: bc.BC,
+    add_entries: Callable[[dict[str, Any]], None] | None = None,
+) -> tuple[pathlib.Path, pathlib.Path]:
+    """``weights-NNN.pt`` (tensors only), then ``checkpoint-NNN.json`` and ``checkpoint-latest.json``, then
+    ``policy-latest.pt`` in imitation's format; returns ``(checkpoint_path, policy_path)`` as imitation does.
+
+    Each file is written atomically and the JSON after the weights it names, so a crash at any point leaves the
+    previous consistent checkpoint in place. ``add_entries`` adds a subclass's own entries (and may write files
+    of its own) before the JSON is written.
+    """
+    round_num = int(state["round_num"])
+    scratch_dir.mkdir(parents=True, exist_ok=True)
+    state["policy"] = save_policy(
+        bc_trainer.policy, scratch_dir / f"weights-{round_num:03d}.pt", {"optimizer": bc_trainer.optimizer.state_dict()}
+    )
+    if add_entries is not None:
+        add_entries(state)
+    text = json.dumps(state, indent=1)
+    checkpoint_path = scratch_dir / f"checkpoint-{round_num:03d}.json"
+    for path in (checkpoint_path, scratch_dir / LATEST):
+        atomic_write(path, lambda f: f.write(text.encode()))
+    policy_path = scratch_dir / "policy-latest.pt"
+    save_imitation_policy(bc_trainer.policy, policy_path)
+    return checkpoint_path, policy_path
+
+
+def has_checkpoint(scratch_dir: pathlib.Path) -> bool:
+    return (scratch_dir / LATEST).exists()
 
 
 def _read_json_checkpoint(path: pathlib.Path) -> dict[str, Any]:
@@ -341,7 +464,7 @@ def _read_json_checkpoint(path: pathlib.Path) -> dict[str, Any]:
 def read_checkpoint(scratch_dir: pathlib.Path) -> dict[str, Any]:
     """The newest checkpoint of ``scratch_dir``: ``checkpoint-latest.json``, or a numbered one of a later round
     (a process killed between writing ``checkpoint-NNN.json`` and ``checkpoint-latest.json`` left that one)."""
-    latest = scratch_dir / "checkpoint-latest.json"
+    latest = scratch_dir / LATEST
     if not latest.exists():
         raise FileNotFoundError(
             f"no DAgger checkpoint at {str(latest)!r}; call save_trainer() in the first process (SimpleDAggerTrainer"
@@ -373,3 +496,144 @@ def rng_from_state(state: Mapping[str, Any]) -> np.random.Generator:
     except (TypeError, ValueError, KeyError) as exc:
         raise ValueError(f"the checkpoint's rng_state is not a {state['bit_generator']} state: {exc}") from exc
     return np.random.Generator(bit_generator)  # type: ignore[arg-type]
+
+
+def trainer_kwargs(
+    state: Mapping[str, Any],
+    scratch_dir: pathlib.Path,
+    venv: VecEnv,
+    custom_logger: imit_logger.HierarchicalLogger | None,
+    device: th.device,
+    overrides: Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The constructor arguments of the checkpoint's trainer on ``venv``, and the ``overrides`` left unused.
+
+    ``overrides`` give what could not be stored as data: ``bc_trainer=`` or ``policy_factory=``,
+    ``beta_schedule=`` (with ``beta_schedule_kwargs=``), ``relabeler=`` (with ``relabeler_kwargs=``).
+    """
+    overrides = dict(overrides)
+    for attr in ("observation_space", "action_space"):
+        if str(getattr(venv, attr)) != state[attr]:
+            raise ValueError(
+                f"venv.{attr} {getattr(venv, attr)} differs from the checkpoint's {state[attr]}; pass the "
+                "environment the trainer was created with"
+            )
+    rng = rng_from_state(state["rng_state"])
+    bc_trainer = restore_bc(state, scratch_dir, venv.observation_space, venv.action_space, device, rng,
+                            custom_logger, overrides.pop("bc_trainer", None), overrides.pop("policy_factory", None))
+    beta_schedule = overrides.pop("beta_schedule", None)
+    beta_kwargs = overrides.pop("beta_schedule_kwargs", None)
+    if beta_schedule is None:
+        spec = state["beta_schedule"]
+        if spec is None:
+            raise ValueError(
+                "the checkpoint's beta schedule could not be stored as data (e.g. a lambda); pass "
+                "beta_schedule= to reconstruct_trainer"
+            )
+        beta_schedule, beta_kwargs = spec["name"], from_json(spec["kwargs"])
+    relabeler = overrides.pop("relabeler", None)
+    relabeler_kwargs = overrides.pop("relabeler_kwargs", None)
+    if relabeler is None and state["relabeler"] is not None:
+        relabeler = state["relabeler"]["name"]
+        relabeler_kwargs = from_json(state["relabeler"]["kwargs"])
+    elif relabeler is None and state["relabeler_object"]:
+        raise ValueError("the trainer's relabeler could not be stored as data; pass relabeler= to "
+                         "reconstruct_trainer")
+    kwargs = {
+        "venv": venv,
+        "scratch_dir": scratch_dir,
+        "rng": rng,
+        "beta_schedule": beta_schedule,
+        "beta_schedule_kwargs": beta_kwargs,
+        "bc_trainer": bc_trainer,
+        "custom_logger": custom_logger,
+        "deterministic_learner": state["deterministic_learner"],
+        "episodes_per_file": state["episodes_per_file"],
+        "fsync": state.get("fsync", False),
+        "relabeler": relabeler,
+        "relabeler_kwargs": relabeler_kwargs,
+        "relabel_labels": state["relabel_labels"],
+    }
+    return kwargs, overrides
+
+
+def simple_trainer_state(
+    unfinished: str, expert_spec: dict[str, Any] | None, expert_policy: Any, scratch_dir: pathlib.Path
+) -> dict[str, Any]:
+    """``SimpleDAggerTrainer``'s own entries: its expert as a plugin name (``expert_spec``, from :func:`named_spec`),
+    else as weights in ``expert-policy.pt``, else None (passed again on reload)."""
+    if expert_spec is not None:
+        expert = expert_spec
+    elif isinstance(expert_policy, BasePolicy) and any(True for _ in expert_policy.parameters()):
+        # A parameter-free policy (e.g. ShortestPathExpert) is bound to something a checkpoint cannot hold.
+        expert = {"policy": save_policy(expert_policy, scratch_dir / "expert-policy.pt")}
+    else:
+        expert = None
+    return {"unfinished": unfinished, "expert": expert}
+
+
+def simple_trainer_kwargs(
+    state: Mapping[str, Any], scratch_dir: pathlib.Path, venv: VecEnv, device: th.device, overrides: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``SimpleDAggerTrainer``'s own constructor arguments (its expert unless ``overrides`` gives one)."""
+    kwargs: dict[str, Any] = {"unfinished": state.get("unfinished", "complete")}
+    if "expert_policy" in overrides:
+        return kwargs
+    spec = state.get("expert")
+    if spec is None:
+        raise ValueError(
+            "the checkpoint's expert could not be stored as data (a callable or custom object); pass "
+            "expert_policy= to reconstruct_trainer"
+        )
+    if "name" in spec:
+        kwargs["expert_policy"] = spec["name"]
+        kwargs["expert_kwargs"] = from_json(spec["kwargs"])
+    else:
+        try:
+            kwargs["expert_policy"], _ = load_policy(
+                spec["policy"], scratch_dir, venv.observation_space, venv.action_space, device
+            )
+        except ValueError as exc:
+            raise ValueError(f"{exc} (for the expert: pass expert_policy= to reconstruct_trainer)") from exc
+    return kwargs
+
+
+def reconstruct_policy(
+    policy_path: str | os.PathLike[str],
+    device: th.device | str = "auto",
+    *,
+    venv: VecEnv | None = None,
+    policy_factory: PolicyFactory | None = None,
+) -> BasePolicy:
+    """The learner policy of the latest checkpoint, without the trainer, reading data only.
+
+    Takes imitation's call shape, ``bc.reconstruct_policy(policy_path, device)``, where imitation unpickles the
+    file (refused by torch >= 2.6's ``weights_only`` default unless ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` is set):
+    ``policy_path`` is ``scratch_dir/policy-latest.pt`` as :meth:`~sb3_hir.dagger.DAggerTrainer.save_trainer`
+    returns it, or the ``scratch_dir``; the weights come from the checkpoint beside it and the spaces from the
+    checkpoint too, or from ``venv`` when given. ``policy_factory`` builds a policy class that is not on
+    ``ALLOWED_CLASSES``.
+    """
+    path = pathlib.Path(policy_path)
+    scratch_dir = path if path.is_dir() else path.parent
+    if not has_checkpoint(scratch_dir):
+        raise FileNotFoundError(
+            f"policy_path {str(path)!r}: no sb3-hir checkpoint (checkpoint-latest.json) in {str(scratch_dir)!r}; "
+            "pass the policy-latest.pt that save_trainer() returned, or its scratch_dir (a file of imitation's "
+            "util.save_policy loads with imitation's bc.reconstruct_policy)"
+        )
+    state = read_checkpoint(scratch_dir)
+    if venv is not None:
+        observation_space, action_space = venv.observation_space, venv.action_space
+    else:
+        stored = state.get("spaces") or {}
+        if stored.get("observation") is None or stored.get("action") is None:
+            raise ValueError(
+                f"the checkpoint in {str(scratch_dir)!r} does not hold its spaces as data "
+                f"({state['observation_space']}, {state['action_space']}); pass venv= to reconstruct_policy"
+            )
+        observation_space = space_from_json(stored["observation"])
+        action_space = space_from_json(stored["action"])
+    policy, _ = load_policy(state["policy"], scratch_dir, observation_space, action_space,
+                            sb3_utils.get_device(device), policy_factory)
+    return policy

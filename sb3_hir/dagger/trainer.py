@@ -11,7 +11,6 @@ writes nothing, so a trainer built beside a run (imitation's tests build one to 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import pathlib
@@ -32,7 +31,6 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_hir import plugins
-from sb3_hir.atomic import atomic_write
 from sb3_hir.dagger import checkpoint as ckpt
 from sb3_hir.dagger.checks import (
     RelabelLabels,
@@ -57,7 +55,7 @@ from sb3_hir.dagger.storage import (
 )
 from sb3_hir.dagger.trajectory import DAggerTrajectory, as_dagger_trajectory, relabel_trajectory, trajectory_fingerprint
 
-__all__ = ["DAggerTrainer", "NeedsDemosError", "SimpleDAggerTrainer", "reconstruct_policy", "reconstruct_trainer"]
+__all__ = ["DAggerTrainer", "NeedsDemosError", "SimpleDAggerTrainer", "reconstruct_trainer"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,21 +88,9 @@ class _Batches:
             yield {"obs": self.obs[idx], "acts": self.acts[idx]}
 
 
-def _beta_spec(schedule: Any, name: str | None, kwargs: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A beta schedule as plain data: a plugin name and its arguments, or imitation's two schedule classes."""
-    if name is not None:
-        stored = ckpt.try_to_json(dict(kwargs or {}))
-        return None if stored is None else {"name": name, "kwargs": stored}
-    if type(schedule) is imitation_dagger.LinearBetaSchedule:
-        return {"name": "linear", "kwargs": {"rampdown_rounds": schedule.rampdown_rounds}}
-    if type(schedule) is imitation_dagger.ExponentialBetaSchedule:
-        return {"name": "exponential", "kwargs": {"decay_probability": schedule.decay_probability}}
-    return None
-
-
 def _has_run(scratch_dir: pathlib.Path) -> bool:
     demos = scratch_dir / "demos"
-    return (scratch_dir / "checkpoint-latest.json").exists() or (
+    return ckpt.has_checkpoint(scratch_dir) or (
         demos.is_dir() and any(round_files(d) for d in demos.iterdir())
     )
 
@@ -175,13 +161,10 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
         if not isinstance(beta_schedule, str) and beta_schedule_kwargs:
             raise ValueError("beta_schedule_kwargs is only used with a beta_schedule plugin name")
         self.beta_schedule = plugins.resolve_beta_schedule(beta_schedule, **dict(beta_schedule_kwargs or {}))
-        self._beta_spec = _beta_spec(
+        self._beta_spec = ckpt.beta_schedule_spec(
             self.beta_schedule, beta_schedule if isinstance(beta_schedule, str) else None, beta_schedule_kwargs
         )
-        self._relabeler_spec = None
-        if isinstance(relabeler, str):
-            stored = ckpt.try_to_json(dict(relabeler_kwargs or {}))
-            self._relabeler_spec = None if stored is None else {"name": relabeler, "kwargs": stored}
+        self._relabeler_spec = ckpt.named_spec(relabeler, relabeler_kwargs) if isinstance(relabeler, str) else None
         self.relabeler = None if relabeler is None else plugins.resolve_relabeler(
             relabeler, venv.observation_space, **dict(relabeler_kwargs or {})
         )
@@ -335,37 +318,7 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
         self._collectors = []
         return self.round_num
 
-    # -- checkpoints ------------------------------------------------------------------------------------------
-    def _state(self) -> dict[str, Any]:
-        loss = self.bc_trainer.loss_calculator
-        optimizer = ckpt.class_name(type(self.bc_trainer.optimizer))
-        return {
-            "format": ckpt.CHECKPOINT_FORMAT,
-            "trainer": type(self).__name__,
-            "round_num": self.round_num,
-            "rng_state": ckpt.rng_state(self.rng),
-            "beta_schedule": self._beta_spec,
-            "relabeler": self._relabeler_spec,
-            "relabeler_object": self.relabeler is not None and self._relabeler_spec is None,
-            "relabel_labels": self.relabel_labels,
-            "deterministic_learner": self.deterministic_learner,
-            "episodes_per_file": self.episodes_per_file,
-            "fsync": self.fsync,
-            "observation_space": str(self.venv.observation_space),
-            "action_space": str(self.venv.action_space),
-            # the spaces as data, for reconstruct_policy(policy_path) without an env (None: not representable)
-            "spaces": {"observation": ckpt.space_to_json(self.venv.observation_space),
-                       "action": ckpt.space_to_json(self.venv.action_space)},
-            "bc": {
-                "batch_size": self.bc_trainer.batch_size,
-                "minibatch_size": self.bc_trainer.minibatch_size,
-                "ent_weight": float(loss.ent_weight),
-                "l2_weight": float(loss.l2_weight),
-                "optimizer_class": optimizer if optimizer in ckpt.ALLOWED_CLASSES else None,
-            },
-            "torch_version": th.__version__,
-        }
-
+    # -- checkpoints (the format: :mod:`.checkpoint`) ---------------------------------------------------------
     def save_trainer(self) -> tuple[pathlib.Path, pathlib.Path]:
         """Snapshot: ``weights-NNN.pt`` (tensors only), then ``checkpoint-NNN.json`` and ``checkpoint-latest.json``,
         then ``policy-latest.pt`` in imitation's format (for ``imitation.algorithms.bc.reconstruct_policy``).
@@ -374,20 +327,21 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
         Returns ``(checkpoint_path, policy_path)`` as imitation does.
         """
         self._claim_scratch_dir()
-        self.scratch_dir.mkdir(parents=True, exist_ok=True)
-        weights_path = self.scratch_dir / f"weights-{self.round_num:03d}.pt"
-        state = self._state()
-        state["policy"] = ckpt.save_policy(
-            self.policy, weights_path, {"optimizer": self.bc_trainer.optimizer.state_dict()}
+        state = ckpt.trainer_state(
+            type(self).__name__,
+            self.round_num,
+            self.rng,
+            self.venv,
+            self.bc_trainer,
+            beta_schedule=self._beta_spec,
+            relabeler=self._relabeler_spec,
+            relabeler_object=self.relabeler is not None and self._relabeler_spec is None,
+            relabel_labels=self.relabel_labels,
+            deterministic_learner=self.deterministic_learner,
+            episodes_per_file=self.episodes_per_file,
+            fsync=self.fsync,
         )
-        self._extend_state(state)
-        text = json.dumps(state, indent=1)
-        checkpoint_path = self.scratch_dir / f"checkpoint-{self.round_num:03d}.json"
-        for path in (checkpoint_path, self.scratch_dir / "checkpoint-latest.json"):
-            atomic_write(path, lambda f: f.write(text.encode()))
-        policy_path = self.scratch_dir / "policy-latest.pt"
-        ckpt.save_imitation_policy(self.policy, policy_path)
-        return checkpoint_path, policy_path
+        return ckpt.write_checkpoint(self.scratch_dir, state, self.bc_trainer, self._extend_state)
 
     def _extend_state(self, state: dict[str, Any]) -> None:
         """Hook for subclasses to add their own checkpoint entries (plain JSON)."""
@@ -416,53 +370,9 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
         device: th.device,
         overrides: dict[str, Any],
     ) -> DAggerTrainer:
-        overrides = dict(overrides)
-        for attr in ("observation_space", "action_space"):
-            if str(getattr(venv, attr)) != state[attr]:
-                raise ValueError(
-                    f"venv.{attr} {getattr(venv, attr)} differs from the checkpoint's {state[attr]}; pass the "
-                    "environment the trainer was created with"
-                )
-        rng = ckpt.rng_from_state(state["rng_state"])
-        bc_trainer = ckpt.restore_bc(state, scratch_dir, venv.observation_space, venv.action_space, device, rng,
-                                     custom_logger, overrides.pop("bc_trainer", None),
-                                     overrides.pop("policy_factory", None))
-        beta_schedule = overrides.pop("beta_schedule", None)
-        beta_kwargs = overrides.pop("beta_schedule_kwargs", None)
-        if beta_schedule is None:
-            spec = state["beta_schedule"]
-            if spec is None:
-                raise ValueError(
-                    "the checkpoint's beta schedule could not be stored as data (e.g. a lambda); pass "
-                    "beta_schedule= to reconstruct_trainer"
-                )
-            beta_schedule, beta_kwargs = spec["name"], ckpt.from_json(spec["kwargs"])
-        relabeler = overrides.pop("relabeler", None)
-        relabeler_kwargs = overrides.pop("relabeler_kwargs", None)
-        if relabeler is None and state["relabeler"] is not None:
-            relabeler = state["relabeler"]["name"]
-            relabeler_kwargs = ckpt.from_json(state["relabeler"]["kwargs"])
-        elif relabeler is None and state["relabeler_object"]:
-            raise ValueError("the trainer's relabeler could not be stored as data; pass relabeler= to "
-                             "reconstruct_trainer")
-        kwargs = {
-            "venv": venv,
-            "scratch_dir": scratch_dir,
-            "rng": rng,
-            "beta_schedule": beta_schedule,
-            "beta_schedule_kwargs": beta_kwargs,
-            "bc_trainer": bc_trainer,
-            "custom_logger": custom_logger,
-            "deterministic_learner": state["deterministic_learner"],
-            "episodes_per_file": state["episodes_per_file"],
-            "fsync": state.get("fsync", False),
-            "relabeler": relabeler,
-            "relabeler_kwargs": relabeler_kwargs,
-            "relabel_labels": state["relabel_labels"],
-            **cls._reconstruct_kwargs(state, scratch_dir, venv, device, overrides),
-            **overrides,
-            "resume": True,
-        }
+        kwargs, overrides = ckpt.trainer_kwargs(state, scratch_dir, venv, custom_logger, device, overrides)
+        kwargs = {**kwargs, **cls._reconstruct_kwargs(state, scratch_dir, venv, device, overrides), **overrides,
+                  "resume": True}
         trainer = cls(**kwargs)
         trainer.round_num = int(state["round_num"])
         return trainer
@@ -472,6 +382,7 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
         cls, state: dict[str, Any], scratch_dir: pathlib.Path, venv: VecEnv, device: th.device,
         overrides: dict[str, Any],
     ) -> dict[str, Any]:
+        """Hook for subclasses: their own constructor arguments from the checkpoint (``overrides`` win over them)."""
         return {}
 
 
@@ -501,46 +412,6 @@ def reconstruct_trainer(
             "SimpleDAggerTrainer (a subclass reloads with YourTrainer.reconstruct_trainer(scratch_dir, venv))"
         )
     return cls._reconstruct(state, scratch_dir, venv, custom_logger, sb3_utils.get_device(device), dict(overrides))
-
-
-def reconstruct_policy(
-    policy_path: str | os.PathLike[str],
-    device: th.device | str = "auto",
-    *,
-    venv: VecEnv | None = None,
-    policy_factory: ckpt.PolicyFactory | None = None,
-) -> BasePolicy:
-    """The learner policy of the latest checkpoint, without the trainer, reading data only.
-
-    Takes imitation's call shape, ``bc.reconstruct_policy(policy_path, device)``, where imitation unpickles the
-    file (refused by torch >= 2.6's ``weights_only`` default unless ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` is set):
-    ``policy_path`` is ``scratch_dir/policy-latest.pt`` as :meth:`DAggerTrainer.save_trainer` returns it, or the
-    ``scratch_dir``; the weights come from the checkpoint beside it and the spaces from the checkpoint too, or
-    from ``venv`` when given. ``policy_factory`` builds a policy class that is not on ``ALLOWED_CLASSES``.
-    """
-    path = pathlib.Path(policy_path)
-    scratch_dir = path if path.is_dir() else path.parent
-    if not (scratch_dir / "checkpoint-latest.json").exists():
-        raise FileNotFoundError(
-            f"policy_path {str(path)!r}: no sb3-hir checkpoint (checkpoint-latest.json) in {str(scratch_dir)!r}; "
-            "pass the policy-latest.pt that save_trainer() returned, or its scratch_dir (a file of imitation's "
-            "util.save_policy loads with imitation's bc.reconstruct_policy)"
-        )
-    state = ckpt.read_checkpoint(scratch_dir)
-    if venv is not None:
-        observation_space, action_space = venv.observation_space, venv.action_space
-    else:
-        stored = state.get("spaces") or {}
-        if stored.get("observation") is None or stored.get("action") is None:
-            raise ValueError(
-                f"the checkpoint in {str(scratch_dir)!r} does not hold its spaces as data "
-                f"({state['observation_space']}, {state['action_space']}); pass venv= to reconstruct_policy"
-            )
-        observation_space = ckpt.space_from_json(stored["observation"])
-        action_space = ckpt.space_from_json(stored["action"])
-    policy, _ = ckpt.load_policy(state["policy"], scratch_dir, observation_space, action_space,
-                                 sb3_utils.get_device(device), policy_factory)
-    return policy
 
 
 class SimpleDAggerTrainer(DAggerTrainer):
@@ -573,8 +444,7 @@ class SimpleDAggerTrainer(DAggerTrainer):
         super().__init__(venv=venv, scratch_dir=scratch_dir, rng=rng, **dagger_trainer_kwargs)
         self._expert_spec: dict[str, Any] | None = None
         if isinstance(expert_policy, str):
-            stored = ckpt.try_to_json(dict(expert_kwargs or {}))
-            self._expert_spec = None if stored is None else {"name": expert_policy, "kwargs": stored}
+            self._expert_spec = ckpt.named_spec(expert_policy, expert_kwargs)
             expert_policy = plugins.resolve_expert(expert_policy, venv=venv, **dict(expert_kwargs or {}))
         if isinstance(expert_policy, BaseAlgorithm):
             expert_policy = expert_policy.policy
@@ -613,40 +483,16 @@ class SimpleDAggerTrainer(DAggerTrainer):
         self._pending_expert_trajs = []
 
     def _extend_state(self, state: dict[str, Any]) -> None:
-        state["unfinished"] = self.unfinished
-        if self._expert_spec is not None:
-            state["expert"] = self._expert_spec
-        elif isinstance(self.expert_policy, BasePolicy) and any(True for _ in self.expert_policy.parameters()):
-            # A parameter-free policy (e.g. ShortestPathExpert) is bound to something a checkpoint cannot hold.
-            state["expert"] = {"policy": ckpt.save_policy(self.expert_policy, self.scratch_dir / "expert-policy.pt")}
-        else:
-            state["expert"] = None
+        state.update(
+            ckpt.simple_trainer_state(self.unfinished, self._expert_spec, self.expert_policy, self.scratch_dir)
+        )
 
     @classmethod
     def _reconstruct_kwargs(
         cls, state: dict[str, Any], scratch_dir: pathlib.Path, venv: VecEnv, device: th.device,
         overrides: dict[str, Any],
     ) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"unfinished": state.get("unfinished", "complete")}
-        if "expert_policy" in overrides:
-            return kwargs
-        spec = state.get("expert")
-        if spec is None:
-            raise ValueError(
-                "the checkpoint's expert could not be stored as data (a callable or custom object); pass "
-                "expert_policy= to reconstruct_trainer"
-            )
-        if "name" in spec:
-            kwargs["expert_policy"] = spec["name"]
-            kwargs["expert_kwargs"] = ckpt.from_json(spec["kwargs"])
-        else:
-            try:
-                kwargs["expert_policy"], _ = ckpt.load_policy(
-                    spec["policy"], scratch_dir, venv.observation_space, venv.action_space, device
-                )
-            except ValueError as exc:
-                raise ValueError(f"{exc} (for the expert: pass expert_policy= to reconstruct_trainer)") from exc
-        return kwargs
+        return ckpt.simple_trainer_kwargs(state, scratch_dir, venv, device, overrides)
 
     def collect_round(
         self,
