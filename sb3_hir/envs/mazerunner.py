@@ -284,8 +284,9 @@ class MazeRunnerEnv(gym.Env):
 
     Episode state for tools and tests: ``maze`` (read-only bool (n, n), True = wall), ``start`` = (n-2, n//2),
     ``goal_positions`` (read-only int32 (k, 2)), ``action_permutation`` (action index -> index into
-    :data:`ACTION_DIRECTIONS`), ``agent_pos``, ``goals_reached``, ``t``. For n = 5 the spawn area starts at row 1
-    so that the border stays walled.
+    :data:`ACTION_DIRECTIONS`), ``agent_pos``, ``goals_reached``, ``t``; before the first reset the arrays are
+    empty and the agent stands on the start. For n = 5 the spawn area starts at row 1 so that the border stays
+    walled.
 
     :param maze_dim: side n, odd, in ``[5, MAX_MAZE_DIM]`` (501).
     :param num_goals: k, at most :func:`min_reachable_goal_cells` (4n - 15 for n >= 7, 2 for n = 5): the cells
@@ -357,8 +358,30 @@ class MazeRunnerEnv(gym.Env):
             self.action_space: spaces.Space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
         else:
             self.action_space = spaces.Discrete(5)
-        self._started = False
-        self._done = True
+
+        # Episode state: drawn afresh by reset(); until the first reset, empty arrays and the start cell, and
+        # step(), expert_action() and render() refuse to run (``_started``, ``_done``).
+        #: This episode's maze, read-only bool (n, n), True = wall; (0, 0) before the first reset.
+        self.maze: np.ndarray = np.zeros((0, 0), dtype=bool)
+        #: This episode's goal cells in order, read-only int32 (k, 2); (0, 2) before the first reset.
+        self.goal_positions: np.ndarray = np.zeros((0, 2), dtype=np.int32)
+        #: Action index -> index into :data:`ACTION_DIRECTIONS` (the identity unless ``randomized_actions``);
+        #: (0,) before the first reset.
+        self.action_permutation: np.ndarray = np.arange(0)
+        self._goal_cells: list[int] = []  # goal_positions as flat cell indices
+        self._dest_by_direction: list[list[int]] = []  # [direction][cell]: the cell a move reaches (walls stop it)
+        self._moves: dict[int, list[int]] = {}  # the same by action index, through action_permutation
+        self._obs_table: np.ndarray = np.zeros((0, 7), dtype=np.float32)  # every cell's obs, slot 6 (time) zero
+        self._obs_rows: list[np.ndarray | None] = []  # views of _obs_table's rows, made on a cell's first visit
+        self._cell: int = self.start[0] * n + self.start[1]  # the agent's flat cell
+        self._t: int = 0  # steps taken this episode
+        self._goals_reached: int = 0
+        self._active_goal: int = -1  # flat cell of the goal to reach next; -1 once all are reached
+        self._goals_obs: np.ndarray = self.goal_positions  # observed goals, reached ones -1, read-only
+        self._expert_dist: list[int] | None = None  # BFS distances (moves) to _expert_goal, for expert_action
+        self._expert_goal: int = -1
+        self._started = False  # reset() has run once
+        self._done = True  # the episode ended (or none began): step() needs a reset
 
     # ------------------------------------------------------------------ episode state
     @property
@@ -412,7 +435,7 @@ class MazeRunnerEnv(gym.Env):
         self._goals_reached = 0
         self._active_goal = self._goal_cells[0]
         self._goals_obs = self.goal_positions
-        self._expert_dist: list[int] | None = None
+        self._expert_dist = None
         self._expert_goal = -1
         self._started = True
         self._done = False
@@ -525,7 +548,7 @@ class MazeRunnerEnv(gym.Env):
         self._obs_table = table
         # Row views, made on first visit: an episode visits a fraction of the cells, and a view per cell up front
         # costs more than the lookups it saves.
-        self._obs_rows: list[np.ndarray | None] = [None] * len(table)
+        self._obs_rows = [None] * len(table)
 
     def _sensor_obs(self, cell: int) -> np.ndarray:
         """Fresh float32 (7,) holding position and wall sensors of ``cell``; slot 6 is the caller's."""
