@@ -20,7 +20,7 @@ import numpy as np
 from sb3_hir._validate import check_int
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import GoalSpec
-from sb3_hir.plugins import resolve_goal_spec
+from sb3_hir.resolvers import resolve_goal_spec
 
 if TYPE_CHECKING:
     pass

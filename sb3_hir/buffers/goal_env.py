@@ -14,7 +14,7 @@ from stable_baselines3.common.preprocessing import get_obs_shape
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
 from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
 
-from sb3_hir import plugins
+from sb3_hir import resolvers
 from sb3_hir._validate import check_int, check_number
 from sb3_hir.buffers.reward_checks import env_class_name
 from sb3_hir.contract import ENV_GOAL_SPEC
@@ -129,7 +129,7 @@ def _instruction_keys(goal_spec: Any, relabeler: Any, env: Any) -> tuple[str, st
     spec = None if isinstance(relabeler, (str, type)) else getattr(relabeler, "goal_spec", None)
     if spec is None:
         try:
-            spec = plugins.resolve_goal_spec(goal_spec if goal_spec is not None else env_goal_spec(env))
+            spec = resolvers.resolve_goal_spec(goal_spec if goal_spec is not None else env_goal_spec(env))
         except Exception:  # instruction mode reports a goal spec that does not resolve, in its own words
             return None
     goals_key, achieved_key = getattr(spec, "goals_key", None), getattr(spec, "achieved_key", None)
@@ -163,7 +163,7 @@ def goal_env_spec(
             )
         return goal_spec
     if goal_spec is not None:
-        return plugins.resolve_goal_spec(goal_spec, **keys)
+        return resolvers.resolve_goal_spec(goal_spec, **keys)
     dtype = np.dtype(observation_space[DESIRED_GOAL].dtype)
     if dtype.kind in "biu":
         return ExactGoalSpec(**keys)

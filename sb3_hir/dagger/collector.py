@@ -33,7 +33,7 @@ from imitation.data import types
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
-from sb3_hir import plugins
+from sb3_hir import resolvers
 from sb3_hir.dagger.checks import (
     RelabelLabels,
     UnfinishedPolicy,
@@ -228,7 +228,7 @@ class DAggerCollector(VecEnvWrapper):
         self.get_robot_acts = get_robot_acts
         self._learner = PolicyRunner(get_robot_acts, self.num_envs, deterministic=bool(deterministic_learner))
         self.save_dir = None if save_dir is None else pathlib.Path(save_dir)
-        self.relabeler = None if relabeler is None else plugins.resolve_relabeler(
+        self.relabeler = None if relabeler is None else resolvers.resolve_relabeler(
             relabeler, venv.observation_space, **dict(relabeler_kwargs or {})
         )
         self.relabel_labels = check_relabel_labels(relabel_labels)
