@@ -520,12 +520,6 @@ class PluginManager:
         """Build the component registered as ``name`` with ``kwargs``."""
         return self.get(kind, name)(**kwargs)
 
-    def resolve(self, kind: str, spec: Any, **kwargs: Any) -> Any:
-        """Create ``spec`` by name when it is a string; pass instances through unchanged."""
-        if isinstance(spec, str):
-            return self.create(kind, spec, **kwargs)
-        return spec
-
     def plugins(self) -> list[PluginInfo]:
         """Loaded plugins with their components, then the broken ones with their errors."""
         self._collect()
@@ -626,14 +620,6 @@ def create(kind: str, name: str, **kwargs: Any) -> Any:
     Builds a component by name in one call, so user code never imports a plugin's module.
     """
     return get_plugin_manager().create(kind, name, **kwargs)
-
-
-def resolve(kind: str, spec: Any, **kwargs: Any) -> Any:
-    """See :meth:`PluginManager.resolve`.
-
-    Takes a name, a class or an instance alike, so every argument that takes a component accepts all three.
-    """
-    return get_plugin_manager().resolve(kind, spec, **kwargs)
 
 
 def plugins() -> list[PluginInfo]:

@@ -157,7 +157,7 @@ def test_conflicts_lists_every_provider(dupe_manager):
         assert plugins.conflicts() == conflicts
 
 
-@pytest.mark.parametrize("lookup", ["get", "info", "create", "resolve"])
+@pytest.mark.parametrize("lookup", ["get", "info", "create"])
 def test_lookup_of_a_conflicting_name_raises_naming_every_provider_and_the_block_list(dupe_manager, lookup):
     with pytest.raises(DuplicateComponentError) as excinfo:
         getattr(dupe_manager, lookup)("goal_spec", "tolerance")

@@ -188,13 +188,6 @@ def test_use_swaps_the_process_wide_manager_and_restores_it():
 
 
 @pytest.mark.dagger
-def test_resolve_creates_by_name_and_passes_instances_through():
-    schedule = plugins.resolve("beta_schedule", "linear", rampdown_rounds=4)
-    assert schedule(0) == 1.0 and schedule(2) == 0.5 and schedule(9) == 0.0
-    assert plugins.resolve("beta_schedule", schedule) is schedule
-
-
-@pytest.mark.dagger
 def test_resolver_creates_by_name_passes_instances_through_and_checks_the_protocol():
     schedule = resolvers.resolve_beta_schedule("linear", rampdown_rounds=4)
     assert schedule(0) == 1.0 and schedule(2) == 0.5 and schedule(9) == 0.0
