@@ -43,6 +43,7 @@ from typing import Any
 import pluggy
 
 from sb3_hir import hookspecs
+from sb3_hir._validate import check_choice
 from sb3_hir.hookspecs import HOOKS, PROJECT_NAME
 
 #: The component kinds, in hook order.
@@ -235,9 +236,7 @@ def check_kind(kind: str) -> str:
 
     So that a misspelt kind fails at once with the valid kinds listed, rather than as an empty look-up.
     """
-    if kind not in HOOKS:
-        raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}; got {kind!r}")
-    return kind
+    return check_choice(kind, "kind", KINDS)
 
 
 class PluginManager:

@@ -572,8 +572,10 @@ def test_bad_input_raises_errors_that_say_what_to_do(tmp_path):
     collector.reset()
     with pytest.raises(ValueError, match=r"expert actions must have shape \(2,\)"):
         collector.step(np.zeros(3, dtype=np.int64))
-    with pytest.raises(ValueError, match="'complete' or 'report'"):
+    with pytest.raises(ValueError, match=r"^policy must be one of 'complete', 'report'; got 'drop'$"):
         collector.finish_round("drop")
+    with pytest.raises(ValueError, match=r"^relabel_labels must be one of 'auto', 'expert', 'executed'; got 'exec'$"):
+        DAggerCollector(venv, push_left, 0.5, None, np.random.default_rng(0), relabel_labels="exec")
     with pytest.raises(FileNotFoundError, match="save_trainer"):
         reconstruct_trainer(tmp_path / "nowhere", venv)
     with pytest.raises(ValueError, match="at least one trajectory"):
