@@ -62,11 +62,11 @@ def check_number(
     return float(value)
 
 
-def check_choice(value: T, name: str, choices: Iterable[Any]) -> T:
-    """``value`` if it is one of ``choices``."""
+def check_choice(value: T, name: str, choices: Iterable[Any], hint: str = "") -> T:
+    """``value`` if it is one of ``choices``; the message lists them all, so a misspelt name is fixed from it alone."""
     accepted = list(choices)
     if isinstance(value, bool) or value not in accepted:
-        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in accepted)}; got {value!r}")
+        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in accepted)}; got {value!r}{_hint(hint)}")
     return value
 
 

@@ -38,7 +38,7 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, CombinedExtractor
 from torch import nn
 
-from sb3_hir._validate import check_int
+from sb3_hir._validate import check_choice, check_int
 
 __all__ = ["HistoryExtractor", "KeySelectExtractor"]
 
@@ -137,8 +137,7 @@ class HistoryExtractor(BaseFeaturesExtractor):
         selected = [keys] if isinstance(keys, str) else list(keys)
         if history_key in selected:
             raise ValueError(f"keys must not include the history key {history_key!r}; it is encoded separately")
-        if encoder not in HISTORY_ENCODERS:
-            raise ValueError(f"encoder must be one of {HISTORY_ENCODERS}; got {encoder!r}")
+        check_choice(encoder, "encoder", HISTORY_ENCODERS)
         check_int(hidden_size, "hidden_size", 1)
         current = KeySelectExtractor(observation_space, keys=selected)
         super().__init__(observation_space, features_dim=current.features_dim + hidden_size)

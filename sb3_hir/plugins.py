@@ -3,7 +3,8 @@
 Loading is lazy and happens once, on the first look-up. Every entry point of the ``sb3_hir`` group is loaded
 on its own (pluggy's ``load_setuptools_entrypoints`` stops at the first failure), so one broken plugin is
 reported and skipped while the others load. sb3-hir's own components arrive through the same path, from the
-``builtin`` entry point of the ``sb3-hir`` distribution.
+``builtin`` entry point of the ``sb3-hir`` distribution. The manager finds factories by name only; an argument
+becomes a component checked against its kind's contract in :mod:`sb3_hir.resolvers`.
 
 Problems stay contained, each reported once as a :class:`PluginWarning` so one bad plugin cannot break the
 others:
@@ -37,22 +38,13 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pluggy
 
 from sb3_hir import hookspecs
+from sb3_hir._validate import check_choice
 from sb3_hir.hookspecs import HOOKS, PROJECT_NAME
-from sb3_hir.protocols import (
-    BetaScheduleProtocol,
-    ExpertProtocol,
-    GoalSpecProtocol,
-    RelabelerProtocol,
-    missing_members,
-)
-
-if TYPE_CHECKING:
-    import gymnasium as gym
 
 #: The component kinds, in hook order.
 KINDS: tuple[str, ...] = tuple(HOOKS)
@@ -81,11 +73,6 @@ class UnknownComponentError(PluginError, LookupError):
     Its message lists the available names and the plugin providing each, so a misspelt name is fixed from the message
     alone.
     """
-
-
-class UnknownComponentArgument(UnknownComponentError, ValueError):
-    """An argument names no installed component: a ``LookupError`` to plugin code, a ``ValueError`` to callers
-    that validate arguments (the buffer, the trainers, the CLI)."""
 
 
 class DuplicateComponentError(PluginError):
@@ -249,9 +236,7 @@ def check_kind(kind: str) -> str:
 
     So that a misspelt kind fails at once with the valid kinds listed, rather than as an empty look-up.
     """
-    if kind not in HOOKS:
-        raise ValueError(f"kind must be one of {', '.join(map(repr, KINDS))}; got {kind!r}")
-    return kind
+    return check_choice(kind, "kind", KINDS)
 
 
 class PluginManager:
@@ -534,12 +519,6 @@ class PluginManager:
         """Build the component registered as ``name`` with ``kwargs``."""
         return self.get(kind, name)(**kwargs)
 
-    def resolve(self, kind: str, spec: Any, **kwargs: Any) -> Any:
-        """Create ``spec`` by name when it is a string; pass instances through unchanged."""
-        if isinstance(spec, str):
-            return self.create(kind, spec, **kwargs)
-        return spec
-
     def plugins(self) -> list[PluginInfo]:
         """Loaded plugins with their components, then the broken ones with their errors."""
         self._collect()
@@ -642,14 +621,6 @@ def create(kind: str, name: str, **kwargs: Any) -> Any:
     return get_plugin_manager().create(kind, name, **kwargs)
 
 
-def resolve(kind: str, spec: Any, **kwargs: Any) -> Any:
-    """See :meth:`PluginManager.resolve`.
-
-    Takes a name, a class or an instance alike, so every argument that takes a component accepts all three.
-    """
-    return get_plugin_manager().resolve(kind, spec, **kwargs)
-
-
 def plugins() -> list[PluginInfo]:
     """See :meth:`PluginManager.plugins`.
 
@@ -673,104 +644,3 @@ def names(kind: str) -> Iterable[str]:
     """
     return list(available(kind))
 
-
-# ----------------------------------------------------------------------------------- one resolver per kind
-# A name becomes an object here and nowhere else: a registered name or a class is built with the caller's keyword
-# arguments, an instance is checked against its kind's Protocol (sb3_hir.protocols) and passed through unchanged.
-
-
-def _build(kind: str, argument: str, spec: Any, kwargs: dict[str, Any]) -> Any:
-    if isinstance(spec, str):
-        try:
-            factory = get(kind, spec)
-        except UnknownComponentError as exc:
-            raise UnknownComponentArgument(f"{argument}: {exc}") from exc
-        return factory(**kwargs)
-    if isinstance(spec, type):
-        return spec(**kwargs)
-    return spec
-
-
-def _checked(obj: Any, protocol: type, argument: str, accepted: str, spec: Any) -> Any:
-    missing = missing_members(obj, protocol)
-    if missing:
-        built = f"{spec!r} built {type(obj).__name__}, which" if obj is not spec else f"got {obj!r}, which"
-        raise ValueError(f"{argument} must be {accepted}; {built} lacks {', '.join(missing)}")
-    return obj
-
-
-def resolve_goal_spec(goal_spec: Any, argument: str = "goal_spec", **kwargs: Any) -> GoalSpecProtocol:
-    """A goal spec from a registered name (e.g. ``"exact"``), a class, or an instance.
-
-    The one place a goal-spec argument becomes an object checked against :class:`~sb3_hir.protocols.GoalSpecProtocol`,
-    so the buffer, the trainers, the checks and the CLI accept and refuse the same goal specs with the same message.
-    """
-    accepted = "a goal-spec plugin name (e.g. 'exact', 'tolerance') or a GoalSpec"
-    if goal_spec is None:
-        raise ValueError(f"{argument} must be {accepted}; got None")
-    built = _build("goal_spec", argument, goal_spec, kwargs)
-    return _checked(built, GoalSpecProtocol, argument, accepted, goal_spec)
-
-
-def resolve_relabeler(
-    relabeler: Any,
-    observation_space: gym.Space | None = None,
-    goal_spec: Any = None,
-    argument: str = "relabeler",
-    **kwargs: Any,
-) -> RelabelerProtocol:
-    """A relabeler from a registered name (e.g. ``"hindsight"``), a class, or an instance.
-
-    Built ones get ``goal_spec`` (resolved) and ``num_goals`` from ``kwargs``, else from the spec and
-    ``observation_space`` (the instruction's length), so a name alone fits the env it relabels.
-    """
-    accepted = (
-        "a relabeler plugin name or an object with num_goals, goal_spec, relabel_goals(episode, rng), "
-        "reach_steps(achieved, goals) and replay(episode, goals) (subclass sb3_hir.relabel.InstructionRelabeler)"
-    )
-    if isinstance(relabeler, (str, type)):
-        if goal_spec is not None:
-            kwargs["goal_spec"] = resolve_goal_spec(goal_spec)
-        if "num_goals" not in kwargs and observation_space is not None:
-            spec = kwargs.get("goal_spec") or resolve_goal_spec("exact")
-            kwargs["num_goals"] = spec.validate_space(observation_space)[0]
-    elif relabeler is None:
-        raise ValueError(f"{argument} must be {accepted}; got None")
-    built = _build("relabeler", argument, relabeler, kwargs)
-    return _checked(built, RelabelerProtocol, argument, accepted, relabeler)
-
-
-def resolve_expert(expert: Any, venv: Any = None, argument: str = "expert", **kwargs: Any) -> ExpertProtocol:
-    """An expert from a registered name (built as ``factory(venv=venv, **kwargs)``), a class, or an instance.
-
-    The one place an expert argument becomes an object checked against :class:`~sb3_hir.protocols.ExpertProtocol`, so
-    the trainers, the checks and the CLI accept and refuse the same experts with the same message.
-    """
-    accepted = "an expert plugin name or a policy with SB3's predict(observation, state, episode_start, deterministic)"
-    if isinstance(expert, (str, type)):
-        kwargs = {"venv": venv, **kwargs}
-    built = _build("expert", argument, expert, kwargs)
-    return _checked(built, ExpertProtocol, argument, accepted, expert)
-
-
-def resolve_beta_schedule(beta_schedule: Any, argument: str = "beta_schedule", **kwargs: Any) -> BetaScheduleProtocol:
-    """A beta schedule from a registered name (e.g. ``"linear"``), a class, or a callable ``round -> beta``.
-
-    The one place a beta-schedule argument becomes a callable checked against
-    :class:`~sb3_hir.protocols.BetaScheduleProtocol`, so the trainers, the checks and the CLI accept the same schedules.
-    """
-    accepted = "a beta-schedule plugin name or a callable round_num -> beta in [0, 1]"
-    built = _build("beta_schedule", argument, beta_schedule, kwargs)
-    return _checked(built, BetaScheduleProtocol, argument, accepted, beta_schedule)
-
-
-def resolve_env(env: Any, argument: str = "env", **kwargs: Any) -> gym.Env:
-    """An env from a registered name (built with ``kwargs``) or a ``gymnasium.Env`` instance.
-
-    The one place an env argument is resolved, so the checks and the CLI take env plugin names and env instances alike.
-    """
-    if isinstance(env, str):
-        return _build("env", argument, env, kwargs)
-    if callable(getattr(env, "reset", None)) and callable(getattr(env, "step", None)):
-        return env
-    raise ValueError(f"{argument} must be an env plugin name or a gymnasium.Env; got {env!r}")

@@ -1,7 +1,7 @@
 """What each component kind must provide: ``typing.Protocol`` contracts, one per kind, in one place.
 
 A plugin satisfies a contract by shape, not by inheritance (subclassing :class:`~sb3_hir.relabel.InstructionRelabeler`
-or :class:`~sb3_hir.goals.GoalSpec` is the easy way, not a requirement). The resolvers of :mod:`sb3_hir.plugins`
+or :class:`~sb3_hir.goals.GoalSpec` is the easy way, not a requirement). The resolvers of :mod:`sb3_hir.resolvers`
 check objects against these with ``isinstance``, so the buffer, the DAgger trainers, the testing checks and the
 CLI all accept and refuse the same things, with the same message.
 """
@@ -23,7 +23,7 @@ __all__ = ["BetaScheduleProtocol", "ExpertProtocol", "GoalSpecProtocol", "Relabe
 class GoalSpecProtocol(Protocol):
     """Where the instruction and the achieved value live, the rewards, and the vectorized success test.
 
-    Checked by :func:`sb3_hir.plugins.resolve_goal_spec`, so a goal spec from any plugin is refused up front, naming
+    Checked by :func:`sb3_hir.resolvers.resolve_goal_spec`, so a goal spec from any plugin is refused up front, naming
     what it lacks, rather than failing deep inside a sample.
     """
 
@@ -45,7 +45,7 @@ class GoalSpecProtocol(Protocol):
 class RelabelerProtocol(Protocol):
     """Which instruction an episode is replayed under, and the replay itself (the env's semantics).
 
-    Checked by :func:`sb3_hir.plugins.resolve_relabeler`, so a relabeler from any plugin is refused up front, naming
+    Checked by :func:`sb3_hir.resolvers.resolve_relabeler`, so a relabeler from any plugin is refused up front, naming
     what it lacks, rather than failing deep inside a sample.
     """
 
@@ -63,7 +63,7 @@ class RelabelerProtocol(Protocol):
 class ExpertProtocol(Protocol):
     """SB3's ``predict``: a DAgger expert, usable as imitation's ``expert_policy`` too.
 
-    Checked by :func:`sb3_hir.plugins.resolve_expert`, so an expert from any plugin is refused before a round starts,
+    Checked by :func:`sb3_hir.resolvers.resolve_expert`, so an expert from any plugin is refused before a round starts,
     naming what it lacks.
     """
 
@@ -80,8 +80,8 @@ class ExpertProtocol(Protocol):
 class BetaScheduleProtocol(Protocol):
     """``schedule(round_num) -> beta`` in ``[0, 1]``, as imitation's ``BetaSchedule``.
 
-    Checked by :func:`sb3_hir.plugins.resolve_beta_schedule`, so a schedule from any plugin is refused before training,
-    not at the first round.
+    Checked by :func:`sb3_hir.resolvers.resolve_beta_schedule`, so a schedule from any plugin is refused before
+    training, not at the first round.
     """
 
     def __call__(self, round_num: int) -> float: ...

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sb3_hir._validate import check_int
+from sb3_hir._validate import check_choice, check_int
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import GoalSpec
-from sb3_hir.plugins import resolve_goal_spec
+from sb3_hir.resolvers import resolve_goal_spec
 
 if TYPE_CHECKING:
     pass
@@ -193,8 +193,7 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
     never_lowers_return = True
 
     def __init__(self, num_goals: int, strategy: str = "some", goal_spec: str | GoalSpec = "exact") -> None:
-        if strategy not in STRATEGIES:
-            raise ValueError(f"strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
+        strategy = check_choice(strategy, "strategy", STRATEGIES)
         super().__init__(num_goals=num_goals, goal_spec=goal_spec)
         self.strategy = strategy
 
@@ -254,8 +253,7 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
             episode's own goal j where it is -1. The step slots form a strictly increasing prefix; a row of -1
             keeps the episode's own instruction.
         """
-        if goal_selection not in GOAL_SELECTIONS:
-            raise ValueError(f"goal_selection must be one of {list(GOAL_SELECTIONS)}, got {goal_selection!r}")
+        check_choice(goal_selection, "goal_selection", GOAL_SELECTIONS)
         own = np.asarray(own_steps, dtype=np.int64)
         length = np.asarray(length, dtype=np.int64)
         t = np.asarray(t, dtype=np.int64)

@@ -41,9 +41,11 @@ from sb3_hir.dagger import (
     NeedsDemosError,
     PolicyRunner,
     SimpleDAggerTrainer,
+    TrajectoryRelabeling,
     load_round_dir,
     load_trajectories,
     reconstruct_trainer,
+    relabel_trajectory,
     round_files,
     save_trajectories,
     trajectory_fingerprint,
@@ -111,6 +113,12 @@ def maze(n_envs: int = 3, time_limit: int = 60, seed: int = 0, limits: list[int]
 def feed_forward(venv: VecEnv, seed: int = 0) -> FeedForward32Policy:
     th.manual_seed(seed)
     return FeedForward32Policy(venv.observation_space, venv.action_space, lr_schedule=lambda _: 1e-3)
+
+
+def wander(venv: VecEnv, seed: int = 0):
+    """A learner for any Discrete-action env: uniform random actions, one per observation it is given."""
+    rng = np.random.default_rng(seed)
+    return lambda obs: rng.integers(0, venv.action_space.n, len(next(iter(obs.values()))))
 
 
 def make_bc(venv: VecEnv, seed: int = 0, batch_size: int = 32, **kwargs) -> bc.BC:
@@ -416,6 +424,38 @@ def test_callable_expert_and_stochastic_learner(tmp_path):
     assert resumed.round_num == trainer.round_num == 1 and resumed.expert_policy is balance
 
 
+def test_collector_relabels_its_in_memory_episodes_as_configured_and_stores_them_raw(tmp_path):
+    venv = maze(n_envs=2, time_limit=10, seed=4)
+    expert = ShortestPathExpert(venv)
+    collector = DAggerCollector(venv, wander(venv), 0.0, tmp_path, np.random.default_rng(0),
+                                relabeler="hindsight-instruction", relabeler_kwargs={"strategy": "all"},
+                                relabel_labels="executed")
+    drive(collector, expert, 30)
+    trajs = collector.finish_round("complete", expert=expert)
+    raw = load_round_dir(tmp_path)
+    assert len(raw) == len(trajs) > 0
+    assert any(not np.array_equal(r.acts, r.executed_acts) for r in raw)  # the learner acted: labels differ
+    pairs = list(zip(raw, trajs, strict=True))
+    assert any(not np.array_equal(t.obs.get("goals")[0], r.obs.get("goals")[0]) for r, t in pairs)  # relabeled
+    for r, t in pairs:  # "executed": the executed actions are the labels, relabeled or not
+        np.testing.assert_array_equal(t.acts, r.executed_acts[: len(t)])
+    one = relabel_trajectory(raw[0], collector.relabeler, np.random.default_rng(0), "executed")  # the one-shot form
+    np.testing.assert_array_equal(one.acts, raw[0].executed_acts[: len(one)])
+
+
+def test_relabel_labels_is_checked_when_the_relabeling_is_built(tmp_path):
+    with pytest.raises(ValueError, match=r"^relabel_labels must be one of 'auto', 'expert', 'executed'; got 'exec'$"):
+        TrajectoryRelabeling(None, "exec")  # type: ignore[arg-type]
+    venv = maze(n_envs=1, time_limit=5)
+    collector = DAggerCollector(venv, wander(venv), 0.0, None, np.random.default_rng(0))
+    drive(collector, ShortestPathExpert(venv), 5)
+    (traj,) = collector.finish_round("report")
+    assert TrajectoryRelabeling(None, "executed")(traj, np.random.default_rng(0)) is traj  # no relabeler: unchanged
+    relabeler = HindsightInstructionRelabeler(2)
+    with pytest.raises(ValueError, match=r"^labels must be one of 'auto', 'expert', 'executed'; got 'exec'$"):
+        relabel_trajectory(traj, relabeler, np.random.default_rng(0), "exec")  # type: ignore[arg-type]
+
+
 def test_maze_trainer_by_plugin_names_with_relabeling_resumes(tmp_path):
     venv = maze(n_envs=2, time_limit=10, seed=4)
     trainer = SimpleDAggerTrainer(venv=venv, scratch_dir=tmp_path, expert_policy="shortest-path",
@@ -572,8 +612,10 @@ def test_bad_input_raises_errors_that_say_what_to_do(tmp_path):
     collector.reset()
     with pytest.raises(ValueError, match=r"expert actions must have shape \(2,\)"):
         collector.step(np.zeros(3, dtype=np.int64))
-    with pytest.raises(ValueError, match="'complete' or 'report'"):
+    with pytest.raises(ValueError, match=r"^policy must be one of 'complete', 'report'; got 'drop'$"):
         collector.finish_round("drop")
+    with pytest.raises(ValueError, match=r"^relabel_labels must be one of 'auto', 'expert', 'executed'; got 'exec'$"):
+        DAggerCollector(venv, push_left, 0.5, None, np.random.default_rng(0), relabel_labels="exec")
     with pytest.raises(FileNotFoundError, match="save_trainer"):
         reconstruct_trainer(tmp_path / "nowhere", venv)
     with pytest.raises(ValueError, match="at least one trajectory"):

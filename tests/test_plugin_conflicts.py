@@ -16,7 +16,7 @@ from pathlib import Path
 import pluggy
 import pytest
 
-from sb3_hir import hookimpl, plugins, pytest_plugin
+from sb3_hir import hookimpl, plugins, pytest_plugin, resolvers
 from sb3_hir.plugins import DuplicateComponentError, PluginError, PluginManager, PluginWarning
 
 pytest_plugins = ["pytester"]
@@ -157,7 +157,7 @@ def test_conflicts_lists_every_provider(dupe_manager):
         assert plugins.conflicts() == conflicts
 
 
-@pytest.mark.parametrize("lookup", ["get", "info", "create", "resolve"])
+@pytest.mark.parametrize("lookup", ["get", "info", "create"])
 def test_lookup_of_a_conflicting_name_raises_naming_every_provider_and_the_block_list(dupe_manager, lookup):
     with pytest.raises(DuplicateComponentError) as excinfo:
         getattr(dupe_manager, lookup)("goal_spec", "tolerance")
@@ -165,6 +165,13 @@ def test_lookup_of_a_conflicting_name_raises_naming_every_provider_and_the_block
     assert "\n" not in message
     assert "'builtin' (sb3-hir)" in message and "'dupe' (sb3-hir-dupe)" in message
     assert "SB3_HIR_BLOCK_PLUGINS=sb3-hir-dupe" in message
+
+
+def test_a_resolver_raises_for_a_conflicting_name_and_resolves_the_others(dupe_manager):
+    with plugins.use(dupe_manager):
+        with pytest.raises(DuplicateComponentError, match=r"SB3_HIR_BLOCK_PLUGINS=sb3-hir-dupe"):
+            resolvers.resolve_goal_spec("tolerance")
+        assert resolvers.resolve_goal_spec("dupe-only").tolerance == 2.0
 
 
 def test_blocking_one_provider_settles_the_conflict(install: Install):

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sb3_hir import hookimpl, plugins
+from sb3_hir import hookimpl, plugins, resolvers
 from sb3_hir.hookspecs import HOOKS
 from sb3_hir.plugins import (
     DuplicateComponentError,
@@ -188,10 +188,15 @@ def test_use_swaps_the_process_wide_manager_and_restores_it():
 
 
 @pytest.mark.dagger
-def test_resolve_creates_by_name_and_passes_instances_through():
-    schedule = plugins.resolve("beta_schedule", "linear", rampdown_rounds=4)
+def test_resolver_creates_by_name_passes_instances_through_and_checks_the_protocol():
+    schedule = resolvers.resolve_beta_schedule("linear", rampdown_rounds=4)
     assert schedule(0) == 1.0 and schedule(2) == 0.5 and schedule(9) == 0.0
-    assert plugins.resolve("beta_schedule", schedule) is schedule
+    assert resolvers.resolve_beta_schedule(schedule) is schedule
+    with pytest.raises(ValueError, match=r"^beta_schedule must be a beta-schedule plugin .*; got 0\.5, which lacks"):
+        resolvers.resolve_beta_schedule(0.5)
+    with pytest.raises(resolvers.UnknownComponentArgument, match=r"^schedule: unknown beta_schedule 'nope'") as info:
+        resolvers.resolve_beta_schedule("nope", argument="schedule")
+    assert isinstance(info.value, ValueError) and isinstance(info.value, UnknownComponentError)
 
 
 # -- a broken plugin installed for real (a dist-info on sys.path, no monkeypatching) ----------------------------------

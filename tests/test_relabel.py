@@ -536,7 +536,7 @@ def test_future_draw_with_one_goal_is_uniform_over_later_steps() -> None:
 
 def test_draw_goal_steps_rejects_bad_arguments() -> None:
     relabeler = HindsightInstructionRelabeler(2)
-    with pytest.raises(ValueError, match="goal_selection"):
+    with pytest.raises(ValueError, match=r"^goal_selection must be one of 'future', 'episode'; got 'final'$"):
         relabeler.draw_goal_steps(np.full((1, 2), -1), np.ones(1), np.zeros(1), np.random.default_rng(), "final")
     with pytest.raises(ValueError, match="own_steps"):
         relabeler.draw_goal_steps(np.full((1, 3), -1), np.ones(1), np.zeros(1), np.random.default_rng())

@@ -14,8 +14,8 @@ from stable_baselines3.common.preprocessing import get_obs_shape
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
 from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
 
-from sb3_hir import plugins
-from sb3_hir._validate import check_int, check_number
+from sb3_hir import resolvers
+from sb3_hir._validate import check_choice, check_int, check_number
 from sb3_hir.buffers.reward_checks import env_class_name
 from sb3_hir.contract import ENV_GOAL_SPEC
 from sb3_hir.goals import ExactGoalSpec, GoalSpec, ToleranceGoalSpec
@@ -59,20 +59,15 @@ def resolve_relabel_ratio(relabel_ratio: Any, n_sampled_goal: Any) -> float:
 
 def resolve_goal_selection(goal_selection: Any, strategy: Any) -> str:
     """``goal_selection`` from it or from HER's ``goal_selection_strategy`` (a string or SB3's enum)."""
-    names = [*GOAL_SELECTIONS, "final"]
-    if goal_selection is not None and goal_selection not in names:
-        raise ValueError(f"goal_selection must be one of {names}; got {goal_selection!r}")
+    if goal_selection is not None:
+        check_choice(goal_selection, "goal_selection", [*GOAL_SELECTIONS, "final"])
     if strategy is None:
         return "future" if goal_selection is None else goal_selection
     if isinstance(strategy, GoalSelectionStrategy):
         name = {value: key for key, value in KEY_TO_GOAL_STRATEGY.items()}[strategy]
-    elif isinstance(strategy, str) and strategy.lower() in KEY_TO_GOAL_STRATEGY:
-        name = strategy.lower()
-    else:
-        raise ValueError(
-            f"goal_selection_strategy must be one of {list(KEY_TO_GOAL_STRATEGY)} or a GoalSelectionStrategy; "
-            f"got {strategy!r}"
-        )
+    else:  # names in any case, as SB3's HerReplayBuffer takes them
+        name = check_choice(strategy.lower() if isinstance(strategy, str) else strategy, "goal_selection_strategy",
+                            KEY_TO_GOAL_STRATEGY, hint="or a GoalSelectionStrategy; case is ignored")
     if goal_selection is not None and goal_selection != name:
         raise ValueError(
             f"goal_selection={goal_selection!r} and goal_selection_strategy={strategy!r} disagree; give one of them"
@@ -129,7 +124,7 @@ def _instruction_keys(goal_spec: Any, relabeler: Any, env: Any) -> tuple[str, st
     spec = None if isinstance(relabeler, (str, type)) else getattr(relabeler, "goal_spec", None)
     if spec is None:
         try:
-            spec = plugins.resolve_goal_spec(goal_spec if goal_spec is not None else env_goal_spec(env))
+            spec = resolvers.resolve_goal_spec(goal_spec if goal_spec is not None else env_goal_spec(env))
         except Exception:  # instruction mode reports a goal spec that does not resolve, in its own words
             return None
     goals_key, achieved_key = getattr(spec, "goals_key", None), getattr(spec, "achieved_key", None)
@@ -163,7 +158,7 @@ def goal_env_spec(
             )
         return goal_spec
     if goal_spec is not None:
-        return plugins.resolve_goal_spec(goal_spec, **keys)
+        return resolvers.resolve_goal_spec(goal_spec, **keys)
     dtype = np.dtype(observation_space[DESIRED_GOAL].dtype)
     if dtype.kind in "biu":
         return ExactGoalSpec(**keys)

@@ -103,7 +103,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as SB3HerReplayBuffer
 
-from sb3_hir import plugins
+from sb3_hir import resolvers
 from sb3_hir._validate import check_int, check_number
 from sb3_hir.buffers import compiled
 from sb3_hir.buffers.goal_env import (
@@ -335,7 +335,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             kwargs = dict(relabeler_kwargs or {})
             if strategy is not None and isinstance(relabeler, (str, type)):
                 kwargs = {"strategy": strategy, **kwargs}
-            resolved_relabeler = plugins.resolve_relabeler(relabeler, observation_space, goal_spec=goal_spec, **kwargs)
+            resolved_relabeler = resolvers.resolve_relabeler(
+                relabeler, observation_space, goal_spec=goal_spec, **kwargs
+            )
             spec = resolved_relabeler.goal_spec
             num_goals, goal_shape = spec.validate_space(observation_space)
             if int(resolved_relabeler.num_goals) != num_goals:

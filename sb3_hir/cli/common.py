@@ -33,6 +33,7 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir import plugins as plugin_registry
+from sb3_hir import resolvers
 from sb3_hir._validate import check_int
 from sb3_hir.atomic import atomic_path
 from sb3_hir.contract import ENV_GOAL_SPEC, declared
@@ -203,7 +204,7 @@ def make_env(name: str, kwargs: dict[str, Any], history: int = 0, effects: bool 
     ``effects`` in an ActionEffectWrapper first)."""
     try:
         with quiet_output():  # the first build of a plugin's env may import its third-party package
-            env = plugin_registry.resolve_env(name, **kwargs, **extra)
+            env = resolvers.resolve_env(name, **kwargs, **extra)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"env {name!r} rejected its options {kwargs}: {exc}") from exc
     return add_history(env, name, history, effects)
@@ -224,7 +225,7 @@ def env_factory(name: str, kwargs: dict[str, Any], history: int = 0, effects: bo
     """A zero-argument factory for ``make_vec_env`` (the checks ran on a probe already)."""
 
     def env_fn() -> Any:
-        return add_history(plugin_registry.resolve_env(name, **kwargs), name, history, effects)
+        return add_history(resolvers.resolve_env(name, **kwargs), name, history, effects)
 
     return env_fn
 
@@ -362,8 +363,8 @@ def goal_spec(args: argparse.Namespace, probe: Any, env_name: str) -> tuple[Any,
             raise UsageError("--goal-spec-kwarg needs --goal-spec")
         spec = declared(probe, ENV_GOAL_SPEC)
         if spec is None:
-            return plugin_registry.resolve_goal_spec("exact"), "exact"
-        spec = plugin_registry.resolve_goal_spec(spec)
+            return resolvers.resolve_goal_spec("exact"), "exact"
+        spec = resolvers.resolve_goal_spec(spec)
         return spec, f"{type(spec).__name__} (declared by env {env_name!r})"
     one_of("goal spec", args.goal_spec, list(plugin_registry.available("goal_spec")))
     factory = plugin_registry.get("goal_spec", args.goal_spec)
@@ -371,7 +372,7 @@ def goal_spec(args: argparse.Namespace, probe: Any, env_name: str) -> tuple[Any,
         if "env" in inspect.signature(factory).parameters and "env" not in kwargs:
             kwargs["env"] = probe
     try:
-        spec = plugin_registry.resolve_goal_spec(args.goal_spec, argument="--goal-spec", **kwargs)
+        spec = resolvers.resolve_goal_spec(args.goal_spec, argument="--goal-spec", **kwargs)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"goal spec {args.goal_spec!r} rejected {kwargs}: {exc}") from exc
     if not isinstance(spec, GoalSpec):
@@ -394,9 +395,9 @@ def check_expert(name: str, env_name: str, kwargs: dict[str, Any]) -> None:
     """An expert that cannot act in the env says so in one line, naming the installed experts that can."""
 
     def serves(expert_name: str) -> str | None:
-        venv = DummyVecEnv([lambda: plugin_registry.resolve_env(env_name, **kwargs)])
+        venv = DummyVecEnv([lambda: resolvers.resolve_env(env_name, **kwargs)])
         try:
-            expert = plugin_registry.resolve_expert(expert_name, venv=venv)
+            expert = resolvers.resolve_expert(expert_name, venv=venv)
             obs = venv.reset()
             action, _ = expert.predict(obs, deterministic=True)
             venv.step(action)

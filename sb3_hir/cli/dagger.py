@@ -21,6 +21,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from tqdm import tqdm
 
 from sb3_hir import plugins as plugin_registry
+from sb3_hir import resolvers
 from sb3_hir.callbacks import EvalHistory, evaluate_instruction_policy
 from sb3_hir.cli.common import (
     LOCK_FILE,
@@ -172,7 +173,7 @@ def check_args(args: argparse.Namespace, resume_dir: Path | None) -> tuple[Any, 
     one_of("relabeler", args.relabel, [*STRATEGIES, *plugin_registry.available("relabeler")])
     beta_kwargs = parse_kwargs(args.beta_kwarg, option="--beta-kwarg")
     try:
-        schedule = plugin_registry.resolve_beta_schedule(args.beta_schedule, argument="--beta-schedule",
+        schedule = resolvers.resolve_beta_schedule(args.beta_schedule, argument="--beta-schedule",
                                                          **beta_kwargs)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"beta schedule {args.beta_schedule!r} rejected {beta_kwargs}: {exc}") from exc
@@ -296,7 +297,7 @@ def run(args: argparse.Namespace) -> int:
     venv = make_vec_env(env_fn, n_envs=args.n_envs, seed=args.seed)
     eval_env = make_vec_env(env_fn, n_envs=min(args.eval_episodes, 10), seed=eval_seed)
     trainer, log, records = build_trainer(args, out, resume_dir, venv, schedule, spec, spec_label)
-    expert_score = evaluate_instruction_policy(plugin_registry.resolve_expert(args.expert, venv=eval_env),
+    expert_score = evaluate_instruction_policy(resolvers.resolve_expert(args.expert, venv=eval_env),
                                                eval_env, args.eval_episodes, seed=eval_seed)
     if resume_dir is not None:
         print(f"sb3-hir dagger: resuming {out} at round {trainer.round_num} with its stored options")

@@ -35,7 +35,12 @@ from sb3_hir.dagger.trainer import (  # noqa: E402
     SimpleDAggerTrainer,
     reconstruct_trainer,
 )
-from sb3_hir.dagger.trajectory import DAggerTrajectory, relabel_trajectory, trajectory_fingerprint  # noqa: E402
+from sb3_hir.dagger.trajectory import (  # noqa: E402
+    DAggerTrajectory,
+    TrajectoryRelabeling,
+    relabel_trajectory,
+    trajectory_fingerprint,
+)
 
 #: imitation's name for the collector: ours takes the same arguments (``venv, get_robot_acts, beta, save_dir,
 #: rng``) and is driven the same way.
@@ -57,6 +62,7 @@ __all__ = [
     "NeedsDemosException",
     "PolicyRunner",
     "SimpleDAggerTrainer",
+    "TrajectoryRelabeling",
     "load_round_dir",
     "load_trajectories",
     "reconstruct_policy",

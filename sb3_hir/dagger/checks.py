@@ -6,13 +6,13 @@ Every error names the argument, what it got and what is accepted, so a wrong cal
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
-from sb3_hir._validate import check_int
+from sb3_hir._validate import check_choice, check_int
 
 __all__ = [
     "RelabelLabels",
@@ -53,15 +53,11 @@ def check_episodes_per_file(value: Any) -> int:
 
 
 def check_relabel_labels(value: Any, name: str = "relabel_labels") -> RelabelLabels:
-    if value not in ("auto", "expert", "executed"):
-        raise ValueError(f"{name} must be 'auto', 'expert' or 'executed'; got {value!r}")
-    return value  # type: ignore[no-any-return]
+    return check_choice(value, name, get_args(RelabelLabels))  # type: ignore[no-any-return]
 
 
 def check_unfinished(value: Any, name: str = "unfinished") -> UnfinishedPolicy:
-    if value not in ("complete", "report"):
-        raise ValueError(f"{name} must be 'complete' or 'report'; got {value!r}")
-    return value  # type: ignore[no-any-return]
+    return check_choice(value, name, get_args(UnfinishedPolicy))  # type: ignore[no-any-return]
 
 
 def check_rng(rng: Any) -> np.random.Generator:

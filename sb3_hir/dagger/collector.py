@@ -33,7 +33,7 @@ from imitation.data import types
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
-from sb3_hir import plugins
+from sb3_hir import resolvers
 from sb3_hir.dagger.checks import (
     RelabelLabels,
     UnfinishedPolicy,
@@ -41,7 +41,6 @@ from sb3_hir.dagger.checks import (
     check_episodes_per_file,
     check_policy_spaces,
     check_positive_int,
-    check_relabel_labels,
     check_unfinished,
 )
 from sb3_hir.dagger.policy_runner import PolicyRunner
@@ -50,7 +49,7 @@ from sb3_hir.dagger.trajectory import (
     TERMINAL_OBS_KEY,
     TIMEOUT_KEY,
     DAggerTrajectory,
-    relabel_trajectory,
+    TrajectoryRelabeling,
     trajectory_fingerprint,
 )
 
@@ -190,7 +189,7 @@ class DAggerCollector(VecEnvWrapper):
     :param relabeler: optional relabeler (plugin name or object) applied to the in-memory episodes
         (:attr:`trajectories`); files always keep the raw episodes.
     :param relabeler_kwargs: passed to the relabeler plugin; ``num_goals`` defaults to the ``goals`` shape.
-    :param relabel_labels: see :func:`relabel_trajectory`.
+    :param relabel_labels: see :func:`~sb3_hir.dagger.trajectory.relabel_trajectory`.
     :param save_infos: store info dicts (as JSON) in the files.
     :param on_flush: called with ``(path, trajectories)`` after each file is in place.
     :param buffer_steps: initial step capacity of the per-step buffer (it grows when an episode is longer).
@@ -228,10 +227,10 @@ class DAggerCollector(VecEnvWrapper):
         self.get_robot_acts = get_robot_acts
         self._learner = PolicyRunner(get_robot_acts, self.num_envs, deterministic=bool(deterministic_learner))
         self.save_dir = None if save_dir is None else pathlib.Path(save_dir)
-        self.relabeler = None if relabeler is None else plugins.resolve_relabeler(
+        self.relabeler = None if relabeler is None else resolvers.resolve_relabeler(
             relabeler, venv.observation_space, **dict(relabeler_kwargs or {})
         )
-        self.relabel_labels = check_relabel_labels(relabel_labels)
+        self._relabeling = TrajectoryRelabeling(self.relabeler, relabel_labels)
         self._skip_fingerprints = set(skip_fingerprints)
         self.fsync = bool(fsync)
         #: Episodes collected again that an earlier run had stored already (not written a second time).
@@ -359,7 +358,7 @@ class DAggerCollector(VecEnvWrapper):
             learner_mask=f["learner_mask"],
         )
         self.round_timesteps += len(traj)
-        self.trajectories.append(self._relabel(traj))
+        self.trajectories.append(self._relabeling(traj, self.rng))
         if self.save_dir is None:
             return
         if self._skip_fingerprints and trajectory_fingerprint(traj) in self._skip_fingerprints:
@@ -368,11 +367,6 @@ class DAggerCollector(VecEnvWrapper):
         self._pending.append(traj)
         if len(self._pending) >= self.episodes_per_file:
             self.flush()
-
-    def _relabel(self, traj: DAggerTrajectory) -> types.TrajectoryWithRew:
-        if self.relabeler is None:
-            return traj
-        return relabel_trajectory(traj, self.relabeler, self.rng, self.relabel_labels)
 
     def _unfinished_steps(self) -> np.ndarray:
         """Recorded steps of each sub-env's running episode (0 before the first step or after the end)."""

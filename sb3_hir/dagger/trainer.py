@@ -30,7 +30,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.vec_env import VecEnv
 
-from sb3_hir import plugins
+from sb3_hir import resolvers
 from sb3_hir.dagger import checkpoint as ckpt
 from sb3_hir.dagger.checks import (
     RelabelLabels,
@@ -38,7 +38,6 @@ from sb3_hir.dagger.checks import (
     check_beta,
     check_episodes_per_file,
     check_policy_spaces,
-    check_relabel_labels,
     check_rng,
     check_unfinished,
 )
@@ -53,7 +52,12 @@ from sb3_hir.dagger.storage import (
     save_trajectories,
     stored_fingerprints,
 )
-from sb3_hir.dagger.trajectory import DAggerTrajectory, as_dagger_trajectory, relabel_trajectory, trajectory_fingerprint
+from sb3_hir.dagger.trajectory import (
+    DAggerTrajectory,
+    TrajectoryRelabeling,
+    as_dagger_trajectory,
+    trajectory_fingerprint,
+)
 
 __all__ = ["DAggerTrainer", "NeedsDemosError", "SimpleDAggerTrainer", "reconstruct_trainer"]
 
@@ -160,15 +164,16 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
             beta_schedule = "linear"  # imitation's default: linear over 15 rounds
         if not isinstance(beta_schedule, str) and beta_schedule_kwargs:
             raise ValueError("beta_schedule_kwargs is only used with a beta_schedule plugin name")
-        self.beta_schedule = plugins.resolve_beta_schedule(beta_schedule, **dict(beta_schedule_kwargs or {}))
+        self.beta_schedule = resolvers.resolve_beta_schedule(beta_schedule, **dict(beta_schedule_kwargs or {}))
         self._beta_spec = ckpt.beta_schedule_spec(
             self.beta_schedule, beta_schedule if isinstance(beta_schedule, str) else None, beta_schedule_kwargs
         )
         self._relabeler_spec = ckpt.named_spec(relabeler, relabeler_kwargs) if isinstance(relabeler, str) else None
-        self.relabeler = None if relabeler is None else plugins.resolve_relabeler(
+        self.relabeler = None if relabeler is None else resolvers.resolve_relabeler(
             relabeler, venv.observation_space, **dict(relabeler_kwargs or {})
         )
-        self.relabel_labels = check_relabel_labels(relabel_labels)
+        self._relabeling = TrajectoryRelabeling(self.relabeler, relabel_labels)
+        self.relabel_labels = self._relabeling.labels
         self.deterministic_learner = bool(deterministic_learner)
         self.episodes_per_file = check_episodes_per_file(episodes_per_file)
         self.skip_corrupt = bool(skip_corrupt)
@@ -278,8 +283,7 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
         if self._last_loaded_round >= self.round_num:
             return
         new = self.load_demos(range(self._last_loaded_round + 1, self.round_num + 1))
-        if self.relabeler is not None:
-            new = [relabel_trajectory(t, self.relabeler, self.rng, self.relabel_labels) for t in new]  # type: ignore[misc]
+        new = [self._relabeling(t, self.rng) for t in new]
         if not new and not self._all_demos:
             raise NeedsDemosError(
                 f"every round file up to round {self.round_num} was skipped as corrupt; collect a round first"
@@ -445,7 +449,7 @@ class SimpleDAggerTrainer(DAggerTrainer):
         self._expert_spec: dict[str, Any] | None = None
         if isinstance(expert_policy, str):
             self._expert_spec = ckpt.named_spec(expert_policy, expert_kwargs)
-            expert_policy = plugins.resolve_expert(expert_policy, venv=venv, **dict(expert_kwargs or {}))
+            expert_policy = resolvers.resolve_expert(expert_policy, venv=venv, **dict(expert_kwargs or {}))
         if isinstance(expert_policy, BaseAlgorithm):
             expert_policy = expert_policy.policy
         check_policy_spaces(expert_policy, venv, "expert_policy")

@@ -21,6 +21,7 @@ __all__ = [
     "TERMINAL_OBS_KEY",
     "TIMEOUT_KEY",
     "DAggerTrajectory",
+    "TrajectoryRelabeling",
     "as_dagger_trajectory",
     "relabel_trajectory",
     "trajectory_fingerprint",
@@ -92,6 +93,42 @@ def trajectory_fingerprint(traj: types.Trajectory) -> str:
     return digest.hexdigest()
 
 
+class TrajectoryRelabeling:
+    """A relabeler and where relabeled episodes take their labels from: :func:`relabel_trajectory`, configured once.
+
+    Whoever relabels many episodes (the collector) builds one from its ``relabeler`` and ``relabel_labels``, so
+    ``relabel_labels`` is checked here, once, when that owner is built: a typo fails before any step, and no episode
+    checks it again.
+
+    :param relabeler: a resolved relabeler; ``None`` relabels nothing (``labels`` is still checked, so a typo is
+        never silent).
+    :param labels: ``"auto"``, ``"expert"`` or ``"executed"``, as in :func:`relabel_trajectory`.
+    :param argument: the argument an error names.
+    """
+
+    def __init__(
+        self, relabeler: RelabelerProtocol | None, labels: RelabelLabels = "auto", argument: str = "relabel_labels"
+    ) -> None:
+        self.relabeler = relabeler
+        self.labels: RelabelLabels = check_relabel_labels(labels, argument)
+
+    def __call__(self, traj: types.TrajectoryWithRew, rng: np.random.Generator) -> types.TrajectoryWithRew:
+        relabeler, labels = self.relabeler, self.labels
+        if relabeler is None:
+            return traj
+        episode = Episode.from_trajectory(traj)
+        goals_key = getattr(getattr(relabeler, "goal_spec", None), "goals_key", "goals")
+        goals = relabeler.relabel_goals(episode, rng)
+        executed = getattr(traj, "executed_acts", None)
+        if goals is None or (labels == "auto" and np.array_equal(goals, episode.observations[goals_key][0])):
+            if labels != "executed" or executed is None:
+                return traj
+            return dataclasses.replace(traj, acts=executed)
+        if labels != "expert" and executed is not None:
+            episode = dataclasses.replace(episode, actions=executed)
+        return relabeler.replay(episode, goals).to_trajectory()
+
+
 def relabel_trajectory(
     traj: types.TrajectoryWithRew,
     relabeler: RelabelerProtocol,
@@ -103,17 +140,7 @@ def relabel_trajectory(
     The expert's labels point at the *original* instruction, so once the instruction changes they no longer
     fit the observations. ``labels="auto"`` therefore keeps expert labels for episodes whose instruction is
     unchanged and uses the executed actions (``traj.executed_acts``, which did reach the new goals, as in GCSL)
-    for relabeled ones; ``"expert"`` / ``"executed"`` force one source.
+    for relabeled ones; ``"expert"`` / ``"executed"`` force one source. For many episodes, build a
+    :class:`~sb3_hir.dagger.TrajectoryRelabeling` once.
     """
-    labels = check_relabel_labels(labels, "labels")
-    episode = Episode.from_trajectory(traj)
-    goals_key = getattr(getattr(relabeler, "goal_spec", None), "goals_key", "goals")
-    goals = relabeler.relabel_goals(episode, rng)
-    executed = getattr(traj, "executed_acts", None)
-    if goals is None or (labels == "auto" and np.array_equal(goals, episode.observations[goals_key][0])):
-        if labels != "executed" or executed is None:
-            return traj
-        return dataclasses.replace(traj, acts=executed)
-    if labels != "expert" and executed is not None:
-        episode = dataclasses.replace(episode, actions=executed)
-    return relabeler.replay(episode, goals).to_trajectory()
+    return TrajectoryRelabeling(relabeler, labels, argument="labels")(traj, rng)

@@ -11,7 +11,7 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
-from sb3_hir import plugins
+from sb3_hir import resolvers
 from sb3_hir.testing.registry import PluginCheckOptions, register_check
 from sb3_hir.testing.rollout import check_count, create, describe, fail, show
 
@@ -31,7 +31,7 @@ def check_beta_schedule(schedule: Callable[[int], float] | str, rounds: int = 50
     """
     rounds = check_count(rounds, "rounds")
     if isinstance(schedule, str | type):
-        schedule = plugins.resolve_beta_schedule(schedule, argument="schedule")
+        schedule = resolvers.resolve_beta_schedule(schedule, argument="schedule")
     name = describe(schedule)
     if not callable(schedule):
         fail(_CHECK, name, "a beta schedule must be callable as schedule(round_num) -> beta")

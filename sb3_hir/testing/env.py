@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
-from sb3_hir import plugins
+from sb3_hir import resolvers
 from sb3_hir._validate import check_int
 from sb3_hir.contract import (
     ACCEPTS_RESET_GOALS,
@@ -103,7 +103,7 @@ def check_instruction_env(
     max_steps = check_step_cap(max_steps)
     counterfactual = check_int(counterfactual, "counterfactual", minimum=0)
     owned = isinstance(env, str)
-    env = plugins.resolve_env(env)
+    env = resolvers.resolve_env(env)
     try:
         relabeler = resolve_relabeler_for(_CHECK, relabeler, env)
         spec = relabeler.goal_spec

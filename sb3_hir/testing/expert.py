@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sb3_hir import plugins
+from sb3_hir import resolvers
 from sb3_hir.testing.registry import PluginCheckOptions, register_check
 from sb3_hir.testing.rollout import check_count, describe, fail, is_factory, show
 
@@ -51,7 +51,7 @@ def check_expert(
 
     n_steps = check_count(n_steps, "n_steps")
     owned = isinstance(env, str)
-    env = plugins.resolve_env(env)
+    env = resolvers.resolve_env(env)
     venv = DummyVecEnv([lambda: env])
     try:
         expert = _resolve_expert(expert, venv)
@@ -89,10 +89,10 @@ def _check_expert_component(factory: Callable[..., Any], options: PluginCheckOpt
 
 
 def _resolve_expert(expert: Any, venv: VecEnv) -> Any:
-    """A name or class through :func:`sb3_hir.plugins.resolve_expert` (built with ``venv``); a factory function
+    """A name or class through :func:`sb3_hir.resolvers.resolve_expert` (built with ``venv``); a factory function
     (a callable without ``predict``) is called as ``factory(venv)``; an instance is used as is."""
     if isinstance(expert, str | type):
-        return plugins.resolve_expert(expert, venv=venv)
+        return resolvers.resolve_expert(expert, venv=venv)
     if is_factory(expert, "predict"):
         return expert(venv)
     return expert

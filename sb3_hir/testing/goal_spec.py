@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sb3_hir import plugins
+from sb3_hir import resolvers
 from sb3_hir.testing.registry import PluginCheckOptions, register_check
 from sb3_hir.testing.rollout import create, describe, fail, show
 
@@ -40,7 +40,7 @@ def check_goal_spec(spec: GoalSpec | str, goal_shape: Sequence[int] | None = Non
     :param seed: seed of the random test goals.
     """
     if isinstance(spec, str | type):
-        spec = plugins.resolve_goal_spec(spec, argument="spec")
+        spec = resolvers.resolve_goal_spec(spec, argument="spec")
     name = describe(spec)
     mask = _check_attributes(name, spec)
     if goal_shape is None:

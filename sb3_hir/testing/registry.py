@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sb3_hir import plugins
+from sb3_hir import plugins, resolvers
 from sb3_hir.testing.rollout import is_factory
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ class PluginCheckOptions:
         owned = env is None or (not isinstance(env, str) and is_factory(env, "step"))
         target = _default_env() if env is None else env() if owned else env
         created = isinstance(target, str)
-        target = plugins.resolve_env(target)
+        target = resolvers.resolve_env(target)
         try:
             yield target
         finally:

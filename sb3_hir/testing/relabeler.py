@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sb3_hir import plugins
+from sb3_hir import resolvers
 from sb3_hir.testing.registry import PluginCheckOptions, register_check
 from sb3_hir.testing.replay import check_num_goals, env_num_goals, replay_mismatch, resolve_relabeler_for
 from sb3_hir.testing.rollout import (
@@ -90,7 +90,7 @@ def check_relabeler(
     max_steps = check_step_cap(max_steps)
     n_relabels = check_count(n_relabels, "n_relabels")
     owned = isinstance(env, str)
-    env = plugins.resolve_env(env)
+    env = resolvers.resolve_env(env)
     try:
         relabeler = resolve_relabeler_for(_CHECK, relabeler, env)
         check_num_goals(_CHECK, relabeler, env_num_goals(_CHECK, env, relabeler.goal_spec))

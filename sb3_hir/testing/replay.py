@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sb3_hir import plugins
+from sb3_hir import resolvers
 from sb3_hir.contract import ENV_GOAL_SPEC, declared
 from sb3_hir.testing.rollout import Rollout, create, describe, fail, is_factory, show
 
@@ -48,7 +48,7 @@ def env_goal_spec(env: gym.Env) -> GoalSpec:
     spec = declared_goal_spec(env)
     if spec is None:
         return ExactGoalSpec()
-    resolved = plugins.resolve_goal_spec(spec, argument=f"the env's {ENV_GOAL_SPEC} attribute")
+    resolved = resolvers.resolve_goal_spec(spec, argument=f"the env's {ENV_GOAL_SPEC} attribute")
     if not isinstance(resolved, GoalSpec):
         raise ValueError(f"the env's {ENV_GOAL_SPEC} attribute must be a goal-spec name or a GoalSpec, got {spec!r}")
     return resolved
@@ -74,7 +74,7 @@ def resolve_relabeler_for(check: str, relabeler: Any, env: gym.Env) -> Any:
     """The relabeler to check ``env`` with.
 
     An instance is used as is; None is the identity relabeler on the env's goal spec. A name or class goes through
-    :func:`sb3_hir.plugins.resolve_relabeler`, and a factory function (a callable without ``relabel``) is called,
+    :func:`sb3_hir.resolvers.resolve_relabeler`, and a factory function (a callable without ``relabel``) is called,
     both with the env's ``num_goals`` and, when the env declares one, its goal spec. A construction failure is
     the component's fault (an AssertionError); an unknown name stays a ValueError / LookupError.
     """
@@ -89,7 +89,7 @@ def resolve_relabeler_for(check: str, relabeler: Any, env: gym.Env) -> Any:
         kwargs["goal_spec"] = spec
     if isinstance(relabeler, str | type):
         def build(**kw: Any) -> Any:
-            return plugins.resolve_relabeler(relabeler, **kw)
+            return resolvers.resolve_relabeler(relabeler, **kw)
 
         return create(build, kwargs, label=relabeler)
     return create(relabeler, kwargs)
