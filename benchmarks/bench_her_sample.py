@@ -8,7 +8,8 @@ HER runs at its defaults (``future``, ``n_sampled_goal=4``), ours with the same 
 
 * ``continuing``: the env never terminates on success (FetchReach): our draws need no reach search.
 * ``terminating``: the env terminates on success (``compute_terminated``), so ours also finds each drawn goal's first
-  reach and serves the terminations HER does not (more work than HER's sample, not less).
+  reach after the transition within the served window and serves the terminations HER does not (more work than
+  HER's sample, not less).
 
 Timed in interleaved rounds (``--rounds`` of ``--calls`` calls each), median per call; prints the ratio ours / HER
 and the target (<= 0.5x at 1M stored). SB3's plain ``DictReplayBuffer`` on the same data (no relabeling, no reward

@@ -785,6 +785,10 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         ``(s_t, a_t, s_{t+1}, g)`` is a transition of the goal-conditioned task either way (HER's draw). Looking
         only ``n_steps`` ahead keeps it O(batch * n_steps).
         """
+        if self.n_steps == 1:  # the window is the transition itself: one gather, one test
+            achieved = take_rows(self.next_observations[self.goal_spec.achieved_key], r.flat)
+            hit = np.asarray(self.goal_spec.reached(achieved.reshape(r.goals[:, 0].shape), r.goals[:, 0]), dtype=bool)
+            return np.where(hit, r.t + 1, -1)[:, None]
         offsets = np.arange(self.n_steps)
         ahead = np.minimum(offsets, (r.length - r.t - 1)[:, None])  # (B, n): the window, cut at the episode's end
         rows = (r.start[:, None] + r.t[:, None] + ahead) % self.buffer_size
