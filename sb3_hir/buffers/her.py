@@ -57,6 +57,7 @@ class HerReplayBuffer(HindsightInstructionReplayBuffer, SB3HerReplayBuffer):
     * ``reset()`` starts the views afresh, where HER keeps its arrays.
     """
 
+    _her_drop_in = True
     _current_ep_start = _read_only("_current_ep_start")
     ep_start = _read_only("ep_start")
     ep_length = _read_only("ep_length")

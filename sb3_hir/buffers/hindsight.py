@@ -92,7 +92,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import torch as th
@@ -101,24 +101,11 @@ from stable_baselines3.common.buffers import DictReplayBuffer
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
-from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as SB3HerReplayBuffer
 
-from sb3_hir import plugins
-from sb3_hir._validate import check_int, check_number
 from sb3_hir.buffers import compiled
-from sb3_hir.buffers.goal_env import (
-    ACHIEVED_GOAL,
-    DESIRED_GOAL,
-    check_goal_env_space,
-    env_goal_spec,
-    goal_env_shape,
-    goal_env_spec,
-    is_goal_env_space,
-    probe_compute_terminated,
-    resolve_goal_selection,
-    resolve_relabel_ratio,
-)
+from sb3_hir.buffers.goal_env import ACHIEVED_GOAL, DESIRED_GOAL
 from sb3_hir.buffers.kernels import first_after, take_rows, value_ids
+from sb3_hir.buffers.options import resolve_options, resolve_terminate_on_success
 from sb3_hir.buffers.reward_checks import (
     batch_rewards,
     check_recorded_rewards,
@@ -126,7 +113,7 @@ from sb3_hir.buffers.reward_checks import (
     require_compute_reward,
 )
 from sb3_hir.episodes import Episode
-from sb3_hir.goals import ExactGoalSpec, GoalSpec
+from sb3_hir.goals import GoalSpec
 from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler
 
 __all__ = ["HindsightInstructionReplayBuffer", "SampleInfo"]
@@ -240,6 +227,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     relabeler: InstructionRelabeler
     goal_spec: GoalSpec
     env: VecEnv | None
+    #: the drop-in for SB3's ``HerReplayBuffer``, which SB3 hands the env: GoalEnv errors speak HER's terms.
+    _her_drop_in: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -267,93 +256,15 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         draws_per_episode: int = 4,
         max_redraws: int = 8,
     ) -> None:
-        if optimize_memory_usage:
-            raise ValueError(
-                "optimize_memory_usage must be False: HindsightInstructionReplayBuffer is a "
-                "DictReplayBuffer, which does not support the memory-efficient variant"
-            )
-        relabel_ratio = resolve_relabel_ratio(relabel_ratio, n_sampled_goal)
-        goal_selection = resolve_goal_selection(goal_selection, goal_selection_strategy)
-        check_number(gamma, "gamma", 0.0, 1.0)
-        flags = {"copy_info_dict": copy_info_dict, "handle_timeout_termination": handle_timeout_termination}
-        for name, flag in flags.items():
-            if not isinstance(flag, (bool, np.bool_)):
-                raise ValueError(f"{name} must be a bool; got {flag!r}")
-        if terminate_on_success is not None and not isinstance(terminate_on_success, (bool, np.bool_)):
-            raise ValueError(f"terminate_on_success must be True, False or None (decide from the env); got "
-                             f"{terminate_on_success!r}")
-        check_int(buffer_size, "buffer_size", 1)
-        check_int(n_envs, "n_envs", 1)
-        self.n_steps = check_int(n_steps, "n_steps", 1)
-        self.draws_per_episode = check_int(draws_per_episode, "draws_per_episode", 1)
-        self.max_redraws = check_int(max_redraws, "max_redraws", 0)
-        if relabeler_kwargs is not None and not isinstance(relabeler_kwargs, dict):
-            raise ValueError(
-                f"relabeler_kwargs must be a dict or None; got {type(relabeler_kwargs).__name__}"
-            )
-        derived = sorted({"num_goals", "goal_spec"} & set(relabeler_kwargs or {}))
-        if derived:
-            raise ValueError(
-                f"relabeler_kwargs must not set {', '.join(derived)}: the buffer derives num_goals from "
-                "observation_space and passes its goal_spec argument (use goal_spec=...)"
-            )
-
-        #: GoalEnv mode: ``observation`` / ``achieved_goal`` / ``desired_goal`` taken as they come (module docstring).
-        self.goal_env = is_goal_env_space(observation_space, goal_spec)
-        if not self.goal_env:
-            check_goal_env_space(observation_space, goal_spec, relabeler, env, type(self).__name__,
-                                 drop_in=isinstance(self, SB3HerReplayBuffer))
-        if self.goal_env:
-            if relabeler != "hindsight-instruction" or relabeler_kwargs:
-                raise ValueError(
-                    "relabeler and relabeler_kwargs are for instruction envs; a GoalEnv (observation_space with "
-                    "'achieved_goal' and 'desired_goal') is relabeled by HER's rule (goal_selection_strategy)"
-                )
-            if strategy not in (None, "all"):
-                raise ValueError(
-                    f"strategy must be None or 'all' for a GoalEnv (every relabeled transition gets a new goal, as "
-                    f"in HER); got {strategy!r}"
-                )
-            if env is None and not isinstance(self, SB3HerReplayBuffer):
-                raise ValueError(
-                    "observation_space is a GoalEnv's ('achieved_goal', 'desired_goal'), whose rewards come from the "
-                    "env's compute_reward: use sb3_hir.HerReplayBuffer, the drop-in for SB3's (SB3 hands it the "
-                    "env), "
-                    "or pass env= when building the buffer by hand"
-                )
-            goal_shape = goal_env_shape(observation_space)
-            spec = goal_env_spec(goal_spec, observation_space, goal_shape, env)
-            resolved_relabeler = HindsightInstructionRelabeler(
-                1, strategy="all", goal_spec=spec if spec is not None else ExactGoalSpec(
-                    goals_key=DESIRED_GOAL, achieved_key=ACHIEVED_GOAL, goal_ndim=len(goal_shape)
-                )
-            )
-            num_goals = 1
-        else:
-            if goal_spec is None:
-                goal_spec = env_goal_spec(env)
-            kwargs = dict(relabeler_kwargs or {})
-            if strategy is not None and isinstance(relabeler, (str, type)):
-                kwargs = {"strategy": strategy, **kwargs}
-            resolved_relabeler = plugins.resolve_relabeler(relabeler, observation_space, goal_spec=goal_spec, **kwargs)
-            spec = resolved_relabeler.goal_spec
-            num_goals, goal_shape = spec.validate_space(observation_space)
-            if int(resolved_relabeler.num_goals) != num_goals:
-                raise ValueError(
-                    f"relabeler has num_goals={resolved_relabeler.num_goals} but observation_space"
-                    f"[{spec.goals_key!r}] holds {num_goals} goals"
-                )
-            if goal_selection == "final" and num_goals > 1:
-                raise ValueError(
-                    "goal_selection 'final' is for one-goal instructions; with "
-                    f"{num_goals} goals use 'future' or 'episode'"
-                )
-            if terminate_on_success is not None:
-                raise ValueError(
-                    "terminate_on_success is for GoalEnvs; an instruction env terminates on its k-th goal, which "
-                    "the buffer serves as such"
-                )
-
+        options = resolve_options(
+            observation_space, env, type(self).__name__, self._her_drop_in, buffer_size=buffer_size, n_envs=n_envs,
+            optimize_memory_usage=optimize_memory_usage, handle_timeout_termination=handle_timeout_termination,
+            n_sampled_goal=n_sampled_goal, goal_selection_strategy=goal_selection_strategy,
+            copy_info_dict=copy_info_dict, terminate_on_success=terminate_on_success, relabeler=relabeler,
+            strategy=strategy, goal_spec=goal_spec, relabel_ratio=relabel_ratio, goal_selection=goal_selection,
+            n_steps=n_steps, gamma=gamma, relabeler_kwargs=relabeler_kwargs, draws_per_episode=draws_per_episode,
+            max_redraws=max_redraws,
+        )
         DictReplayBuffer.__init__(
             self,
             buffer_size,
@@ -362,25 +273,30 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             device=device,
             n_envs=n_envs,
             optimize_memory_usage=False,
-            handle_timeout_termination=handle_timeout_termination,
+            handle_timeout_termination=options.handle_timeout_termination,
         )
         self.env = env
         #: the env's compute_reward checked (GoalEnv mode): made once, at its first use (``_first_reward_use``).
         self._reward_checked = False
-        self.relabeler = resolved_relabeler
-        self.goal_spec = resolved_relabeler.goal_spec
+        #: GoalEnv mode: ``observation`` / ``achieved_goal`` / ``desired_goal`` taken as they come (module docstring).
+        self.goal_env = options.goal_env
+        self.relabeler = options.relabeler
+        self.goal_spec = options.relabeler.goal_spec
         #: GoalEnv mode without a success test (float goals, no ``distance_threshold``): reaches are not searched.
-        self.has_success_test = not self.goal_env or spec is not None
-        self.num_goals = num_goals
-        self.goal_shape = goal_shape
-        self.relabel_ratio = relabel_ratio
-        self.goal_selection = goal_selection
-        self.gamma = float(gamma)
-        self.copy_info_dict = bool(copy_info_dict)
+        self.has_success_test = options.has_success_test
+        self.num_goals = num_goals = options.num_goals
+        self.goal_shape = goal_shape = options.goal_shape
+        self.relabel_ratio = relabel_ratio = options.relabel_ratio
+        self.goal_selection = options.goal_selection
+        self.n_steps = options.n_steps
+        self.gamma = options.gamma
+        self.draws_per_episode = options.draws_per_episode
+        self.max_redraws = options.max_redraws
+        self.copy_info_dict = options.copy_info_dict
         # HER's public attributes, for code that reads them (rl-zoo3, users' callbacks).
         self.n_sampled_goal = None if relabel_ratio >= 1.0 else round(relabel_ratio / (1.0 - relabel_ratio))
         self.her_ratio = relabel_ratio
-        self.goal_selection_strategy = KEY_TO_GOAL_STRATEGY[goal_selection]
+        self.goal_selection_strategy = KEY_TO_GOAL_STRATEGY[options.goal_selection]
         #: per-row infos for compute_reward (HER's ``copy_info_dict``); None when not copied.
         self.infos = np.empty((self.buffer_size, self.n_envs), dtype=object) if self.copy_info_dict else None
         if seed is None:
@@ -388,28 +304,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         #: None: decided from the env's compute_terminated probe or the recorded episodes (terminates_on_success).
-        self.terminate_on_success = terminate_on_success
-        if self.goal_env and terminate_on_success is None:
-            if isinstance(action_space, spaces.Box):
-                # Continuous actions: SAC / TQC. Their entropy bonus (ent_coef="auto" starts at 1) outweighs a -1
-                # step reward early in training, so a terminal success is worth less than going on and the agent
-                # learns to avoid its goals (PandaReach at 5k: 0.02 against HER's 0.70; bench_her_dropin.py).
-                # HER's recorded dones keep parity; True serves the env's terminations (better once the entropy
-                # bonus is small: PlanarReach with ent_coef="auto_0.05", 0.99 against 0.57 at 2k).
-                self.terminate_on_success = False
-            else:
-                self.terminate_on_success = probe_compute_terminated(env, observation_space)
-        if self.goal_env and not self.has_success_test:
-            if self.terminate_on_success is not False:
-                known = "terminates on success" if self.terminate_on_success else "may terminate on success"
-                warnings.warn(
-                    f"the env {known}, but its goals are floats and it has no distance_threshold, so the buffer "
-                    "cannot find where a relabeled goal is first reached: the recorded dones are served, as by HER. "
-                    "Pass goal_spec=ToleranceGoalSpec(tolerance=<the env's success radius>, "
-                    "goals_key='desired_goal', achieved_key='achieved_goal') to serve relabeled terminations",
-                    stacklevel=2,
-                )
-            self.terminate_on_success = False
+        self.terminate_on_success = resolve_terminate_on_success(
+            terminate_on_success, options, action_space, env, observation_space
+        )
         #: recorded episodes that ended on their own goal's first reach / went on after reaching it (GoalEnv mode).
         self.episodes_ending_at_goal = 0
         self.episodes_going_on_after_goal = 0
@@ -418,16 +315,10 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
         spec = self.goal_spec
         goals_dtype = np.dtype(observation_space[spec.goals_key].dtype)
-        achieved_dtype = np.dtype(observation_space[spec.achieved_key].dtype)
         #: per-sample draws by the relabeler itself (else draws stored when an episode ends).
         self.batched_draws = callable(getattr(self.relabeler, "draw_goal_steps", None))
         #: reach steps from the exact-value index (else the episode window is compared).
-        self.exact_index = (
-            isinstance(spec, ExactGoalSpec)
-            and type(spec).reached is ExactGoalSpec.reached
-            and achieved_dtype.kind in "biu"
-            and goals_dtype.kind in "biu"
-        )
+        self.exact_index = options.exact_values
         #: the built-in relabeler's batched draw, which the compiled kernel reproduces (``buffers.compiled``).
         self.builtin_draws = (
             self.batched_draws
