@@ -53,7 +53,7 @@ def test_sb3_hir_jit_0_selects_the_numpy_code() -> None:
         from served_rows import filled_buffer
         buffer = filled_buffer("maze_k1_some_future")
         buffer.sample(32)
-        print(buffer.jit, sorted(buffer._warm_kernels))
+        print(buffer.jit, sorted(buffer._draws.warm))
         """,
         SB3_HIR_JIT="0",
     )

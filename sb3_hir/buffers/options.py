@@ -4,7 +4,8 @@
 settings, and its own. :func:`resolve_options` checks each of them once and makes the decisions that follow from them
 and from the observation space: GoalEnv or instruction mode, the relabeler and its goal spec, the instruction's
 length and goal shape. :func:`resolve_terminate_on_success` decides whether relabeled successes terminate (GoalEnv
-mode).
+mode); :func:`choose_draws` picks the draw strategy and :func:`build_index` the episode index, once: the buffer then
+runs them without asking again.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from gymnasium import spaces
 
 from sb3_hir import plugins
 from sb3_hir._validate import check_int, check_number
+from sb3_hir.buffers.draws import DrawStrategy, ExactIndexDraw, FirstReachDraw, HerDraw, StoredDraws, WindowDraw
+from sb3_hir.buffers.episode_index import EpisodeIndex, GoalEnvEpisodeIndex
 from sb3_hir.buffers.goal_env import (
     ACHIEVED_GOAL,
     DESIRED_GOAL,
@@ -30,10 +33,14 @@ from sb3_hir.buffers.goal_env import (
     resolve_goal_selection,
     resolve_relabel_ratio,
 )
+from sb3_hir.buffers.storage import Storage
 from sb3_hir.goals import ExactGoalSpec, GoalSpec
 from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler
 
-__all__ = ["BufferOptions", "default_terminate_on_success", "resolve_options", "resolve_terminate_on_success"]
+__all__ = [
+    "BufferOptions", "build_index", "choose_draws", "default_terminate_on_success", "resolve_options",
+    "resolve_terminate_on_success",
+]
 
 
 @dataclass(frozen=True)
@@ -275,3 +282,30 @@ def resolve_terminate_on_success(
             stacklevel=3,
         )
     return False
+
+
+def choose_draws(options: BufferOptions) -> DrawStrategy:
+    """The draw strategy, chosen once (see ``sb3_hir.buffers.draws``): the first-reach index or HER's draw for
+    one-goal instructions of the built-in relabeler, else the exact-value index or the window comparison for
+    relabelers with a batched ``draw_goal_steps``, else draws stored when an episode ends."""
+    relabeler = options.relabeler
+    if not callable(getattr(relabeler, "draw_goal_steps", None)):
+        return StoredDraws(options.num_goals, options.goal_shape, options.draws_per_episode)
+    builtin = (
+        isinstance(relabeler, HindsightInstructionRelabeler)
+        and type(relabeler).draw_goal_steps is HindsightInstructionRelabeler.draw_goal_steps
+    )
+    if builtin and options.num_goals == 1:
+        if options.goal_env:  # GoalEnvs draw as HER does: no first-reach index
+            return HerDraw()
+        return FirstReachDraw(options.exact_values)
+    if options.exact_values:
+        return ExactIndexDraw(builtin)
+    return WindowDraw(builtin)
+
+
+def build_index(options: BufferOptions, buffer: Storage, draws: DrawStrategy) -> EpisodeIndex:
+    """The episode index of the buffer's mode, laid out for the draw strategy's fields."""
+    if options.goal_env:
+        return GoalEnvEpisodeIndex(buffer, draws, options.has_success_test)
+    return EpisodeIndex(buffer, draws)
