@@ -90,9 +90,8 @@ relabeling)::
 
 from __future__ import annotations
 
-import copy
 import warnings
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
 import numpy as np
 import torch as th
@@ -103,47 +102,20 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
 
 from sb3_hir.buffers.draws import DrawStrategy, ExactIndexDraw, FirstReachDraw, HerDraw, Relabeled, StoredDraws
-from sb3_hir.buffers.goal_env import ACHIEVED_GOAL, DESIRED_GOAL
 from sb3_hir.buffers.options import (
     BufferOptions,
     build_index,
     choose_draws,
+    choose_serving,
     resolve_options,
     resolve_terminate_on_success,
 )
-from sb3_hir.buffers.reward_checks import (
-    batch_rewards,
-    check_recorded_rewards,
-    note_batch_call,
-    require_compute_reward,
-)
-from sb3_hir.buffers.storage import take_rows
+from sb3_hir.buffers.reward_checks import batch_rewards, note_batch_call
+from sb3_hir.buffers.serving import SampleInfo, Served
 from sb3_hir.goals import GoalSpec
 from sb3_hir.relabel import InstructionRelabeler
 
 __all__ = ["HindsightInstructionReplayBuffer", "SampleInfo"]
-
-
-class SampleInfo(NamedTuple):
-    """What the last ``sample()`` served, for tests, benchmarks and diagnostics (numpy, batch order).
-
-    :param rows: buffer row of each sampled transition.
-    :param env_indices: sub-env of each sampled transition.
-    :param relabeled: whether it was served under a hindsight draw.
-    :param goals: ``(B, k, *goal_shape)`` instruction it was served under (the recorded one when not relabeled;
-        only meaningful where ``relabeled``).
-    :param t: its index in its episode (-1 when not relabeled).
-    :param episode_start: row of its episode's first transition (-1 when not relabeled).
-    :param window: number of transitions summed into the served reward (1 unless ``n_steps > 1``).
-    """
-
-    rows: np.ndarray
-    env_indices: np.ndarray
-    relabeled: np.ndarray
-    goals: np.ndarray
-    t: np.ndarray
-    episode_start: np.ndarray
-    window: np.ndarray
 
 
 class HindsightInstructionReplayBuffer(DictReplayBuffer):
@@ -276,8 +248,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self.goal_env = options.goal_env
         self.relabeler = options.relabeler
         self.goal_spec = options.relabeler.goal_spec
-        self.num_goals = num_goals = options.num_goals
-        self.goal_shape = goal_shape = options.goal_shape
+        self.num_goals = options.num_goals
+        self.goal_shape = options.goal_shape
         self.relabel_ratio = relabel_ratio = options.relabel_ratio
         self.goal_selection = options.goal_selection
         self.n_steps = options.n_steps
@@ -302,13 +274,11 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         #: the draw strategy, chosen once (``sb3_hir.buffers.draws``), and the episode index it reads.
         self._draws = self._choose_draws(options)
         self._index = build_index(options, self, self._draws)
-        #: ``(k+1, k, 1, ..., 1)`` bool table: row c masks the goals reached after c of them.
-        masks = np.arange(num_goals)[None, :] < np.arange(num_goals + 1)[:, None]
-        self._slot_masks = masks.reshape(masks.shape + (1,) * len(goal_shape))
+        self._serving = choose_serving(options)
         #: transitions served so far, and how many of them relabeled (see ``served_relabeled_share``).
         self.num_served = 0
         self.num_served_relabeled = 0
-        self._last_sample: tuple | None = None
+        self._last_sample: Served | None = None
 
     def _choose_draws(self, options: BufferOptions) -> DrawStrategy:
         """The draw strategy for these options (:func:`~sb3_hir.buffers.options.choose_draws`); a subclass that
@@ -445,163 +415,17 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     def _serve(
         self, recorded_flat: np.ndarray, relabeled: Relabeled | None, env: VecNormalize | None
     ) -> DictReplayBufferSamples:
-        """Gather the batch (recorded rows first, then relabeled ones) and rewrite the relabeled part."""
-        n_envs, size, spec = self.n_envs, self.buffer_size, self.goal_spec
-        num_rec = len(recorded_flat)
-        num_rel = 0 if relabeled is None else len(relabeled.flat)
-        flat = recorded_flat if not num_rel else np.concatenate([recorded_flat, relabeled.flat])  # type: ignore[union-attr]
-        batch = len(flat)
-        rel = slice(num_rec, batch)
-        obs = {key: take_rows(arr, flat) for key, arr in self.observations.items()}
-        actions = take_rows(self.actions, flat)
-
-        # Window m and the flat row whose next observation ends it, per sample.
-        window = np.ones(batch, dtype=np.int64)
-        rewards = np.empty(batch, dtype=np.float32)
-        dones = np.empty(batch, dtype=np.float32)
-        last_flat = flat.copy() if self.n_steps > 1 else flat  # one step: each row's next observation is its own
-        if num_rec:
-            rec = slice(0, num_rec)
-            self._recorded_windows(recorded_flat, env, window[rec], rewards[rec], dones[rec], last_flat[rec])
-        recorded_goals = obs[spec.goals_key][:num_rec]
-        m = next_counts = None
-        if relabeled is not None and num_rel:
-            r = relabeled
-            reach, t = r.reach, r.t
-            completed = reach[:, -1] > 0
-            end = np.where(completed, reach[:, -1], r.length)  # last step of the relabeled episode
-            one_step = self.n_steps == 1  # then m = 1: the window is the transition itself (end > t always)
-            m = np.minimum(self.n_steps, end - t) if not one_step else None
-            if not self.goal_env:
-                if self.n_steps == 1:  # one step: a goal is in the window when reached at t + 1, undiscounted
-                    rewards[rel] = spec.goal_reward * (reach == (t + 1)[:, None]).sum(axis=1)
-                    if spec.step_reward:
-                        rewards[rel] += np.float64(spec.step_reward)
-                else:
-                    in_window = (reach > t[:, None]) & (reach <= (t + m)[:, None])
-                    powers = self.gamma ** np.maximum(reach - t[:, None] - 1, 0)
-                    rewards[rel] = spec.goal_reward * (in_window * powers).sum(axis=1)
-                    if spec.step_reward:
-                        rewards[rel] += spec.step_reward * ((self.gamma ** np.arange(self.n_steps)) * (
-                            np.arange(self.n_steps) < m[:, None])).sum(axis=1)
-            t_end = t + 1 if m is None else t + m  # the step the window's next observation follows
-            finishes = t_end == end
-            dones[rel] = finishes & (completed | r.other_end)
-            if not one_step:
-                window[rel] = m
-                last_flat[rel] = ((r.start + t + m - 1) % size) * n_envs + r.env
-            if self.goal_env:  # a GoalEnv's desired goal stays as it is once reached
-                obs[spec.goals_key][rel] = r.goals[:, 0]
-            else:
-                count_now = ((reach > 0) & (reach <= t[:, None])).sum(axis=1)
-                next_counts = ((reach > 0) & (reach <= t_end[:, None])).sum(axis=1)
-                obs[spec.goals_key][rel] = np.where(self._slot_masks[count_now], spec.mask_value, r.goals)
-        next_obs = {key: take_rows(arr, last_flat) for key, arr in self.next_observations.items()}
-        if relabeled is not None and num_rel:
-            if self.goal_env:
-                # One step: the achieved goal after t is the served next observation's (no second gather).
-                achieved = next_obs[ACHIEVED_GOAL][rel] if self.n_steps == 1 else None
-                rewards[rel] = self._env_rewards(relabeled, m, achieved)
-                next_obs[spec.goals_key][rel] = relabeled.goals[:, 0]
-            else:
-                next_obs[spec.goals_key][rel] = np.where(
-                    self._slot_masks[next_counts], spec.mask_value, relabeled.goals
-                )
-            rewards[rel] = self._normalize_reward(rewards[rel], env)
-
-        self.num_served += batch
-        self.num_served_relabeled += num_rel
-        self._last_sample = (flat, num_rec, recorded_goals, relabeled if num_rel else None, window)
-        obs_ = self._normalize_obs(obs, env)
-        next_obs_ = self._normalize_obs(next_obs, env)
-        assert isinstance(obs_, dict) and isinstance(next_obs_, dict)
-        tensor = self._tensor
-        discounts = None
-        if self.n_steps > 1:
-            discounts = tensor((self.gamma ** window).astype(np.float32).reshape(-1, 1))
-        return DictReplayBufferSamples(
-            observations={key: tensor(value) for key, value in obs_.items()},
-            actions=tensor(actions),
-            next_observations={key: tensor(value) for key, value in next_obs_.items()},
-            dones=tensor(dones).reshape(-1, 1),
-            rewards=tensor(rewards.reshape(-1, 1)),
-            discounts=discounts,
-        )
-
-    def _tensor(self, array: np.ndarray) -> th.Tensor:
-        """``to_torch`` without SB3's defensive copy: every served array is freshly gathered, so the tensor may share
-        its memory (on CPU; other devices copy anyway)."""
-        if self.device.type == "cpu":
-            return th.from_numpy(array)
-        return th.as_tensor(array, device=self.device)
+        """Serve recorded rows and relabeled pairs as one batch (``serving``), and count them."""
+        samples, self._last_sample = self._serving.serve(self, recorded_flat, relabeled, env)
+        self.num_served += len(self._last_sample.flat)
+        self.num_served_relabeled += len(self._last_sample.flat) - self._last_sample.num_recorded
+        return samples
 
     @property
     def last_sample_info(self) -> SampleInfo | None:
         """What the last ``sample()`` served (built on access: sampling itself does not pay for it)."""
         last = self.__dict__.get("_last_sample")
-        if last is None:
-            return None
-        flat, num_rec, recorded_goals, relabeled, window = last
-        batch, k, n_envs = len(flat), self.num_goals, self.n_envs
-        goals = np.empty((batch, k, *self.goal_shape), dtype=recorded_goals.dtype)
-        goals[:num_rec] = recorded_goals.reshape(-1, k, *self.goal_shape)
-        t_all = np.full(batch, -1, dtype=np.int64)
-        start_all = np.full(batch, -1, dtype=np.int64)
-        if relabeled is not None:
-            goals[num_rec:] = relabeled.goals
-            t_all[num_rec:] = relabeled.t
-            start_all[num_rec:] = relabeled.start
-        return SampleInfo(
-            rows=flat // n_envs,
-            env_indices=flat % n_envs,
-            relabeled=np.arange(batch) >= num_rec,
-            goals=goals,
-            t=t_all,
-            episode_start=start_all,
-            window=window,
-        )
-
-    def _env_rewards(self, relabeled: Relabeled, m: np.ndarray, achieved: np.ndarray | None = None) -> np.ndarray:
-        """Discounted sums of the env's ``compute_reward`` over each relabeled window: one call per batch.
-
-        The reward of transition ``t`` is ``compute_reward(achieved_goal after t, goal, info_t)``, as in HER.
-        ``achieved``: those achieved goals, when the caller has gathered them already (``n_steps == 1``).
-        """
-        r, n, size, n_envs = relabeled, self.n_steps, self.buffer_size, self.n_envs
-        offsets = np.arange(n)
-        if n == 1:
-            win_flat = r.flat
-        else:
-            within = np.minimum(offsets, m[:, None] - 1)  # (B, n): window steps, the last one repeated past m
-            win_flat = ((((r.start + r.t)[:, None] + within) % size) * n_envs + r.env[:, None]).reshape(-1)
-        if achieved is None:
-            achieved = take_rows(self.next_observations[ACHIEVED_GOAL], win_flat)
-        desired = np.repeat(r.goals[:, 0], n, axis=0) if n > 1 else r.goals[:, 0]
-        if not self._reward_checked:
-            self._first_reward_use(r)
-        if self.infos is not None:
-            infos: Any = copy.deepcopy(self.infos.reshape(-1)[win_flat])
-        else:
-            infos = [{} for _ in range(len(win_flat))]
-        rewards = self.compute_reward(achieved, desired, infos)
-        if n == 1:
-            return rewards
-        return (rewards.reshape(-1, n) * (self.gamma**offsets) * (offsets < m[:, None])).sum(axis=1)
-
-    def _first_reward_use(self, relabeled: Relabeled) -> None:
-        """Check the env's ``compute_reward`` once: it exists, is vectorized and gives the relabeled rows' recorded
-        rewards under their own goals (``reward_checks``); later samples pay one attribute test."""
-        if self.env is not None:  # else compute_reward says that it needs one
-            require_compute_reward(self.env, type(self).__name__)
-        flat = relabeled.flat
-        achieved = take_rows(self.next_observations[ACHIEVED_GOAL], flat)
-        desired = take_rows(self.observations[DESIRED_GOAL], flat)  # the goal step() was rewarded under
-        infos: Any = copy.deepcopy(self.infos.reshape(-1)[flat]) if self.infos is not None else [{} for _ in flat]
-        computed = self.compute_reward(achieved, desired, infos)
-        self._reward_checked = True  # before warning: a warning turned into an error is not repeated every sample
-        # Raw with raw: the buffer stores rewards before VecNormalize, and sample() normalizes after this.
-        check_recorded_rewards(self.env, computed, take_rows(self.rewards, flat), flat // self.n_envs,
-                               flat % self.n_envs, relabeled.t, self.copy_info_dict, stacklevel=5)
+        return None if last is None else last.info(self.num_goals, self.goal_shape, self.n_envs)
 
     def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, infos: Any) -> np.ndarray:
         """The env's ``compute_reward`` on a batch (HER's call: the first sub-env's method), as float32."""
@@ -662,35 +486,3 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         # GoalEnvs without compute_terminated (SB3's BitFlippingEnv, highway-env's parking) end on success; one
         # recorded episode that goes on after reaching its own goal shows this one does not, from then on.
         return self.episodes_going_on_after_goal == 0
-
-    def _recorded_windows(
-        self,
-        flat: np.ndarray,
-        env: VecNormalize | None,
-        window: np.ndarray,
-        rewards: np.ndarray,
-        dones: np.ndarray,
-        last_flat: np.ndarray,
-    ) -> None:
-        """Fill the recorded part in place: 1-step as ``DictReplayBuffer``, else ``NStepReplayBuffer``'s rule."""
-        recorded_dones = take_rows(self.dones, flat) * (1 - take_rows(self.timeouts, flat))
-        if self.n_steps == 1:
-            rewards[:] = self._normalize_reward(take_rows(self.rewards, flat), env)
-            dones[:] = recorded_dones
-            return
-        size, n_envs, n = self.buffer_size, self.n_envs, self.n_steps
-        rows, envs = flat // n_envs, flat % n_envs
-        seq_rows = (rows[:, None] + np.arange(n)) % size
-        seq_flat = seq_rows * n_envs + envs[:, None]
-        # A window stops at an episode end, and at the newest row (the next one holds older data).
-        stop = (take_rows(self.dones, seq_flat) > 0) | (take_rows(self.timeouts, seq_flat) > 0)
-        stop |= seq_rows == (self.pos - 1) % size
-        last = np.where(stop.any(axis=1), stop.argmax(axis=1), n - 1)
-        steps = np.arange(n)
-        mask = steps <= last[:, None]
-        seq_rewards = self._normalize_reward(take_rows(self.rewards, seq_flat), env)
-        rewards[:] = (seq_rewards * (self.gamma ** steps) * mask).sum(axis=1)
-        end_flat = seq_flat[np.arange(len(flat)), last]
-        dones[:] = take_rows(self.dones, end_flat) * (1 - take_rows(self.timeouts, end_flat))
-        window[:] = last + 1
-        last_flat[:] = end_flat

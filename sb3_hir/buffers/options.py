@@ -4,8 +4,8 @@
 settings, and its own. :func:`resolve_options` checks each of them once and makes the decisions that follow from them
 and from the observation space: GoalEnv or instruction mode, the relabeler and its goal spec, the instruction's
 length and goal shape. :func:`resolve_terminate_on_success` decides whether relabeled successes terminate (GoalEnv
-mode); :func:`choose_draws` picks the draw strategy and :func:`build_index` the episode index, once: the buffer then
-runs them without asking again.
+mode); :func:`choose_draws` picks the draw strategy, :func:`build_index` the episode index and :func:`choose_serving`
+the serving, once: the buffer then runs them without asking again.
 """
 
 from __future__ import annotations
@@ -33,12 +33,13 @@ from sb3_hir.buffers.goal_env import (
     resolve_goal_selection,
     resolve_relabel_ratio,
 )
+from sb3_hir.buffers.serving import GoalEnvServing, Serving
 from sb3_hir.buffers.storage import Storage
 from sb3_hir.goals import ExactGoalSpec, GoalSpec
 from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler
 
 __all__ = [
-    "BufferOptions", "build_index", "choose_draws", "default_terminate_on_success", "resolve_options",
+    "BufferOptions", "build_index", "choose_draws", "choose_serving", "default_terminate_on_success", "resolve_options",
     "resolve_terminate_on_success",
 ]
 
@@ -302,6 +303,13 @@ def choose_draws(options: BufferOptions) -> DrawStrategy:
     if options.exact_values:
         return ExactIndexDraw(builtin)
     return WindowDraw(builtin)
+
+
+def choose_serving(options: BufferOptions) -> Serving:
+    """How relabeled rows are served: by the goal spec (instruction mode) or by the env's ``compute_reward``."""
+    if options.goal_env:
+        return GoalEnvServing()
+    return Serving(options.num_goals, options.goal_shape)
 
 
 def build_index(options: BufferOptions, buffer: Storage, draws: DrawStrategy) -> EpisodeIndex:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 import numpy as np
+import torch as th
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from sb3_hir.goals import GoalSpec, _pack_goals
 from sb3_hir.relabel import InstructionRelabeler
@@ -18,11 +20,13 @@ __all__ = ["Storage", "achieved_at", "take_rows", "value_ids"]
 
 
 class Storage(Protocol):
-    """What the buffer's components read of it: SB3's arrays and sizes, the relabeling settings, the generator."""
+    """What the buffer's components read of it: SB3's arrays, sizes and normalization, the relabeling settings, the
+    generator, and (GoalEnv mode) the env's ``compute_reward``."""
 
     buffer_size: int
     n_envs: int
     pos: int
+    device: th.device
     observations: dict[str, np.ndarray]
     next_observations: dict[str, np.ndarray]
     actions: np.ndarray
@@ -31,6 +35,7 @@ class Storage(Protocol):
     timeouts: np.ndarray
     #: per-row infos for ``compute_reward`` (``copy_info_dict``), else None.
     infos: np.ndarray | None
+    copy_info_dict: bool
     relabeler: InstructionRelabeler
     goal_spec: GoalSpec
     num_goals: int
@@ -41,11 +46,20 @@ class Storage(Protocol):
     max_redraws: int
     #: the generator of relabeled rows and their draws.
     rng: np.random.Generator
+    env: VecEnv | None
+    #: the env's ``compute_reward`` checked at its first use (``serving.GoalEnvServing``).
+    _reward_checked: bool
 
     @property
     def terminates_on_success(self) -> bool: ...
 
     def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, infos: Any) -> np.ndarray: ...
+
+    @staticmethod
+    def _normalize_obs(obs: dict[str, np.ndarray], env: VecNormalize | None) -> dict[str, np.ndarray]: ...
+
+    @staticmethod
+    def _normalize_reward(reward: np.ndarray, env: VecNormalize | None) -> np.ndarray: ...
 
 
 def take_rows(array: np.ndarray, flat: np.ndarray) -> np.ndarray:
