@@ -102,6 +102,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
 
 from sb3_hir.buffers.draws import DrawStrategy, ExactIndexDraw, FirstReachDraw, HerDraw, Relabeled, StoredDraws
+from sb3_hir.buffers.legacy import is_legacy, upgrade
 from sb3_hir.buffers.options import (
     BufferOptions,
     build_index,
@@ -116,6 +117,9 @@ from sb3_hir.goals import GoalSpec
 from sb3_hir.relabel import InstructionRelabeler
 
 __all__ = ["HindsightInstructionReplayBuffer", "SampleInfo"]
+
+#: The relabeled pairs' type under its earlier name, which buffers pickled before the layout by concept reference.
+_Relabeled = Relabeled
 
 
 class HindsightInstructionReplayBuffer(DictReplayBuffer):
@@ -294,6 +298,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     def __setstate__(self, state: dict[str, Any]) -> None:
         state.pop("last_sample_info", None)  # an attribute in sb3-hir 0.1.0, a property since
         self.__dict__.update(state)
+        if is_legacy(state):  # pickled before the layout by concept: the components are built from its state
+            upgrade(self, state, self._choose_draws)
         self.env = None
         self.__dict__.setdefault("_last_sample", None)
         self._reward_checked = False  # the env given back may not be the one checked
