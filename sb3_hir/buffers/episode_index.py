@@ -71,6 +71,9 @@ class EpisodeIndex:
         draws.allocate(buffer, np.dtype(dtype))
         self.warned_too_long = False
         self.warned_reward_scale = False  # the recorded rewards' scale is checked until one mismatch is reported
+        #: GoalEnv mode: recorded episodes that ended on their own goal's first reach / went on after reaching it.
+        self.episodes_ending_at_goal = 0
+        self.episodes_going_on_after_goal = 0
         self.restart(buffer.n_envs)
 
     def restart(self, n_envs: int) -> None:
@@ -173,9 +176,6 @@ class GoalEnvEpisodeIndex(EpisodeIndex):
 
     def __init__(self, buffer: Storage, draws: EpisodeFields, has_success_test: bool) -> None:
         self.has_success_test = has_success_test
-        #: recorded episodes that ended on their own goal's first reach / went on after reaching it.
-        self.episodes_ending_at_goal = 0
-        self.episodes_going_on_after_goal = 0
         super().__init__(buffer, draws)
 
     def _recorded_end(self, buffer: Storage, rows: np.ndarray, env_idx: int, other_end: bool) -> bool:

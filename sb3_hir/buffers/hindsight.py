@@ -7,67 +7,24 @@ it unchanged through ``replay_buffer_class``.
 
 Design: a fresh hindsight instruction for every sampled transition, as HER draws a fresh goal per sample.
 
-* ``add()`` stores the transition exactly as ``DictReplayBuffer`` does, plus a few integers per row: the
-  episode's id, the transition's index ``t`` in it, and (written once, when the episode ends) its length.
-  When an episode ends, per-episode bookkeeping is built once, in O(T), and stored in the episode's own
-  rows: the reach steps of its own goals and, for exact goal specs on integer goals, an index of the
-  achieved values (steps sorted by value, each step's previous occurrence of its value).
+* ``add()`` stores the transition exactly as ``DictReplayBuffer`` does, plus a few integers per row in the episode
+  index, which is completed once, in O(T), when the episode ends (``episode_index``).
 * ``sample()`` draws ``Binomial(batch_size, relabel_ratio)`` transitions to serve relabeled, the rest as
-  ``DictReplayBuffer`` serves them. Each relabeled transition gets its own instruction from the relabeler
-  (:meth:`~sb3_hir.relabel.HindsightInstructionRelabeler.draw_goal_steps`), and the row is served as
-  :meth:`~sb3_hir.relabel.InstructionRelabeler.replay` of its episode under that instruction gives it:
-  goals masked by the goals reached before each observation, reward ``goal_reward`` per goal reached,
-  terminal when the k-th goal is reached (or on a recorded termination the goals did not cause), never a
-  time-out otherwise. Everything derives from the drawn goals' reach steps ``r_1 < ... < r_k``.
-* A relabeled transition must lie inside its relabeled episode (the k-th goal not reached before it). Draws
-  that fail this, and rows of episodes still running or partly overwritten, are redrawn (row and
-  instruction) up to ``max_redraws`` times, so relabeled transitions are uniform over the admissible
-  (transition, instruction) pairs and ``relabel_ratio`` is the share actually served relabeled. What still
-  fails (only when the buffer holds almost no finished episode) is served as recorded.
-* One-goal instructions (``k = 1``, the built-in relabeler, any goal spec) need no rejection: when the episode
-  ends, each step's value gets the step it is first reached at, and the steps sorted by it, latest first. The
-  steps whose value is first reached after ``t`` are then a prefix of that order, of a length stored per row,
-  so a sample draws its goal uniformly from them in O(1): HER's ``future`` rule, conditioned on the relabeled
-  episode containing the transition. Transitions admitting no hindsight goal are redrawn, so the transition is
-  uniform over those that admit one. The first-reach steps cost O(T log T) per episode for exact integer goals
-  and O(T^2) (pairwise comparisons) for other goal specs.
-* For ``k > 1``, reach steps cost O(k) per sample with the exact-value index: a drawn goal taken from step ``u`` is
-  first reached at ``u`` unless its value occurred since the previous goal's reach, which one lookup of the
-  previous occurrence tells; only then a binary search over that value's occurrences runs. Other goal
-  specs (tolerance, distance-threshold) compare the episode window: O(k T) per sample, bounded by the
-  episode length, independent of the buffer size. Relabelers without a batched ``draw_goal_steps`` (plugins
-  that only implement ``relabel_goals``) are called ``draws_per_episode`` times when the episode ends; a
-  sample picks one of those draws at random.
-* ``n_steps > 1`` serves n-step returns (SB3's ``NStepReplayBuffer`` semantics, which SB3 refuses for Dict
-  observations): the discounted reward sum over up to ``n_steps`` transitions, cut at the (relabeled)
-  episode's end, the last observation of the window and ``discounts = gamma ** m`` in the samples' field that
-  DQN, QR-DQN, SAC, TQC and TD3 read.
+  ``DictReplayBuffer`` serves them. Each relabeled transition gets its own instruction from the draw strategy chosen
+  when the buffer was built (``draws``): admissible pairs only, so relabeled transitions are uniform over the
+  admissible (transition, instruction) pairs and ``relabel_ratio`` is the share actually served relabeled. What still
+  fails (only when the buffer holds almost no finished episode) is served as recorded. The batch is then served as
+  the relabeled episodes' replay gives it (``serving``).
+* GoalEnv mode (a GoalEnv's ``observation`` / ``achieved_goal`` / ``desired_goal``, as SB3's ``HerReplayBuffer``
+  takes them; use our :class:`HerReplayBuffer`, which SB3 hands the env) is the ``k = 1`` case of the same core,
+  with HER's draw, the desired goal unmasked and the env's own reward (``draws.her``, ``serving``).
 
-GoalEnv mode (a GoalEnv's ``observation`` / ``achieved_goal`` / ``desired_goal``, as SB3's ``HerReplayBuffer`` takes
-them; use our :class:`HerReplayBuffer`, which SB3 hands the env) is the ``k = 1`` case of the same core: the same
-index, draw and serving code, with the desired goal unmasked and the env's own reward. A relabeled row is the stored
-episode replayed under the drawn goal ``g`` by the env itself: observations with ``desired_goal = g``, reward
-``compute_reward(achieved_goal after t, g, info_t)`` (one call per batch, as HER calls it, summed over the window
-for ``n_steps > 1``), and:
-
-* the goal is drawn as HER draws it, in every case: ``(s_t, a_t, s_{t+1}, g)`` is a transition of the
-  goal-conditioned task for any ``g``, whether or not ``g`` was also passed before ``t``;
-* where successes terminate (``terminates_on_success``), a relabeled transition is terminal when its next achieved
-  goal reaches ``g`` (an n-step window ends at the first such step), and a recorded termination that its own goal's
-  reach caused is not kept. An earlier rule drew only goals first reached after ``t``; on looping on-policy data
-  (DQN at its default learning rate) half the transitions then had no goal and were never relabeled;
-* elsewhere (continuing tasks such as FetchReach) the recorded ``dones`` are served: HER's rows exactly.
-
-HER's ``future`` (a goal from the steps at or after the transition's next observation), ``episode`` and ``final``
-rules are the draws; ``n_sampled_goal`` maps to ``relabel_ratio``. ``terminate_on_success=False`` serves HER's
-recorded ``dones``.
-
-The buffer never scans its storage: ``add()`` costs O(1) per step plus O(T) once per episode, and
-``sample()`` costs O(batch) in the buffer size. An episode whose first row was overwritten by the circular
-buffer can no longer be relabeled (its instruction and early steps are gone); its remaining rows are still
-served as recorded, as ``DictReplayBuffer`` serves them. When ``learn()`` is called again and resets the env
-mid-episode, the next ``add()`` sees an observation that does not continue the stored episode and closes that
-episode as truncated (HER's ``truncate_last_trajectory``), so no episode is relabeled across the splice.
+The buffer never scans its storage: ``add()`` costs O(1) per step plus O(T) once per episode, and ``sample()`` costs
+O(batch) in the buffer size. An episode whose first row was overwritten by the circular buffer can no longer be
+relabeled; its remaining rows are still served as recorded, as ``DictReplayBuffer`` serves them. When ``learn()`` is
+called again and resets the env mid-episode, the next ``add()`` sees an observation that does not continue the stored
+episode and closes that episode as truncated (HER's ``truncate_last_trajectory``), so no episode is relabeled across
+the splice.
 
 Recommended setup (the policy sees the observation and the instruction; "achieved" is only for
 relabeling)::
@@ -101,7 +58,7 @@ from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
 
-from sb3_hir.buffers.draws import DrawStrategy, ExactIndexDraw, FirstReachDraw, HerDraw, Relabeled, StoredDraws
+from sb3_hir.buffers.draws import DrawStrategy, FirstReachDraw, HerDraw, Relabeled, StoredDraws
 from sb3_hir.buffers.legacy import is_legacy, upgrade
 from sb3_hir.buffers.options import (
     BufferOptions,
@@ -235,18 +192,10 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             n_steps=n_steps, gamma=gamma, relabeler_kwargs=relabeler_kwargs, draws_per_episode=draws_per_episode,
             max_redraws=max_redraws,
         )
-        DictReplayBuffer.__init__(
-            self,
-            buffer_size,
-            observation_space,
-            action_space,
-            device=device,
-            n_envs=n_envs,
-            optimize_memory_usage=False,
-            handle_timeout_termination=options.handle_timeout_termination,
-        )
+        DictReplayBuffer.__init__(self, buffer_size, observation_space, action_space, device=device, n_envs=n_envs,
+                                  handle_timeout_termination=options.handle_timeout_termination)
         self.env = env
-        #: the env's compute_reward checked (GoalEnv mode): made once, at its first use (``_first_reward_use``).
+        #: the env's compute_reward checked (GoalEnv mode): made once, at its first use (``serving``).
         self._reward_checked = False
         #: GoalEnv mode: ``observation`` / ``achieved_goal`` / ``desired_goal`` taken as they come (module docstring).
         self.goal_env = options.goal_env
@@ -275,7 +224,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self.terminate_on_success = resolve_terminate_on_success(
             terminate_on_success, options, action_space, env, observation_space
         )
-        #: the draw strategy, chosen once (``sb3_hir.buffers.draws``), and the episode index it reads.
+        #: the draw strategy, chosen once (``sb3_hir.buffers.draws``), the episode index it reads, the serving.
         self._draws = self._choose_draws(options)
         self._index = build_index(options, self, self._draws)
         self._serving = choose_serving(options)
@@ -466,8 +415,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
     @property
     def exact_index(self) -> bool:
-        """Whether goals are integers compared by exact equality, so reaches come from an index of their values."""
-        return isinstance(self._draws, ExactIndexDraw) or getattr(self._draws, "exact_values", False)
+        """Whether reaches are found through an index of exact integer goal values (else by comparing values)."""
+        return self._draws.exact_values
 
     @property
     def single_index(self) -> bool:
@@ -477,12 +426,12 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     @property
     def episodes_ending_at_goal(self) -> int:
         """GoalEnv mode: recorded episodes that ended on their own goal's first reach."""
-        return getattr(self._index, "episodes_ending_at_goal", 0)
+        return self._index.episodes_ending_at_goal
 
     @property
     def episodes_going_on_after_goal(self) -> int:
         """GoalEnv mode: recorded episodes that went on after reaching their own goal."""
-        return getattr(self._index, "episodes_going_on_after_goal", 0)
+        return self._index.episodes_going_on_after_goal
 
     @property
     def terminates_on_success(self) -> bool:

@@ -53,9 +53,8 @@ def upgrade(buffer: Storage, state: dict[str, Any], choose_draws: Callable[[Buff
     index.num_adds = state["_num_adds"]
     index.warned_too_long = state.get("_warned_too_long", False)
     index.warned_reward_scale = state.get("_warned_reward_scale", False)
-    if goal_env:
-        index.episodes_ending_at_goal = state["episodes_ending_at_goal"]  # type: ignore[attr-defined]
-        index.episodes_going_on_after_goal = state["episodes_going_on_after_goal"]  # type: ignore[attr-defined]
+    index.episodes_ending_at_goal = state.get("episodes_ending_at_goal", 0)
+    index.episodes_going_on_after_goal = state.get("episodes_going_on_after_goal", 0)
     if isinstance(draws, StoredDraws):
         draws.goals, draws.reach = state["_draw_goals"], state["_draw_reach"]
     draws.admitted = state.get("_admitted", 1.0)

@@ -68,6 +68,8 @@ class DrawStrategy:
 
     #: index fields this strategy adds to each row (see :class:`~sb3_hir.buffers.episode_index.EpisodeIndex`).
     fields: ClassVar[tuple[str, ...]] = ()
+    #: whether it finds reaches through an index of exact integer goal values (else by comparing values).
+    exact_values = False
 
     def __init__(self) -> None:
         #: estimate of the admissible share of relabeled draws, kept across calls (rounds oversample by it).

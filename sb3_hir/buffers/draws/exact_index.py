@@ -31,6 +31,7 @@ class ExactIndexDraw(GoalStepsDraw):
     Python and the reach steps compiled."""
 
     fields = ("prev", "rank", "glo", "order", "olo", "ohi")
+    exact_values = True
 
     def __init__(self, builtin: bool) -> None:
         self.cfg: np.ndarray | None = None
