@@ -48,6 +48,7 @@ relabeling)::
 from __future__ import annotations
 
 import warnings
+from operator import attrgetter
 from typing import Any, ClassVar
 
 import numpy as np
@@ -424,16 +425,6 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         return isinstance(self._draws, (FirstReachDraw, HerDraw))
 
     @property
-    def episodes_ending_at_goal(self) -> int:
-        """GoalEnv mode: recorded episodes that ended on their own goal's first reach."""
-        return self._index.episodes_ending_at_goal
-
-    @property
-    def episodes_going_on_after_goal(self) -> int:
-        """GoalEnv mode: recorded episodes that went on after reaching their own goal."""
-        return self._index.episodes_going_on_after_goal
-
-    @property
     def terminates_on_success(self) -> bool:
         """Whether a relabeled success is served as terminal (GoalEnv mode; see ``terminate_on_success``)."""
         if self.terminate_on_success is not None:
@@ -441,3 +432,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         # GoalEnvs without compute_terminated (SB3's BitFlippingEnv, highway-env's parking) end on success; one
         # recorded episode that goes on after reaching its own goal shows this one does not, from then on.
         return self.episodes_going_on_after_goal == 0
+
+    #: GoalEnv mode: recorded episodes that ended on their own goal's first reach, and that went on after reaching it
+    #: (counted by the episode index when they end).
+    episodes_ending_at_goal = property(attrgetter("_index.episodes_ending_at_goal"))
+    episodes_going_on_after_goal = property(attrgetter("_index.episodes_going_on_after_goal"))
