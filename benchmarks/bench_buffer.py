@@ -346,7 +346,7 @@ def array_bytes(buffer: Any, seen: set[int] | None = None) -> int:
             total += value.nbytes
         elif isinstance(value, dict):
             total += sum(v.nbytes for v in value.values() if isinstance(v, np.ndarray))
-        elif type(value).__module__.startswith("sb3_hir.buffers."):
+        elif type(value).__module__.startswith("sb3_hir.buffers.") and hasattr(value, "__dict__"):
             total += array_bytes(value, seen)
     return total
 

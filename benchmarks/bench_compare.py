@@ -28,7 +28,9 @@ Table = dict[tuple[str, ...], dict[str, float]]
 def run(checkout: Path, script: str, args: list[str]) -> str:
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     done = subprocess.run([sys.executable, script, *args], cwd=checkout / "benchmarks", env=env,
-                          capture_output=True, text=True, check=True)
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"{script} in {checkout} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return done.stdout
 
 

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "AVAILABLE", "DRAW_MODES", "SELECTIONS", "call", "config", "deferred_interrupt", "draw_goal_steps", "draw_mode",
-    "enabled", "jitable", "kernel", "kernels_of",
+    "AVAILABLE", "DRAW_MODES", "SELECTIONS", "box_generator", "call", "config", "deferred_interrupt", "draw_goal_steps",
+    "draw_goal_steps_boxed", "draw_mode", "enabled", "jitable", "kernel", "kernels_of",
 ]
 
 #: numba is a dependency; the numpy code stays the reference, and the fallback where numba has no wheel. numba is
@@ -137,6 +137,14 @@ def _materialize() -> None:
                 namespace[name] = value.dispatcher
 
 
+def box_generator(rng: np.random.Generator) -> Any:
+    """``rng`` as the entry kernels take it: boxed once (``rng_box``), since numba unboxes a bare Generator on every
+    call (~7 us). Imports numba."""
+    from sb3_hir.buffers import rng_box  # numba comes with it: only once a kernel runs
+
+    return rng_box.box(rng)
+
+
 def kernels_of(module_name: str) -> ModuleType:
     """The module ``module_name`` (a caller's ``__name__``), through which its kernels pass one of its kernels to
     another (``draw_rounds(..., here._round, ...)``): numba folds a module's attribute to a constant, where a plain
@@ -236,6 +244,12 @@ def draw_goal_steps(rng, own, length, t, strategy, future):  # type: ignore[no-u
         for j in range(k):
             out[b, j] = row[j] if row[j] < big else -1
     return out
+
+
+@kernel
+def draw_goal_steps_boxed(box, own, length, t, strategy, future):  # type: ignore[no-untyped-def]
+    """:func:`draw_goal_steps` with the generator boxed (``box_generator``), as the buffer calls it."""
+    return draw_goal_steps(box.rng, own, length, t, strategy, future)
 
 
 @kernel

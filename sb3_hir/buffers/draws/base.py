@@ -76,6 +76,7 @@ class DrawStrategy:
         self.admitted = 1.0
         #: kernels this strategy has called (their first call may compile; see ``compiled.call``).
         self.warm: set[str] = set()
+        self._boxed: tuple[np.random.Generator, Any] | None = None
         self.use_compiled(compiled.enabled())
 
     def use_compiled(self, on: bool) -> None:
@@ -86,6 +87,7 @@ class DrawStrategy:
     def __getstate__(self) -> dict[str, Any]:
         state = {key: value for key, value in self.__dict__.items() if not callable(value)}
         state["warm"] = set()  # a new process compiles (or loads) the kernels again
+        state["_boxed"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -179,13 +181,19 @@ class DrawStrategy:
         return compiled.config(size=buffer.buffer_size, n_envs=buffer.n_envs, rounds=buffer.max_redraws,
                                k=buffer.num_goals, **columns, **settings)
 
+    def _generator(self, buffer: Storage) -> Any:
+        """The buffer's generator as the entry kernels take it (``compiled.box_generator``), boxed once."""
+        if self._boxed is None or self._boxed[0] is not buffer.rng:
+            self._boxed = (buffer.rng, compiled.call(self.warm, compiled.box_generator, buffer.rng))
+        return self._boxed[1]
+
     def _run_kernel(self, buffer: Storage, index: EpisodeIndex, kernel: Callable[..., Any], count: int, upper: int,
                     cfg: np.ndarray, *extra: Any) -> Relabeled | None:
         """Call a strategy's :func:`draw_rounds` kernel on the buffer's arrays, flat over rows and sub-envs."""
         flat_rows = buffer.buffer_size * buffer.n_envs
         own_goals = buffer.observations[buffer.goal_spec.goals_key].reshape(flat_rows, -1)
         flat, start, envs, t, length, goals, reach, other_end, self.admitted = compiled.call(
-            self.warm, kernel, buffer.rng, index.meta.reshape(flat_rows, -1),
+            self.warm, kernel, self._generator(buffer), index.meta.reshape(flat_rows, -1),
             buffer.next_observations[buffer.goal_spec.achieved_key].reshape(flat_rows, -1), own_goals, own_goals[:0],
             float(self.admitted), upper, count, cfg, *extra,
         )

@@ -53,5 +53,6 @@ class GoalStepsDraw(DrawStrategy):
         )
 
     def _compiled_goal_steps(self, buffer: Storage, rows: Candidates) -> np.ndarray:
-        return compiled.call(self.warm, compiled.draw_goal_steps, buffer.rng, rows.own_steps, rows.length, rows.t,
-                             compiled.draw_mode(buffer.relabeler), buffer.goal_selection == "future")
+        return compiled.call(self.warm, compiled.draw_goal_steps_boxed, self._generator(buffer), rows.own_steps,
+                             rows.length, rows.t, compiled.draw_mode(buffer.relabeler),
+                             buffer.goal_selection == "future")
