@@ -1,9 +1,10 @@
-"""Buffers pickled before the buffer was laid out by concept (sb3-hir 0.2 and earlier): their state made today's.
+"""Buffers pickled before the buffer was laid out by concept: their state made today's.
 
 SB3's ``save_replay_buffer`` pickles the buffer's ``__dict__``. It used to hold the episode index (``_meta``,
 ``_field``, ``_row_head``, ...) and the draw mode as flags (``batched_draws``, ``exact_index``, ...) on the buffer
 itself; :func:`upgrade` builds the draw strategy, the episode index and the serving from them, so a saved buffer
-loads and serves on as before (the same draws: its generator and episode index carry over).
+loads and serves on as before (the same draws: its generator and episode index carry over;
+``tests/test_legacy_pickles.py`` loads buffers pickled at cf051ef, the last commit with that layout).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def is_legacy(state: dict[str, Any]) -> bool:
 def upgrade(buffer: Storage, state: dict[str, Any], choose_draws: Callable[[BufferOptions], DrawStrategy]) -> None:
     """Give ``buffer`` (its ``__dict__`` updated from the legacy ``state``) today's components, chosen as its class
     chooses them (``choose_draws``), with the episode index and the draws' state carried over."""
-    goal_env = state.get("goal_env", False)  # GoalEnv mode's keys came with 0.2 (absent: instruction mode)
+    goal_env = state.get("goal_env", False)  # GoalEnv mode's keys came later (absent: instruction mode)
     options = BufferOptions(
         goal_env=goal_env, relabeler=state["relabeler"], has_success_test=state.get("has_success_test", True),
         num_goals=state["num_goals"], goal_shape=tuple(state["goal_shape"]), exact_values=state["exact_index"],
