@@ -13,9 +13,9 @@ Module map, from the top down (each module imports only modules below it):
   ``exact_index`` and ``window`` (k goals from the relabeler's ``draw_goal_steps``), ``stored`` (relabelers without
   one); ``base``: the rejection rounds they share.
 * ``episode_index``: the per-row layout, built when an episode ends; ``goal_env``: what GoalEnv mode derives from
-  HER's arguments and the env.
-* ``compiled``: how kernels compile and take named configurations; ``storage``: the buffer as its parts read it;
-  ``reward_checks``: the checks of the env's ``compute_reward`` at its first use.
+  HER's arguments and the env; ``compiled``: how kernels compile and take named configurations.
+* ``storage``: the buffer as its parts read it; ``rng_box``: the generator as kernels take it; ``reward_checks``: the
+  checks of the env's ``compute_reward`` at its first use.
 """
 
 from sb3_hir.buffers.her import HerReplayBuffer
