@@ -27,10 +27,10 @@ Measured:
 
 * ``sample(256)``: at each size the storage arrays are filled directly (adding 1M transitions one by one takes
   minutes); our buffer's per-row bookkeeping is written as ``add()`` writes it (episode id and step ``t`` per row)
-  and ``_end_episode`` (the method ``add()`` calls when an episode ends) builds each episode's index; a self-check
-  asserts that this gives the same storage, ``_meta`` and samples as ``add()`` on a small buffer. HER gets its
-  episode bookkeeping filled the way its ``add()`` fills it. Timed in interleaved rounds, median over rounds.
-  Next to the timings, from separate (untimed) calls: the share of served rows relabeled
+  and ``EpisodeIndex.end_episode`` (what ``add()`` calls when an episode ends) builds each episode's index; a
+  self-check asserts that this gives the same storage, episode index and samples as ``add()`` on a small buffer.
+  HER gets its episode bookkeeping filled the way its ``add()`` fills it. Timed in interleaved rounds, median over
+  rounds. Next to the timings, from separate (untimed) calls: the share of served rows relabeled
   (``served_relabeled_share``) and the share of served rows with reward > 0.
 * ``add()``: ``--add-steps`` transitions added one by one into fresh buffers of the same size (whole episodes, so
   our per-episode indexing is included), interleaved rounds, median.
@@ -214,26 +214,27 @@ def fill(buffer: DictReplayBuffer, obs: dict[str, np.ndarray], rewards: np.ndarr
 
 
 def fill_hir(buffer: HindsightInstructionReplayBuffer, data: dict[str, Any], n: int) -> float:
-    """``fill``, then the per-row bookkeeping as ``add()`` writes it and ``_end_episode`` per episode, as ``add()``
-    calls it. Returns the seconds per episode spent in ``_end_episode`` (the per-episode index)."""
+    """``fill``, then the per-row bookkeeping as ``add()`` writes it and ``end_episode`` per episode, as ``add()``
+    calls it. Returns the seconds per episode spent in ``end_episode`` (the per-episode index)."""
     length = data["length"]
     assert n % length == 0 and n <= buffer.buffer_size and buffer.n_envs == 1
     if buffer.num_goals == 1:
         fill(buffer, *single_view(data), data, n)
     else:
         fill(buffer, views(data)[0], data["rewards"], data, n)
-    field, rows = buffer._field, np.arange(n)
+    index = buffer._index
+    field, rows = index.field, np.arange(n)
     # add() writes, at the row it stores: the running episode's id, the step t in it, and len = 0 (running).
-    buffer._meta[:n, 0, field["id"]] = (rows // length) & buffer._id_mask
-    buffer._meta[:n, 0, field["t"]] = rows % length
-    buffer._meta[:n, 0, field["len"]] = 0
+    index.meta[:n, 0, field["id"]] = (rows // length) & index.id_mask
+    index.meta[:n, 0, field["t"]] = rows % length
+    index.meta[:n, 0, field["len"]] = 0
     start = time.perf_counter()
     for first in range(0, n, length):
-        # State after add() stored the episode's last transition: pos past it, _num_adds counted it.
-        buffer._num_adds = first + length
+        # State after add() stored the episode's last transition: pos past it, num_adds counted it.
+        index.num_adds = first + length
         buffer.pos = (first + length) % buffer.buffer_size
-        buffer._episode_start[0] = first
-        buffer._end_episode(0)
+        index.episode_start[0] = first
+        index.end_episode(buffer, 0)
     elapsed = time.perf_counter() - start
     buffer.pos = n % buffer.buffer_size
     buffer.full = n >= buffer.buffer_size
@@ -271,7 +272,7 @@ def add_items(transitions: tuple[dict[str, np.ndarray], dict[str, np.ndarray]], 
 
 
 def check_fast_fill(length: int, seed: int) -> None:
-    """The direct fill gives our buffer the same storage, ``_meta`` and samples as add() (small buffer)."""
+    """The direct fill gives our buffer the same storage, episode index and samples as add() (small buffer)."""
     n = 8 * length
     data = make_data(8, length, seed + 1)
     for n_steps, space in ((1, HIR_SPACE), (3, HIR_SPACE), (1, HIR1_SPACE)):
@@ -282,14 +283,15 @@ def check_fast_fill(length: int, seed: int) -> None:
         obs, rewards = single_view(data) if space is HIR1_SPACE else (views(data)[0], data["rewards"])
         for item in add_items(flat_transitions(obs, n), data, rewards, 0, n):
             slow.add(*item)
-        for name in ("actions", "rewards", "dones", "timeouts", "_meta"):
+        for name in ("actions", "rewards", "dones", "timeouts"):
             np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
+        np.testing.assert_array_equal(fast._index.meta, slow._index.meta, err_msg="episode index")
         for key in fast.observations:
             np.testing.assert_array_equal(fast.observations[key], slow.observations[key], err_msg=key)
             np.testing.assert_array_equal(fast.next_observations[key], slow.next_observations[key], err_msg=key)
-        assert (fast.pos, fast.full, fast._num_adds) == (slow.pos, slow.full, slow._num_adds)
-        np.testing.assert_array_equal(fast._episode_start, slow._episode_start)
-        np.testing.assert_array_equal(fast._row_head, slow._row_head)
+        assert (fast.pos, fast.full, fast._index.num_adds) == (slow.pos, slow.full, slow._index.num_adds)
+        np.testing.assert_array_equal(fast._index.episode_start, slow._index.episode_start)
+        np.testing.assert_array_equal(fast._index.row_head, slow._index.row_head)
         for _ in range(5):
             np.random.seed(seed)
             a = fast.sample(BATCH)
@@ -331,14 +333,21 @@ def make_buffers(n: int, her_env: DummyVecEnv, seed: int) -> dict[str, DictRepla
     }
 
 
-def array_bytes(buffer: Any) -> int:
-    """Sum of nbytes over every numpy array the buffer holds (dicts of arrays included)."""
+def array_bytes(buffer: Any, seen: set[int] | None = None) -> int:
+    """Sum of nbytes over every numpy array the buffer holds (dicts of arrays included, and the arrays of its
+    components: sb3_hir's episode index and draw strategy), each array once."""
+    seen = set() if seen is None else seen
     total = 0
     for value in vars(buffer).values():
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
         if isinstance(value, np.ndarray):
             total += value.nbytes
         elif isinstance(value, dict):
             total += sum(v.nbytes for v in value.values() if isinstance(v, np.ndarray))
+        elif type(value).__module__.startswith("sb3_hir.buffers.") and hasattr(value, "__dict__"):
+            total += array_bytes(value, seen)
     return total
 
 
@@ -408,8 +417,8 @@ def main() -> None:
     her_env = DummyVecEnv([GridGoalEnv])
     for length in args.episode_lengths:
         check_fast_fill(length, args.seed)
-    print("self-check: direct fill == add() (storage, _meta, samples; k=3 n_steps 1 and 3, k=1) and Dict gather == "
-          f"Dict samples, for episode lengths {args.episode_lengths}: OK")
+    print("self-check: direct fill == add() (storage, episode index, samples; k=3 n_steps 1 and 3, k=1) and Dict "
+          f"gather == Dict samples, for episode lengths {args.episode_lengths}: OK")
     print(f"sample({BATCH}) / add() / bytes per transition; k={K}, one sub-env; median of {args.rounds} "
           f"interleaved rounds of {args.calls} calls (add: {add_rounds} rounds); torch threads=1")
     print()
@@ -471,7 +480,7 @@ def main() -> None:
                     "-" if relabeled is None else f"{relabeled:.3f}", "-" if rewarded is None else f"{rewarded:.4f}",
                 ]
                 print("| " + " | ".join(cells) + " |")
-            notes.append(f"{n} x T={length}: {n // length} episodes; per-episode index built by _end_episode in "
+            notes.append(f"{n} x T={length}: {n // length} episodes; per-episode index built by end_episode in "
                          f"{index_s * 1e6:.0f} us")
             where = f"at {n}, T={length}"
             ratio = sample["HIR"] / sample["Dict gather"]

@@ -224,9 +224,9 @@ def test_accepts_instances_and_small_bookkeeping_dtype() -> None:
     relabeler = HindsightInstructionRelabeler(2, strategy="all", goal_spec=ExactGoalSpec())
     buffer = HindsightInstructionReplayBuffer(10, make_space(2), spaces.Discrete(2), relabeler=relabeler)
     assert buffer.relabeler is relabeler and buffer.batched_draws and buffer.exact_index
-    assert buffer._meta.dtype == np.int16  # episodes cannot outgrow 10 rows
+    assert buffer._index.meta.dtype == np.int16  # episodes cannot outgrow 10 rows
     big = HindsightInstructionReplayBuffer(40_000, make_space(2), spaces.Discrete(2), relabeler=relabeler)
-    assert big._meta.dtype == np.int32
+    assert big._index.meta.dtype == np.int32
     for name, value in (("goal_selection", "final"), ("n_steps", 0), ("gamma", 1.5), ("max_redraws", -1)):
         with pytest.raises(ValueError, match=name):
             HindsightInstructionReplayBuffer(10, make_space(2), spaces.Discrete(2), **{name: value})
@@ -494,7 +494,7 @@ def test_a_new_learn_call_closes_the_spliced_episode() -> None:
     for t in range(len(second.episode)):
         stream.add([second], [t])
     assert buffer.dones[1, 0] == 1.0 and buffer.timeouts[1, 0] == 1.0  # closed as truncated
-    assert buffer._meta[0, 0, buffer._field["len"]] == 2
+    assert buffer._index.meta[0, 0, buffer._index.field["len"]] == 2
     seen = set()
     for _ in range(30):
         sample = buffer.sample(32)
@@ -518,11 +518,11 @@ def test_splice_with_sb3_learn_reset() -> None:
     cut = model.replay_buffer.pos - 1
     model.learn(130)  # resets the env mid-episode
     buffer = model.replay_buffer
-    field = buffer._field
+    field = buffer._index.field
     for env_idx in range(2):
-        rows = np.flatnonzero(buffer._meta[: buffer.pos, env_idx, field["len"]] > 0)
+        rows = np.flatnonzero(buffer._index.meta[: buffer.pos, env_idx, field["len"]] > 0)
         for row in rows:
-            t = buffer._meta[row, env_idx, field["t"]]
+            t = buffer._index.meta[row, env_idx, field["t"]]
             if t > 0:  # consecutive rows of one episode continue each other
                 for key in buffer.observations:
                     np.testing.assert_array_equal(buffer.observations[key][row, env_idx],
@@ -575,10 +575,11 @@ def test_pickle_round_trip_continues_identically() -> None:
         np.random.seed(0)
         sample = buf.sample(64)
         served.append((sample.observations["goals"].numpy(), sample.rewards.numpy(), buf.last_sample_info.t))
-    np.testing.assert_array_equal(clone._meta, buffer._meta)
+    np.testing.assert_array_equal(clone._index.meta, buffer._index.meta)
     for x, y in zip(*served, strict=True):
         np.testing.assert_array_equal(x, y)
-    assert (clone._meta[:12, 0, clone._field["len"]] > 0).all()  # the episode running at pickling time included
+    # The episode running at pickling time included.
+    assert (clone._index.meta[:12, 0, clone._index.field["len"]] > 0).all()
 
 
 # -- extractor -------------------------------------------------------------------------------------------
@@ -615,7 +616,7 @@ def maze_venv(continuous: bool = False, n_envs: int = 2, seed: int = 0):
 def assert_learned(model, min_updates: int = 1) -> None:
     buffer = model.replay_buffer
     assert isinstance(buffer, HindsightInstructionReplayBuffer)
-    assert (buffer._meta[: buffer.size(), :, buffer._field["len"]] > 0).any(axis=0).all()  # every sub-env
+    assert (buffer._index.meta[: buffer.size(), :, buffer._index.field["len"]] > 0).any(axis=0).all()  # every sub-env
     assert buffer.served_relabeled_share > 0.5
     values = model.logger.name_to_value
     assert values["train/n_updates"] >= min_updates
@@ -637,13 +638,13 @@ def test_dqn_end_to_end_and_save_load_resume(tmp_path) -> None:
     loaded = fresh.replay_buffer
     assert isinstance(loaded, HindsightInstructionReplayBuffer)
     assert loaded.pos == buffer.pos and loaded.full == buffer.full
-    np.testing.assert_array_equal(loaded._meta, buffer._meta)
+    np.testing.assert_array_equal(loaded._index.meta, buffer._index.meta)
     for key in buffer.observations:
         np.testing.assert_array_equal(loaded.observations[key], buffer.observations[key])
-    finished_before = int((loaded._meta[..., loaded._field["len"]] > 0).sum())
+    finished_before = int((loaded._index.meta[..., loaded._index.field["len"]] > 0).sum())
     fresh.learn(600, reset_num_timesteps=False)
     assert fresh.logger.name_to_value["train/n_updates"] > 0
-    assert int((loaded._meta[..., loaded._field["len"]] > 0).sum()) > finished_before
+    assert int((loaded._index.meta[..., loaded._index.field["len"]] > 0).sum()) > finished_before
     assert fresh.replay_buffer is loaded
 
 

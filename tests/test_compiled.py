@@ -1,4 +1,5 @@
-"""The compiled sampling kernels as a user meets them: Ctrl-C during their first compile, and the numpy switch."""
+"""The compiled sampling kernels as a user meets them: Ctrl-C during their first compile, the numpy switch, and a
+relabeler's own draw served alike by both backends."""
 
 from __future__ import annotations
 
@@ -7,10 +8,14 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
+from served_rows import filled_buffer, served
 
 from sb3_hir.buffers import compiled
+from sb3_hir.relabel import HindsightInstructionRelabeler
 
 TESTS = Path(__file__).resolve().parent
 
@@ -53,7 +58,7 @@ def test_sb3_hir_jit_0_selects_the_numpy_code() -> None:
         from served_rows import filled_buffer
         buffer = filled_buffer("maze_k1_some_future")
         buffer.sample(32)
-        print(buffer.jit, sorted(buffer._warm_kernels))
+        print(buffer.jit, sorted(buffer._draws.warm))
         """,
         SB3_HIR_JIT="0",
     )
@@ -94,3 +99,26 @@ def test_only_the_first_call_of_a_kernel_is_deferred(monkeypatch) -> None:
 
     assert [compiled.call(warm, kernel, 1), compiled.call(warm, kernel, 2)] == [2, 3]
     assert entered == ["deferred"] and warm == {"kernel"}
+
+
+class _OwnDraw(HindsightInstructionRelabeler):
+    """The built-in draw under another class: the buffer then calls it as a plugin's own ``draw_goal_steps``."""
+
+    def draw_goal_steps(self, *args: Any, **kwargs: Any) -> Any:
+        return super().draw_goal_steps(*args, **kwargs)
+
+
+@needs_numba
+@pytest.mark.parametrize("goal_spec", ["exact", "tolerance"])
+def test_a_relabelers_own_draw_is_served_alike_by_both_backends(goal_spec: str) -> None:
+    """Beyond the golden cases: a relabeler with its own ``draw_goal_steps`` (exact index: reach steps compiled inside
+    the numpy rounds; window: the numpy draw throughout)."""
+    batches = []
+    for jit in (True, False):
+        relabeler = _OwnDraw(3, strategy="all", goal_spec=goal_spec)
+        buffer = filled_buffer("maze_k3_some_future", relabeler=relabeler)
+        assert type(buffer._draws).__name__ == ("ExactIndexDraw" if goal_spec == "exact" else "WindowDraw")
+        buffer.jit = jit
+        batches.append(served(buffer))
+    for key, value in batches[1].items():
+        np.testing.assert_array_equal(batches[0][key], value, err_msg=key)

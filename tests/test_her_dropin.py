@@ -445,7 +445,7 @@ def test_save_load_model_and_buffer_resumed_mid_episode(tmp_path, truncate: bool
     model = DQN("MultiInputPolicy", venv, replay_buffer_class=Buffer, **small())
     model.learn(203)  # stops mid-episode in both sub-envs
     buffer = model.replay_buffer
-    running = buffer._episode_start != buffer._num_adds
+    running = buffer._index.episode_start != buffer._index.num_adds
     assert running.any()
     model.save(tmp_path / "model.zip")
     model.save_replay_buffer(tmp_path / "buffer.pkl")
@@ -461,7 +461,7 @@ def test_save_load_model_and_buffer_resumed_mid_episode(tmp_path, truncate: bool
     assert restored.pos == buffer.pos
     for key in buffer.observations:
         np.testing.assert_array_equal(restored.observations[key], buffer.observations[key])
-    still_running = restored._episode_start != restored._num_adds
+    still_running = restored._index.episode_start != restored._index.num_adds
     assert still_running.any() != truncate
     loaded.learn(200, reset_num_timesteps=False)
     samples = restored.sample(128)
@@ -474,14 +474,14 @@ def test_learn_continued_mid_episode_keeps_the_episode_whole() -> None:
                 replay_buffer_kwargs=dict(terminate_on_success=False), **small())
     model.learn(40)
     buffer = model.replay_buffer
-    while buffer._num_adds == int(buffer._episode_start[0]):  # step on until an episode is running
+    while buffer._index.num_adds == int(buffer._index.episode_start[0]):  # step on until an episode is running
         model.learn(1, reset_num_timesteps=False)
-    start, t = int(buffer._episode_start[0]), buffer._num_adds - int(buffer._episode_start[0])
+    start, t = int(buffer._index.episode_start[0]), buffer._index.num_adds - int(buffer._index.episode_start[0])
     assert 0 < t < 8
     model.learn(40, reset_num_timesteps=False)  # the same episode goes on: no reset in between
-    field = buffer._field
+    field = buffer._index.field
     row = start % buffer.buffer_size
-    length = int(buffer._meta[row, 0, field["len"]])
+    length = int(buffer._index.meta[row, 0, field["len"]])
     assert length == len(episode_rows(buffer, row, 0)) and length > t
 
 

@@ -77,9 +77,9 @@ def run(
             buffer.add(obs, next_obs, actions, rewards, dones, infos)
         obs = new_obs
         assert_same(her, ours, f"after add {step}")
-        length = ours._meta[:, :, ours._field["len"]]
+        length = ours._index.meta[:, :, ours._index.field["len"]]
         seen.forgotten |= bool(((length > 0) & (length < rows) & (her.ep_length == 0)).any())
-        seen.full_length |= bool((dones & (ours._meta[(her.pos - 1) % rows, :, ours._field["len"]] == rows)).any())
+        seen.full_length |= bool((dones & (length[(her.pos - 1) % rows] == rows)).any())
         if step in truncate_after:
             running = np.flatnonzero(her._current_ep_start != her.pos)
             with warnings.catch_warnings(record=True) as caught:
@@ -137,7 +137,7 @@ def test_a_running_episode_longer_than_the_int16_step_counter() -> None:
         for buffer in (her, ours):
             buffer.add(obs, new_obs, actions, rewards, dones, infos)
         obs = new_obs
-    assert ours._meta[(ours.pos - 1) % 7, 0, ours._field["t"]] < 0  # the counter has wrapped
+    assert ours._index.meta[(ours.pos - 1) % 7, 0, ours._index.field["t"]] < 0  # the counter has wrapped
     for name in VIEWS:
         np.testing.assert_array_equal(getattr(ours, name), getattr(her, name), err_msg=name)
 

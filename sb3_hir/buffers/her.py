@@ -57,32 +57,34 @@ class HerReplayBuffer(HindsightInstructionReplayBuffer, SB3HerReplayBuffer):
     * ``reset()`` starts the views afresh, where HER keeps its arrays.
     """
 
+    _her_drop_in = True
     _current_ep_start = _read_only("_current_ep_start")
     ep_start = _read_only("ep_start")
     ep_length = _read_only("ep_length")
 
     def _her_view(self, name: str) -> np.ndarray:
-        """HER's array ``name`` from ``_meta`` (each row's episode id, step ``t``, length), ``_episode_start``,
-        ``_num_adds``, ``pos`` and ``full``."""
-        size, field = self.buffer_size, self._field
-        current = self._episode_start % size
+        """HER's array ``name`` from the episode index (each row's episode id, step ``t``, length; each episode's
+        start), ``pos`` and ``full``."""
+        size, index = self.buffer_size, self._index
+        field, meta = index.field, index.meta
+        current = index.episode_start % size
         if name == "_current_ep_start":
             current.flags.writeable = False
             return current
         rows = np.arange(size)[:, None]
         written = rows < (size if self.full else self.pos)
-        start = (rows - self._meta[:, :, field["t"]]) % size
-        # Rows of a running episode take its start from _num_adds: their step t wraps past 32767 steps in int16.
-        written_at = self._num_adds - 1 - (self.pos - 1 - rows) % size
-        start = np.where(written_at >= self._episode_start, current, start)
+        start = (rows - meta[:, :, field["t"]]) % size
+        # Rows of a running episode take its start from num_adds: their step t wraps past 32767 steps in int16.
+        written_at = index.num_adds - 1 - (self.pos - 1 - rows) % size
+        start = np.where(written_at >= index.episode_start, current, start)
         start = np.where(written, start, 0).astype(np.int64)
         if name == "ep_start":
             start.flags.writeable = False
             return start
-        ids = self._meta[:, :, field["id"]]
+        ids = meta[:, :, field["id"]]
         # HER forgets an episode's length when it overwrites the episode's first row, as the id there then tells.
         intact = np.take_along_axis(ids, start, axis=0) == ids
-        length = self._meta[:, :, field["len"]].astype(np.int64)
+        length = meta[:, :, field["len"]].astype(np.int64)
         length = np.where(intact & (length < size), length, 0)
         length.flags.writeable = False
         return length

@@ -1,0 +1,252 @@
+"""``k``-goal instructions with exact goal specs on integer goals: reach steps from an index of the achieved values.
+
+When the episode ends, its achieved values get ids and the steps are sorted by value (``order``, steps ascending within
+a value), with each step's position in that order (``rank``), the start of its value's group (``glo``) and the
+previous occurrence of its value (``prev``); the own goals' value ranges go in the episode's first rows (``olo``,
+``ohi``). Reach steps then cost O(k) per sample: a drawn goal taken from step ``u`` is first reached at ``u`` unless its
+value occurred since the previous goal's reach, which one lookup of ``prev`` tells; only then a binary search over that
+value's occurrences runs (:func:`first_after`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sb3_hir.buffers import compiled
+from sb3_hir.buffers.compiled import draw_goal_steps
+from sb3_hir.buffers.draws.base import Candidates, Relabeled, draw_rounds
+from sb3_hir.buffers.draws.goal_steps import GoalStepsDraw
+from sb3_hir.buffers.episode_index import EndedEpisode, EpisodeIndex
+from sb3_hir.buffers.storage import Storage, value_ids
+
+__all__ = ["ExactIndexDraw", "draw_exact", "first_after", "reach_indexed"]
+
+#: this module, through which its kernels pass ``_exact_round`` (see ``compiled.kernels_of``).
+_here = compiled.kernels_of(__name__)
+
+
+class ExactIndexDraw(GoalStepsDraw):
+    """Reach steps from the exact-value index (module docstring). With the built-in relabeler, the compiled draw is
+    one kernel call (rows, goal steps, reach steps, admissibility); with another, its ``draw_goal_steps`` runs in
+    Python and the reach steps compiled."""
+
+    fields = ("prev", "rank", "glo", "order", "olo", "ohi")
+    exact_values = True
+
+    def __init__(self, builtin: bool) -> None:
+        self.cfg: np.ndarray | None = None
+        super().__init__(builtin)
+
+    def use_compiled(self, on: bool) -> None:
+        super().use_compiled(on)
+        self._reach_steps = self._reach_compiled if on else self._reach_indexed  # type: ignore[method-assign]
+        if on and self.builtin:
+            self.draw = self._draw_compiled
+
+    def index_episode(self, buffer: Storage, episode: EndedEpisode, meta: np.ndarray, field: dict[str, int]) -> None:
+        length = episode.length
+        ids, own_ids = value_ids(episode.achieved, episode.own_goals, len(buffer.goal_shape))
+        order = np.argsort(ids, kind="stable")  # positions -> step offset, grouped by value, steps ascending
+        sorted_ids = ids[order]
+        rank = np.empty(length, dtype=np.int64)
+        rank[order] = np.arange(length)
+        starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
+        group_lo_sorted = starts[np.searchsorted(starts, np.arange(length), side="right") - 1]
+        group_lo = group_lo_sorted[rank]
+        prev = np.where(rank > group_lo, order[np.maximum(rank - 1, 0)] + 1, 0)
+        meta[:, field["prev"]] = prev
+        meta[:, field["rank"]] = rank
+        meta[:, field["glo"]] = group_lo
+        meta[:, field["order"]] = order + 1  # steps are 1-based
+        slots = min(buffer.num_goals, length)
+        meta[:slots, field["olo"]] = np.searchsorted(sorted_ids, own_ids, side="left")[:slots]
+        meta[:slots, field["ohi"]] = np.searchsorted(sorted_ids, own_ids, side="right")[:slots]
+
+    def _reach_indexed(self, buffer: Storage, index: EpisodeIndex, rows: Candidates, steps: np.ndarray,
+                       step_rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        """Reach steps of goals drawn as achieved steps, from the exact-value index: O(k) per sample, plus
+        O(log T) for a goal whose value recurs between the previous goal's reach and its own step."""
+        size, n_envs, field = buffer.buffer_size, buffer.n_envs, index.field
+        start, envs, length, slot_meta = rows.start, rows.env, rows.length, rows.slot_meta
+        meta_flat = index.meta.reshape(size * n_envs, -1)
+        batch, k = steps.shape
+        at_step = meta_flat.take(step_rows * n_envs + envs[:, None], axis=0)  # (B, k, F)
+        reach = np.full((batch, k), -1, dtype=np.int64)
+        previous = np.zeros(batch, dtype=np.int64)
+        for j in range(k):
+            alive = previous >= 0
+            from_step = steps[:, j] > 0
+            # A goal taken from step u: reached at u unless its value occurred after the previous reach.
+            prev_occ = at_step[:, j, field["prev"]].astype(np.int64)
+            reach_j = np.where(from_step & (prev_occ <= previous), steps[:, j], -1)
+            lo = np.where(from_step, at_step[:, j, field["glo"]], slot_meta[:, j, field["olo"]]).astype(np.int64)
+            hi = np.where(from_step, at_step[:, j, field["rank"]], slot_meta[:, j, field["ohi"]]).astype(np.int64)
+            own_slot = ~from_step & (j < length)
+            search = np.flatnonzero(alive & ((from_step & (prev_occ > previous)) | own_slot))
+            if len(search):
+                reach_j[search] = first_after(
+                    meta_flat[:, field["order"]], start[search], envs[search], lo[search], hi[search],
+                    previous[search], size, n_envs,
+                )
+            reach_j = np.where(alive, reach_j, -1)
+            reach[:, j] = reach_j
+            previous = reach_j
+        return reach
+
+    def _reach_compiled(self, buffer: Storage, index: EpisodeIndex, rows: Candidates, steps: np.ndarray,
+                        step_rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        meta_flat = index.meta.reshape(buffer.buffer_size * buffer.n_envs, -1)
+        return compiled.call(self.warm, reach_indexed, meta_flat, steps, rows.start, rows.env, rows.length,
+                             self._cfg(buffer, index))
+
+    def _draw_compiled(self, buffer: Storage, index: EpisodeIndex, count: int, upper: int) -> Relabeled | None:
+        return self._run_kernel(buffer, index, draw_exact, count, upper, self._cfg(buffer, index))
+
+    def _cfg(self, buffer: Storage, index: EpisodeIndex) -> np.ndarray:
+        if self.cfg is None:
+            self.cfg = self._config(buffer, index, draw_mode=compiled.draw_mode(buffer.relabeler),
+                                    future=buffer.goal_selection == "future")
+        return self.cfg
+
+
+def first_after(
+    order: np.ndarray,
+    start: np.ndarray,
+    envs: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    after: np.ndarray,
+    size: int,
+    n_envs: int,
+) -> np.ndarray:
+    """First step > ``after`` among positions ``[lo, hi]`` of each episode's value-sorted order, or -1.
+
+    Positions ``lo..hi-1`` hold the steps of one value in ascending order; for a goal drawn from step u,
+    ``hi`` is u's own position (u itself is past ``after``), for an own goal it is the group's end.
+    """
+    end = hi
+    iterations = int((hi - lo).max()).bit_length() if len(lo) else 0
+    for _ in range(iterations):  # a fixed count (the largest group's bit length): no per-round any()
+        active = lo < hi
+        mid = (lo + hi) >> 1
+        at = start + mid
+        at[at >= size] -= size
+        value = order[at * n_envs + envs if n_envs > 1 else at]
+        right = active & (value <= after)
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(right, hi, mid)
+    found = lo < end
+    value = order[((start + np.where(found, lo, 0)) % size) * n_envs + envs].astype(np.int64)
+    return np.where(found, value, -1)
+
+
+@compiled.kernel
+def reach_indexed(meta, steps, start, envs, length, cfg):  # type: ignore[no-untyped-def]
+    """``ExactIndexDraw._reach_indexed``: reach steps of ``k`` drawn goals (``cfg``: sizes and index columns).
+
+    ``steps`` (B, k) are the drawn goal steps (-1: the episode's own goal j). A goal from step u is first reached at
+    u unless its value occurred after the previous goal's reach; only then, and for own goals, a binary search over
+    the value's occurrences runs. Goal by goal, each pass makes one level of loads over the whole batch (lookups,
+    then each bisection step for every searching sample), so the scattered loads overlap in the memory system.
+    """
+    c = cfg[0]
+    size, n_envs, f_prev, f_rank, f_glo, f_order, f_olo, f_ohi = (
+        c.size, c.n_envs, c.f_prev, c.f_rank, c.f_glo, c.f_order, c.f_olo, c.f_ohi
+    )
+    batch, k = steps.shape
+    reach = np.full((batch, k), -1, np.int64)
+    previous = np.zeros(batch, np.int64)  # -1 once a goal is never reached: the later ones are not either
+    lo = np.empty(batch, np.int64)
+    hi = np.empty(batch, np.int64)
+    end = np.empty(batch, np.int64)
+    search = np.empty(batch, np.int64)
+    work = np.empty(batch, np.int64)
+    for j in range(k):
+        count = 0
+        for b in range(batch):
+            if previous[b] < 0:
+                continue
+            step = steps[b, j]
+            if step > 0:
+                at = start[b] + step - 1
+                if at >= size:
+                    at -= size
+                at = at * n_envs + envs[b]
+                if np.int64(meta[at, f_prev]) <= previous[b]:
+                    reach[b, j] = step
+                    continue
+                lo[b], hi[b] = meta[at, f_glo], meta[at, f_rank]
+            elif j < length[b]:
+                slot = start[b] + j
+                if slot >= size:
+                    slot -= size
+                slot = slot * n_envs + envs[b]
+                lo[b], hi[b] = meta[slot, f_olo], meta[slot, f_ohi]
+            else:
+                continue
+            end[b] = hi[b]
+            search[count] = b
+            count += 1
+        work[:count] = search[:count]
+        active = count
+        while active:  # one bisection step for every sample still searching, then drop the finished ones
+            still = 0
+            for c in range(active):
+                b = work[c]
+                if lo[b] >= hi[b]:
+                    continue
+                mid = (lo[b] + hi[b]) >> 1
+                row = start[b] + mid
+                if row >= size:
+                    row -= size
+                if np.int64(meta[row * n_envs + envs[b], f_order]) <= previous[b]:
+                    lo[b] = mid + 1
+                else:
+                    hi[b] = mid
+                work[still] = b
+                still += 1
+            active = still
+        for c in range(count):
+            b = search[c]
+            if lo[b] < end[b]:
+                row = start[b] + lo[b]
+                if row >= size:
+                    row -= size
+                reach[b, j] = meta[row * n_envs + envs[b], f_order]
+        for b in range(batch):
+            if previous[b] >= 0:
+                previous[b] = reach[b, j]
+    return reach
+
+
+
+@compiled.kernel
+def _exact_round(rng, meta, envs, flat, t, length, keep, start, batch, cfg, params):  # type: ignore[no-untyped-def]
+    """The built-in relabeler's goal steps (``draw_goal_steps``) and their reach steps (``reach_indexed``) for one
+    round of :func:`~sb3_hir.buffers.draws.base.draw_rounds`."""
+    c = cfg[0]
+    k = c.k
+    b_env = np.empty(batch, np.int64)
+    b_t = np.empty(batch, np.int64)
+    b_len = np.empty(batch, np.int64)
+    own = np.full((batch, k), -1, np.int64)
+    other_end = np.empty(batch, np.bool_)
+    for b in range(batch):
+        i = keep[b]
+        b_env[b], b_t[b], b_len[b] = envs[i], t[i], length[i]
+        for j in range(min(k, length[i])):
+            at = start[b] + j
+            if at >= c.size:
+                at -= c.size
+            own[b, j] = meta[at * c.n_envs + envs[i], c.f_own]
+        other_end[b] = meta[flat[i], c.f_end] > 0
+    steps = draw_goal_steps(rng, own, b_len, b_t, c.draw_mode, c.future != 0)
+    reach = reach_indexed(meta, steps, start[:batch], b_env, b_len, cfg)
+    return steps, reach, np.ones(batch, np.bool_), other_end
+
+
+@compiled.kernel
+def draw_exact(box, meta, achieved, own_goals, goals_like, admitted, upper, missing, cfg):  # type: ignore[no-untyped-def]
+    """:class:`ExactIndexDraw`'s draw in one call (``cfg``: ``draw_mode``, ``future`` and the index columns)."""
+    return draw_rounds(box.rng, meta, achieved, own_goals, goals_like, admitted, upper, missing, cfg,
+                       _here._exact_round, ())

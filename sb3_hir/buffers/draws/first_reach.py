@@ -1,0 +1,172 @@
+"""One-goal instructions of the built-in relabeler (``k = 1``, any goal spec): a draw from the first-reach index.
+
+One-goal instructions need no rejection. When the episode ends, each step's value gets the step it is first reached at
+(``first``), and the steps sorted by it, latest first (``forder``). The steps whose value is first reached after ``t``
+are then a prefix of that order, of a length stored per row (``fcount``), so a sample draws its goal uniformly from
+them in O(1): HER's ``future`` rule, conditioned on the relabeled episode containing the transition (an instruction
+env ends the episode at the reached goal). ``"episode"`` conditioned on that is the same draw; ``"final"`` is
+admissible when the last value is first reached after ``t``. Transitions admitting no hindsight goal are redrawn, so
+the transition is uniform over those that admit one. The first-reach steps cost O(T log T) per episode for exact
+integer goals and O(T^2) (pairwise comparisons, in blocks) for other goal specs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sb3_hir.buffers import compiled
+from sb3_hir.buffers.draws.base import Candidates, DrawStrategy, Relabeled, draw_rounds
+from sb3_hir.buffers.episode_index import EndedEpisode, EpisodeIndex
+from sb3_hir.buffers.storage import Storage, achieved_at, value_ids
+from sb3_hir.goals import GoalSpec
+
+__all__ = ["FirstReachDraw", "draw_first_reach", "first_reach", "takes_drawn_goal"]
+
+#: this module, through which its kernels pass ``_first_reach_round`` (see ``compiled.kernels_of``).
+_here = compiled.kernels_of(__name__)
+
+
+class FirstReachDraw(DrawStrategy):
+    """A hindsight goal first reached after the transition, from the episode's first-reach index (module docstring).
+
+    :param exact_values: goals are integers compared by exact equality: first reaches are found by value, in
+        O(T log T), instead of by pairwise comparison.
+    """
+
+    #: ``ffirst`` is ``first[forder]``: the drawn step's first reach, read from the row that draws it.
+    fields = ("first", "forder", "fcount", "ffirst")
+
+    def __init__(self, exact_values: bool) -> None:
+        self.exact_values = exact_values
+        self.cfg: np.ndarray | None = None
+        super().__init__()
+
+    def use_compiled(self, on: bool) -> None:
+        super().use_compiled(on)
+        if on:
+            self.draw = self._draw_compiled
+
+    def index_episode(self, buffer: Storage, episode: EndedEpisode, meta: np.ndarray, field: dict[str, int]) -> None:
+        length = episode.length
+        first = first_reach(episode.achieved, episode.own_goals, buffer.goal_spec, len(buffer.goal_shape),
+                            self.exact_values)
+        # Sorted by first reach, latest first: the values not yet reached after transition t are the first
+        # fcount[t] steps of this order.
+        key = np.where(first > 0, first, length + 1)
+        meta[:, field["first"]] = first
+        forder = np.argsort(-key, kind="stable")
+        meta[:, field["forder"]] = forder + 1
+        meta[:, field["ffirst"]] = first[forder]  # the drawn step's first reach, in the row that draws it
+        meta[:, field["fcount"]] = np.bincount(key, minlength=length + 2)[::-1].cumsum()[::-1][1 : length + 1]
+
+    def _instructions(self, buffer: Storage, index: EpisodeIndex, rows: Candidates
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The relabeled episode must contain ``t``: its goal not reached at or before ``t``. With no such goal, or
+        where the relabeler keeps the recorded instruction (``"some"``, ``"none"``), the recorded goal is kept."""
+        size, n_envs, field, rng = buffer.buffer_size, buffer.n_envs, index.field, buffer.rng
+        meta_flat = index.meta.reshape(size * n_envs, -1)
+        t, start, envs, length = rows.t, rows.start, rows.env, rows.length
+        own_step, own_goals = rows.own_steps[:, 0], rows.own_goals
+        batch = len(t)
+        draw = takes_drawn_goal(rng, own_step, buffer.relabeler.strategy)  # type: ignore[attr-defined]
+        if buffer.goal_selection == "final":
+            steps = length.copy()
+        else:
+            count = rows.meta[:, field["fcount"]].astype(np.int64)
+            pick = (rng.random(batch) * np.maximum(count, 1)).astype(np.int64)
+            steps = meta_flat[((start + pick) % size) * n_envs + envs, field["forder"]].astype(np.int64)
+        step_flat = ((start + steps - 1) % size) * n_envs + envs
+        first = meta_flat[step_flat, field["first"]].astype(np.int64)
+        keep = ~draw | (first > t)
+        reach_drawn = np.where(first > 0, first, -1)
+        achieved = achieved_at(buffer, step_flat // n_envs, step_flat % n_envs)[:, None]
+        goals = np.where(draw.reshape(-1, *(1,) * (own_goals.ndim - 1)), achieved, own_goals)
+        reach = np.where(draw, reach_drawn, own_step)[:, None]
+        return goals.astype(own_goals.dtype, copy=False), reach, keep
+
+    def _draw_compiled(self, buffer: Storage, index: EpisodeIndex, count: int, upper: int) -> Relabeled | None:
+        if self.cfg is None:
+            self.cfg = self._config(
+                buffer, index, draw_mode=compiled.draw_mode(buffer.relabeler),
+                selection=compiled.SELECTIONS[buffer.goal_selection],
+            )
+        return self._run_kernel(buffer, index, draw_first_reach, count, upper, self.cfg)
+
+
+def takes_drawn_goal(rng: np.random.Generator, own_step: np.ndarray, strategy: str) -> np.ndarray:
+    """Which transitions take a drawn goal: ``"all"`` those whose own goal is not reached, ``"some"`` half of them
+    (h uniform in 0..1 free slots), ``"none"`` none."""
+    draw = own_step <= 0
+    if strategy == "none":
+        draw[:] = False
+    elif strategy == "some":
+        draw &= rng.random(len(own_step)) < 0.5
+    return draw
+
+
+def first_reach(achieved: np.ndarray, own_goals: np.ndarray, spec: GoalSpec, goal_ndim: int, exact_values: bool
+                ) -> np.ndarray:
+    """Step (1..T) at which the value achieved at each step 1..T is first reached, 0 if never.
+
+    O(T log T) for exact integer values; other goal specs compare every pair of steps, O(T^2) once per
+    episode (in column blocks, so memory stays O(T))."""
+    length = len(achieved)
+    if exact_values:
+        ids, _ = value_ids(achieved, own_goals, goal_ndim)
+        _, first_index, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        return first_index[inverse.reshape(-1)] + 1
+    first = np.zeros(length, dtype=np.int64)
+    block = max(1, 2**16 // max(length, 1))
+    for lo in range(0, length, block):
+        hits = np.asarray(spec.reached(achieved[:, None], achieved[None, lo : lo + block]), dtype=bool)
+        first[lo : lo + block] = np.where(hits.any(axis=0), hits.argmax(axis=0) + 1, 0)
+    return first
+
+
+@compiled.kernel
+def _first_reach_round(rng, meta, envs, flat, t, length, keep, start, batch, cfg, params):  # type: ignore[no-untyped-def]
+    """``FirstReachDraw._instructions`` for one round of :func:`~sb3_hir.buffers.draws.base.draw_rounds`."""
+    c = cfg[0]
+    own_step = np.empty(batch, np.int64)
+    for b in range(batch):
+        own_step[b] = meta[start[b] * c.n_envs + envs[keep[b]], c.f_own]
+    draw = np.empty(batch, np.bool_)
+    for b in range(batch):
+        draw[b] = c.draw_mode != 0 and own_step[b] <= 0
+    if c.draw_mode == 1:  # "some": half the transitions with a free slot draw a goal
+        for b in range(batch):
+            draw[b] = (rng.random() < 0.5) and draw[b]
+    steps = np.full((batch, 1), -1, np.int64)
+    reach = np.empty((batch, 1), np.int64)
+    ok = np.empty(batch, np.bool_)
+    other_end = np.empty(batch, np.bool_)
+    for b in range(batch):
+        i = keep[b]
+        if c.selection == 2:  # "final"
+            step = length[i]
+            at = start[b] + length[i] - 1
+            if at >= c.size:
+                at -= c.size
+            first = meta[at * c.n_envs + envs[i], c.f_first]
+        else:
+            pick = np.int64(rng.random() * max(np.int64(meta[flat[i], c.f_fcount]), 1))
+            at = start[b] + pick
+            if at >= c.size:
+                at -= c.size
+            step = meta[at * c.n_envs + envs[i], c.f_forder]
+            first = meta[at * c.n_envs + envs[i], c.f_ffirst]  # same row: no second lookup
+        ok[b] = (not draw[b]) or first > t[i]
+        if draw[b]:
+            steps[b, 0] = step
+            reach[b, 0] = first if first > 0 else -1
+        else:
+            reach[b, 0] = own_step[b]
+        other_end[b] = meta[flat[i], c.f_end] > 0
+    return steps, reach, ok, other_end
+
+
+@compiled.kernel
+def draw_first_reach(box, meta, achieved, own_goals, goals_like, admitted, upper, missing, cfg):  # type: ignore[no-untyped-def]
+    """:class:`FirstReachDraw`'s draw in one call (``cfg``: ``draw_mode``, ``selection`` and the index columns)."""
+    return draw_rounds(box.rng, meta, achieved, own_goals, goals_like, admitted, upper, missing, cfg,
+                       _here._first_reach_round, ())

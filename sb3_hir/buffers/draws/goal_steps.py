@@ -1,0 +1,58 @@
+"""Relabelers with a batched ``draw_goal_steps``: goal steps per sample, then the goals' reach steps.
+
+The relabeler draws, per sampled transition, the steps whose achieved values become the instruction's goals (-1: the
+episode's own goal j, :meth:`~sb3_hir.relabel.HindsightInstructionRelabeler.draw_goal_steps`); the strategy finds where
+each goal is reached in order, from the exact-value index (:mod:`.exact_index`) or by comparing the episode window
+(:mod:`.window`). The built-in relabeler's draw runs compiled (``compiled.draw_goal_steps``, the same draws).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sb3_hir.buffers import compiled
+from sb3_hir.buffers.draws.base import Candidates, DrawStrategy
+from sb3_hir.buffers.episode_index import EpisodeIndex
+from sb3_hir.buffers.storage import Storage, achieved_at
+
+__all__ = ["GoalStepsDraw"]
+
+
+class GoalStepsDraw(DrawStrategy):
+    """Goal steps from the relabeler, reach steps from :meth:`_reach_steps` (module docstring).
+
+    :param builtin: the relabeler's ``draw_goal_steps`` is :class:`~sb3_hir.relabel.HindsightInstructionRelabeler`'s,
+        which the compiled kernels reproduce.
+    """
+
+    def __init__(self, builtin: bool) -> None:
+        self.builtin = builtin
+        super().__init__()
+
+    def use_compiled(self, on: bool) -> None:
+        super().use_compiled(on)
+        self._goal_steps = self._compiled_goal_steps if on and self.builtin else self._relabeler_goal_steps
+
+    def _instructions(self, buffer: Storage, index: EpisodeIndex, rows: Candidates
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        steps = self._goal_steps(buffer, rows)
+        step_rows = (rows.start[:, None] + np.maximum(steps, 1) - 1) % buffer.buffer_size
+        achieved = achieved_at(buffer, step_rows, rows.env[:, None])
+        from_step = (steps > 0).reshape(*steps.shape, *(1,) * len(buffer.goal_shape))
+        goals = np.where(from_step, achieved, rows.own_goals).astype(rows.own_goals.dtype, copy=False)
+        return goals, self._reach_steps(buffer, index, rows, steps, step_rows, goals), None
+
+    def _reach_steps(self, buffer: Storage, index: EpisodeIndex, rows: Candidates, steps: np.ndarray,
+                     step_rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        """``(B, k)`` steps at which the goals are reached in order, -1 never (and after a goal never reached)."""
+        raise NotImplementedError
+
+    def _relabeler_goal_steps(self, buffer: Storage, rows: Candidates) -> np.ndarray:
+        return buffer.relabeler.draw_goal_steps(  # type: ignore[attr-defined]
+            rows.own_steps, rows.length, rows.t, buffer.rng, buffer.goal_selection
+        )
+
+    def _compiled_goal_steps(self, buffer: Storage, rows: Candidates) -> np.ndarray:
+        return compiled.call(self.warm, compiled.draw_goal_steps_boxed, self._generator(buffer), rows.own_steps,
+                             rows.length, rows.t, compiled.draw_mode(buffer.relabeler),
+                             buffer.goal_selection == "future")

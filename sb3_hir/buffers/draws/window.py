@@ -1,0 +1,41 @@
+"""Goal specs other than exact equality on integers (tolerance, distance thresholds): reach steps by comparing each
+drawn goal with the episode's achieved values, O(k T) per sample, bounded by the episode length and independent of the
+buffer size."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sb3_hir.buffers.draws.base import Candidates
+from sb3_hir.buffers.draws.goal_steps import GoalStepsDraw
+from sb3_hir.buffers.episode_index import EpisodeIndex
+from sb3_hir.buffers.storage import Storage, achieved_at
+
+__all__ = ["WindowDraw"]
+
+
+class WindowDraw(GoalStepsDraw):
+    """Reach steps from the episode window (module docstring); no index fields of its own."""
+
+    def _reach_steps(self, buffer: Storage, index: EpisodeIndex, rows: Candidates, steps: np.ndarray,
+                     step_rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        start, length = rows.start, rows.length
+        batch, k = goals.shape[:2]
+        horizon = int(length.max()) if batch else 0
+        reach = np.full((batch, k), -1, dtype=np.int64)
+        if not horizon:
+            return reach
+        offsets = np.arange(horizon)
+        window_rows = (start[:, None] + np.minimum(offsets, length[:, None] - 1)) % buffer.buffer_size
+        achieved = achieved_at(buffer, window_rows, rows.env[:, None])  # (B, H, *goal_shape): steps 1..H
+        hits = buffer.goal_spec.reached(achieved[:, :, None], goals[:, None])  # (B, H, k)
+        hits &= (offsets < length[:, None])[:, :, None]
+        previous = np.zeros(batch, dtype=np.int64)
+        step = offsets + 1
+        for j in range(k):
+            candidate = hits[:, :, j] & (step > previous[:, None])
+            first = candidate.argmax(axis=1)
+            reach_j = np.where(candidate[np.arange(batch), first] & (previous >= 0), first + 1, -1)
+            reach[:, j] = reach_j
+            previous = reach_j
+        return reach

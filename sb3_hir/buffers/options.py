@@ -1,0 +1,319 @@
+"""The buffer's constructor arguments, checked once and turned into its decisions.
+
+:class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer` takes 23 arguments: SB3's, HER's names for some of its
+settings, and its own. :func:`resolve_options` checks each of them once and makes the decisions that follow from them
+and from the observation space: GoalEnv or instruction mode, the relabeler and its goal spec, the instruction's
+length and goal shape. :func:`resolve_terminate_on_success` decides whether relabeled successes terminate (GoalEnv
+mode); :func:`choose_draws` picks the draw strategy, :func:`build_index` the episode index and :func:`choose_serving`
+the serving, once: the buffer then runs them without asking again.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from sb3_hir import resolvers
+from sb3_hir._validate import check_int, check_number
+from sb3_hir.buffers.draws import DrawStrategy, ExactIndexDraw, FirstReachDraw, HerDraw, StoredDraws, WindowDraw
+from sb3_hir.buffers.episode_index import EpisodeIndex, GoalEnvEpisodeIndex
+from sb3_hir.buffers.goal_env import (
+    ACHIEVED_GOAL,
+    DESIRED_GOAL,
+    check_goal_env_space,
+    env_goal_spec,
+    goal_env_shape,
+    goal_env_spec,
+    is_goal_env_space,
+    probe_compute_terminated,
+    resolve_goal_selection,
+    resolve_relabel_ratio,
+)
+from sb3_hir.buffers.serving import GoalEnvServing, Serving
+from sb3_hir.buffers.storage import Storage
+from sb3_hir.goals import ExactGoalSpec, GoalSpec
+from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler
+
+__all__ = [
+    "BufferOptions", "build_index", "choose_draws", "choose_serving", "default_terminate_on_success", "resolve_options",
+    "resolve_terminate_on_success",
+]
+
+
+@dataclass(frozen=True)
+class BufferOptions:
+    """The constructor's arguments as the buffer uses them (see :class:`HindsightInstructionReplayBuffer`)."""
+
+    #: GoalEnv mode: ``observation`` / ``achieved_goal`` / ``desired_goal`` taken as they come.
+    goal_env: bool
+    relabeler: InstructionRelabeler
+    #: GoalEnv mode: whether a success test finds where a goal is first reached (not for float goals without a
+    #: ``distance_threshold``); always True in instruction mode, where the goal spec is the test.
+    has_success_test: bool
+    num_goals: int
+    goal_shape: tuple[int, ...]
+    #: goals compared by exact equality of integer values: reach steps come from an index of the achieved values.
+    exact_values: bool
+    relabel_ratio: float
+    goal_selection: str
+    n_steps: int
+    gamma: float
+    draws_per_episode: int
+    max_redraws: int
+    copy_info_dict: bool
+    handle_timeout_termination: bool
+
+
+def resolve_options(
+    observation_space: spaces.Dict,
+    env: Any,
+    owner: str,
+    drop_in: bool,
+    *,
+    buffer_size: int,
+    n_envs: int,
+    optimize_memory_usage: bool,
+    handle_timeout_termination: bool,
+    n_sampled_goal: int | None,
+    goal_selection_strategy: Any,
+    copy_info_dict: bool,
+    terminate_on_success: bool | None,
+    relabeler: Any,
+    strategy: str | None,
+    goal_spec: Any,
+    relabel_ratio: float | None,
+    goal_selection: str | None,
+    n_steps: int,
+    gamma: float,
+    relabeler_kwargs: dict[str, Any] | None,
+    draws_per_episode: int,
+    max_redraws: int,
+) -> BufferOptions:
+    """Every argument checked once, and the mode with its relabeler; ``owner`` names the buffer class in messages,
+    ``drop_in`` is whether it is the drop-in for SB3's ``HerReplayBuffer`` (which SB3 hands the env)."""
+    if optimize_memory_usage:
+        raise ValueError(
+            "optimize_memory_usage must be False: HindsightInstructionReplayBuffer is a "
+            "DictReplayBuffer, which does not support the memory-efficient variant"
+        )
+    ratio = resolve_relabel_ratio(relabel_ratio, n_sampled_goal)
+    selection = resolve_goal_selection(goal_selection, goal_selection_strategy)
+    check_number(gamma, "gamma", 0.0, 1.0)
+    flags = {"copy_info_dict": copy_info_dict, "handle_timeout_termination": handle_timeout_termination}
+    for name, flag in flags.items():
+        if not isinstance(flag, (bool, np.bool_)):
+            raise ValueError(f"{name} must be a bool; got {flag!r}")
+    if terminate_on_success is not None and not isinstance(terminate_on_success, (bool, np.bool_)):
+        raise ValueError(f"terminate_on_success must be True, False or None (decide from the env); got "
+                         f"{terminate_on_success!r}")
+    check_int(buffer_size, "buffer_size", 1)
+    check_int(n_envs, "n_envs", 1)
+    counts = dict(
+        n_steps=check_int(n_steps, "n_steps", 1),
+        draws_per_episode=check_int(draws_per_episode, "draws_per_episode", 1),
+        max_redraws=check_int(max_redraws, "max_redraws", 0),
+    )
+    _check_relabeler_kwargs(relabeler_kwargs)
+    goal_env = is_goal_env_space(observation_space, goal_spec)
+    if goal_env:
+        resolved, has_test, num_goals, goal_shape = _goal_env_mode(
+            observation_space, env, owner, drop_in, relabeler, relabeler_kwargs, strategy, goal_spec
+        )
+    else:
+        check_goal_env_space(observation_space, goal_spec, relabeler, env, owner, drop_in=drop_in)
+        resolved, num_goals, goal_shape = _instruction_mode(
+            observation_space, env, relabeler, relabeler_kwargs, strategy, goal_spec, selection, terminate_on_success
+        )
+        has_test = True
+    return BufferOptions(
+        goal_env=goal_env,
+        relabeler=resolved,
+        has_success_test=has_test,
+        num_goals=num_goals,
+        goal_shape=goal_shape,
+        exact_values=_exact_values(resolved.goal_spec, observation_space),
+        relabel_ratio=ratio,
+        goal_selection=selection,
+        gamma=float(gamma),
+        copy_info_dict=bool(copy_info_dict),
+        handle_timeout_termination=bool(handle_timeout_termination),
+        **counts,
+    )
+
+
+def _check_relabeler_kwargs(relabeler_kwargs: Any) -> None:
+    if relabeler_kwargs is not None and not isinstance(relabeler_kwargs, dict):
+        raise ValueError(
+            f"relabeler_kwargs must be a dict or None; got {type(relabeler_kwargs).__name__}"
+        )
+    derived = sorted({"num_goals", "goal_spec"} & set(relabeler_kwargs or {}))
+    if derived:
+        raise ValueError(
+            f"relabeler_kwargs must not set {', '.join(derived)}: the buffer derives num_goals from "
+            "observation_space and passes its goal_spec argument (use goal_spec=...)"
+        )
+
+
+def _goal_env_mode(
+    observation_space: spaces.Dict,
+    env: Any,
+    owner: str,
+    drop_in: bool,
+    relabeler: Any,
+    relabeler_kwargs: dict[str, Any] | None,
+    strategy: str | None,
+    goal_spec: Any,
+) -> tuple[InstructionRelabeler, bool, int, tuple[int, ...]]:
+    """GoalEnv mode: HER's one-goal relabeler, judged by the env's success test where one can be derived."""
+    if relabeler != "hindsight-instruction" or relabeler_kwargs:
+        raise ValueError(
+            "relabeler and relabeler_kwargs are for instruction envs; a GoalEnv (observation_space with "
+            "'achieved_goal' and 'desired_goal') is relabeled by HER's rule (goal_selection_strategy)"
+        )
+    if strategy not in (None, "all"):
+        raise ValueError(
+            f"strategy must be None or 'all' for a GoalEnv (every relabeled transition gets a new goal, as "
+            f"in HER); got {strategy!r}"
+        )
+    if env is None and not drop_in:
+        raise ValueError(
+            "observation_space is a GoalEnv's ('achieved_goal', 'desired_goal'), whose rewards come from the "
+            "env's compute_reward: use sb3_hir.HerReplayBuffer, the drop-in for SB3's (SB3 hands it the "
+            "env), "
+            "or pass env= when building the buffer by hand"
+        )
+    goal_shape = goal_env_shape(observation_space)
+    spec = goal_env_spec(goal_spec, observation_space, goal_shape, env)
+    resolved = HindsightInstructionRelabeler(
+        1, strategy="all", goal_spec=spec if spec is not None else ExactGoalSpec(
+            goals_key=DESIRED_GOAL, achieved_key=ACHIEVED_GOAL, goal_ndim=len(goal_shape)
+        )
+    )
+    return resolved, spec is not None, 1, goal_shape
+
+
+def _instruction_mode(
+    observation_space: spaces.Dict,
+    env: Any,
+    relabeler: Any,
+    relabeler_kwargs: dict[str, Any] | None,
+    strategy: str | None,
+    goal_spec: Any,
+    goal_selection: str,
+    terminate_on_success: bool | None,
+) -> tuple[InstructionRelabeler, int, tuple[int, ...]]:
+    """Instruction mode: the relabeler plugin, with the goal spec the env declares unless one is given."""
+    if goal_spec is None:
+        goal_spec = env_goal_spec(env)
+    kwargs = dict(relabeler_kwargs or {})
+    if strategy is not None and isinstance(relabeler, (str, type)):
+        kwargs = {"strategy": strategy, **kwargs}
+    resolved = resolvers.resolve_relabeler(relabeler, observation_space, goal_spec=goal_spec, **kwargs)
+    spec = resolved.goal_spec
+    num_goals, goal_shape = spec.validate_space(observation_space)
+    if int(resolved.num_goals) != num_goals:
+        raise ValueError(
+            f"relabeler has num_goals={resolved.num_goals} but observation_space"
+            f"[{spec.goals_key!r}] holds {num_goals} goals"
+        )
+    if goal_selection == "final" and num_goals > 1:
+        raise ValueError(
+            "goal_selection 'final' is for one-goal instructions; with "
+            f"{num_goals} goals use 'future' or 'episode'"
+        )
+    if terminate_on_success is not None:
+        raise ValueError(
+            "terminate_on_success is for GoalEnvs; an instruction env terminates on its k-th goal, which "
+            "the buffer serves as such"
+        )
+    return resolved, num_goals, goal_shape
+
+
+def _exact_values(spec: GoalSpec, observation_space: spaces.Dict) -> bool:
+    """Whether the goal spec is exact equality (not overridden) on integer goals and achieved values."""
+    goals_dtype = np.dtype(observation_space[spec.goals_key].dtype)
+    achieved_dtype = np.dtype(observation_space[spec.achieved_key].dtype)
+    return (
+        isinstance(spec, ExactGoalSpec)
+        and type(spec).reached is ExactGoalSpec.reached
+        and achieved_dtype.kind in "biu"
+        and goals_dtype.kind in "biu"
+    )
+
+
+def default_terminate_on_success(action_space: spaces.Space, env: Any, observation_space: spaces.Dict) -> bool | None:
+    """``terminate_on_success=None`` in GoalEnv mode: False for continuous actions, else the env's
+    ``compute_terminated`` probe (None without one: the recorded episodes decide, see ``terminates_on_success``)."""
+    if isinstance(action_space, spaces.Box):
+        # Continuous actions: SAC / TQC. Their entropy bonus (ent_coef="auto" starts at 1) outweighs a -1
+        # step reward early in training, so a terminal success is worth less than going on and the agent
+        # learns to avoid its goals (PandaReach at 5k: 0.02 against HER's 0.70; bench_her_dropin.py).
+        # HER's recorded dones keep parity; True serves the env's terminations (better once the entropy
+        # bonus is small: PlanarReach with ent_coef="auto_0.05", 0.99 against 0.57 at 2k).
+        return False
+    return probe_compute_terminated(env, observation_space)
+
+
+def resolve_terminate_on_success(
+    terminate_on_success: bool | None,
+    options: BufferOptions,
+    action_space: spaces.Space,
+    env: Any,
+    observation_space: spaces.Dict,
+) -> bool | None:
+    """The ``terminate_on_success`` the buffer serves: as given, else decided from the action space and the env;
+    False (HER's recorded dones, with a warning where the env may terminate) without a success test."""
+    if not options.goal_env:
+        return terminate_on_success
+    if terminate_on_success is None:
+        terminate_on_success = default_terminate_on_success(action_space, env, observation_space)
+    if options.has_success_test:
+        return terminate_on_success
+    if terminate_on_success is not False:
+        known = "terminates on success" if terminate_on_success else "may terminate on success"
+        warnings.warn(
+            f"the env {known}, but its goals are floats and it has no distance_threshold, so the buffer "
+            "cannot find where a relabeled goal is first reached: the recorded dones are served, as by HER. "
+            "Pass goal_spec=ToleranceGoalSpec(tolerance=<the env's success radius>, "
+            "goals_key='desired_goal', achieved_key='achieved_goal') to serve relabeled terminations",
+            stacklevel=3,
+        )
+    return False
+
+
+def choose_draws(options: BufferOptions) -> DrawStrategy:
+    """The draw strategy, chosen once (see ``sb3_hir.buffers.draws``): the first-reach index or HER's draw for
+    one-goal instructions of the built-in relabeler, else the exact-value index or the window comparison for
+    relabelers with a batched ``draw_goal_steps``, else draws stored when an episode ends."""
+    relabeler = options.relabeler
+    if not callable(getattr(relabeler, "draw_goal_steps", None)):
+        return StoredDraws(options.num_goals, options.goal_shape, options.draws_per_episode)
+    builtin = (
+        isinstance(relabeler, HindsightInstructionRelabeler)
+        and type(relabeler).draw_goal_steps is HindsightInstructionRelabeler.draw_goal_steps
+    )
+    if builtin and options.num_goals == 1:
+        if options.goal_env:  # GoalEnvs draw as HER does: no first-reach index
+            return HerDraw()
+        return FirstReachDraw(options.exact_values)
+    if options.exact_values:
+        return ExactIndexDraw(builtin)
+    return WindowDraw(builtin)
+
+
+def choose_serving(options: BufferOptions) -> Serving:
+    """How relabeled rows are served: by the goal spec (instruction mode) or by the env's ``compute_reward``."""
+    if options.goal_env:
+        return GoalEnvServing()
+    return Serving(options.num_goals, options.goal_shape)
+
+
+def build_index(options: BufferOptions, buffer: Storage, draws: DrawStrategy) -> EpisodeIndex:
+    """The episode index of the buffer's mode, laid out for the draw strategy's fields."""
+    if options.goal_env:
+        return GoalEnvEpisodeIndex(buffer, draws, options.has_success_test)
+    return EpisodeIndex(buffer, draws)
