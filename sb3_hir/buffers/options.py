@@ -225,9 +225,9 @@ def _instruction_mode(
             "goal_selection 'final' is for one-goal instructions; with "
             f"{num_goals} goals use 'future' or 'episode'"
         )
-    if terminate_on_success is not None:
+    if terminate_on_success:
         raise ValueError(
-            "terminate_on_success is for GoalEnvs; an instruction env terminates on its k-th goal, which "
+            "terminate_on_success=True is for GoalEnvs; an instruction env terminates on its k-th goal, which "
             "the buffer serves as such"
         )
     return resolved, num_goals, goal_shape
@@ -246,7 +246,7 @@ def _exact_values(spec: GoalSpec, observation_space: spaces.Dict) -> bool:
 
 
 def default_terminate_on_success(action_space: spaces.Space, env: Any, observation_space: spaces.Dict) -> bool | None:
-    """``terminate_on_success=None`` in GoalEnv mode: False for continuous actions, else the env's
+    """``terminate_on_success=None`` (decide from the env) in GoalEnv mode: False for continuous actions, else the env's
     ``compute_terminated`` probe (None without one: the recorded episodes decide, see ``terminates_on_success``)."""
     if isinstance(action_space, spaces.Box):
         # Continuous actions: SAC / TQC. Their entropy bonus (ent_coef="auto" starts at 1) outweighs a -1
