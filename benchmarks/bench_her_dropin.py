@@ -29,9 +29,9 @@ the policy sees the same keys. Nothing is tuned for our side. Suites (``--suite`
   no ``compute_terminated``; ours finds its radius on ``env.task``, and with continuous actions serves HER's
   recorded ``dones`` by default (``terminate_on_success=None``; see the buffer's docstring).
 
-* ``grid``: the setting grid that picks ``terminate_on_success``'s default for discrete actions: HER against ours
-  as it ships (``ours``: terminations served where the env terminates on success) and ours with
-  ``terminate_on_success=False`` (``ours-her-dones``: HER's recorded ``dones``), on
+* ``grid``: the setting grid that picked ``terminate_on_success``'s default for discrete actions: HER against ours
+  as it ships (``ours``: HER's recorded ``dones``) and ours with ``terminate_on_success=None``
+  (``ours-env-terminations``: terminations served where the env terminates on success), on
 
   - ``perf``: the performance test above (training success at 1500 steps);
   - ``dqn-defaults``: BitFlipping-12, DQN's learning speed as it ships (``learning_rate=1e-4``,
@@ -77,10 +77,13 @@ PERF_TEST: dict[str, Any] = dict(
     target_update_interval=100, batch_size=32, buffer_size=int(1e5), stats_window_size=50,
 )
 #: the grid's sides: (buffer class, extra ``replay_buffer_kwargs``).
+#: ``ours`` is the shipped default (HER's recorded dones since this grid picked it); ``ours-env-terminations`` the
+#: option ``terminate_on_success=None`` (the env's terminations for discrete actions, the default before). The first
+#: run of the grid (``benchmarks/results/bench_her_dropin_grid.txt``) named them ``ours-her-dones`` and ``ours``.
 GRID_SIDES: dict[str, tuple[type, dict[str, Any]]] = {
     "HER": (HerReplayBuffer, {}),
     "ours": (hir.HerReplayBuffer, {}),
-    "ours-her-dones": (hir.HerReplayBuffer, dict(terminate_on_success=False)),
+    "ours-env-terminations": (hir.HerReplayBuffer, dict(terminate_on_success=None)),
 }
 #: DQN's learning speed as it ships, with the exploration of issue 35's report (DQN's defaults explore for 10 %).
 DQN_DEFAULTS: dict[str, Any] = dict(learning_starts=120, exploration_fraction=0.2, exploration_final_eps=0.02,
