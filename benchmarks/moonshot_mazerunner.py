@@ -31,18 +31,23 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
+from sb3_hir.action_features import ACTION_FEATURES_KEY, EFFECTS_KEY, ActionEffectWrapper, ActionFeaturesWrapper
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.envs import MazeRunnerEnv
 from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
-from sb3_hir.history import ActionEffectWrapper, HistoryWrapper
+from sb3_hir.history import HistoryWrapper
+from sb3_hir.policies import PerActionDQNPolicy
 
 
 def make_venv(args: argparse.Namespace, seed: int, n_envs: int):
     def env_fn():
         env = MazeRunnerEnv(maze_dim=args.maze_dim, num_goals=args.goals, time_limit=args.time_limit,
                             randomized_actions=getattr(args, "randomized_actions", False))
-        if getattr(args, "action_effects", False):
+        features = getattr(args, "action_features", "none")
+        if features == "effects":
             env = ActionEffectWrapper(env)
+        elif features == "env":
+            env = ActionFeaturesWrapper(env, "env")
         return HistoryWrapper(env, length=args.history) if args.history else env
 
     return make_vec_env(env_fn, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv)
@@ -125,9 +130,12 @@ def make_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--randomized-actions", action="store_true",
                         help="permute the moves every episode (the agent must identify its controls from context)")
     bench_args.add_history(parser, 16)
-    parser.add_argument("--action-effects", action="store_true",
-                        help="add ActionEffectWrapper's table (each action's last effect this episode) to what the "
-                             "policy sees")
+    parser.add_argument("--action-features", default="none", choices=["none", "effects", "env"],
+                        help="per-action features: effects (ActionEffectWrapper's generic table) or env "
+                             "(MazeRunner's MoveBelief, through ActionFeaturesWrapper)")
+    parser.add_argument("--q-head", default="standard", choices=["standard", "per-action"],
+                        help="DQN's output head: standard (one output per action index) or per-action "
+                             "(PerActionDQNPolicy over the --action-features rows)")
     parser.add_argument("--encoder", default="gru", choices=["gru", "conv"])
     parser.add_argument("--steps", type=int, default=600_000, help="planned env steps (sets buffer and exploration)")
     bench_args.add_n_envs(parser, 8)
@@ -158,12 +166,20 @@ def main() -> None:
 def build_model(args: argparse.Namespace) -> DQN:
     """The moonshot's DQN: history window and encoder when ``args.history``, else the memoryless control."""
     venv = make_venv(args, args.seed, args.n_envs)
-    keys = ["obs", "goals", "effects"] if getattr(args, "action_effects", False) else ["obs", "goals"]
+    features = getattr(args, "action_features", "none")
+    table = {"none": None, "effects": EFFECTS_KEY, "env": ACTION_FEATURES_KEY}[features]
+    per_action = getattr(args, "q_head", "standard") == "per-action"
+    if per_action and table is None:
+        raise SystemExit("--q-head per-action needs --action-features effects or env")
+    # The per-action head reads the table row by row; the standard head sees it as one more key.
+    keys = ["obs", "goals"] if per_action or table is None else ["obs", "goals", table]
     extractor = (dict(features_extractor_class=HistoryExtractor,
                       features_extractor_kwargs=dict(keys=keys, encoder=args.encoder))
                  if args.history else
                  dict(features_extractor_class=KeySelectExtractor, features_extractor_kwargs=dict(keys=keys)))
-    return DQN("MultiInputPolicy", venv, learning_rate=args.learning_rate, buffer_size=args.steps,
+    head = dict(action_key=table) if per_action else {}
+    policy = PerActionDQNPolicy if per_action else "MultiInputPolicy"
+    return DQN(policy, venv, learning_rate=args.learning_rate, buffer_size=args.steps,
                learning_starts=2_000, batch_size=128, gamma=args.gamma, train_freq=1,
                gradient_steps=args.gradient_steps, target_update_interval=2_000,
                exploration_fraction=args.exploration_fraction, exploration_final_eps=0.05,
@@ -171,7 +187,7 @@ def build_model(args: argparse.Namespace) -> DQN:
                else HindsightInstructionReplayBuffer,
                replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8, seed=args.seed, n_steps=args.n_steps,
                                          gamma=args.gamma),
-               policy_kwargs=dict(net_arch=[256, 256], **extractor), seed=args.seed, verbose=0, device="cpu")
+               policy_kwargs=dict(net_arch=[256, 256], **extractor, **head), seed=args.seed, verbose=0, device="cpu")
 
 
 def train(args: argparse.Namespace, out: Path) -> WallClock:

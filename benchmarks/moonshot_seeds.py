@@ -43,7 +43,8 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
         args.relaxed_draw = True  # the relaxed reach rule (relaxed_draw.RelaxedReachBuffer), measured against history
     if config["variant"] == "memoryless":
         args.history = 0
-        args.action_effects = False  # no memory of any kind
+        args.action_features = "none"  # no memory of any kind
+        args.q_head = "standard"
     args.seed = config["seed"]
     out = Path(config["out"]) / f"{config['variant']}-seed{config['seed']}"
     args.out = str(out)
@@ -94,7 +95,9 @@ def plot(summary: dict[str, list[dict[str, float]]], args: argparse.Namespace, o
         ax.grid(alpha=0.3)
     axes[0].legend(loc="upper left", fontsize=8)
     controls = ", randomized controls" if getattr(args, "randomized_actions", False) else ""
-    controls += ", action effects" if getattr(args, "action_effects", False) else ""
+    features = getattr(args, "action_features", "none")
+    controls += f", action features {features}" if features != "none" else ""
+    controls += ", per-action Q head" if getattr(args, "q_head", "standard") == "per-action" else ""
     fig.suptitle(f"DQN + HIR on MazeRunner {args.maze_dim}x{args.maze_dim}, k={args.goals}, time limit "
                  f"{args.time_limit}{controls}: mean ± std over seeds {args.seeds}", fontsize=10)
     fig.tight_layout()
@@ -156,8 +159,10 @@ def collect(out: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
             expected = {**{k: v for k, v in vars(args).items() if k in data["config"] and k not in ("out", "replot")},
                         "seed": seed,
                         "history": 0 if variant == "memoryless" else args.history}
-            if "action_effects" in data["config"]:
-                expected["action_effects"] = variant != "memoryless" and args.action_effects
+            if "action_features" in data["config"]:
+                memoryless = variant == "memoryless"
+                expected["action_features"] = "none" if memoryless else args.action_features
+                expected["q_head"] = "standard" if memoryless else args.q_head
             differing = {k: (data["config"][k], v) for k, v in expected.items() if data["config"][k] != v}
             if differing:
                 raise ValueError(f"--collect: {path} was run with other options (recorded, given): {differing}")

@@ -44,7 +44,10 @@ _LAZY: dict[str, str] = {
     "KeySelectExtractor": "sb3_hir.extractors",
     "HistoryExtractor": "sb3_hir.extractors",
     "HistoryWrapper": "sb3_hir.history",
-    "ActionEffectWrapper": "sb3_hir.history",
+    "ActionEffectWrapper": "sb3_hir.action_features",
+    "ActionFeaturesWrapper": "sb3_hir.action_features",
+    "PerActionDQNPolicy": "sb3_hir.policies",
+    "PerActionQRDQNPolicy": "sb3_hir.policies",
     "MazeRunnerEnv": "sb3_hir.envs",
     "ShortestPathExpert": "sb3_hir.envs",
     "DAggerCollector": "sb3_hir.dagger",
@@ -59,6 +62,7 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "ActionEffectWrapper",
+    "ActionFeaturesWrapper",
     "DAggerCollector",
     "DAggerTrainer",
     "Episode",
@@ -74,6 +78,8 @@ __all__ = [
     "InstructionWrapper",
     "KeySelectExtractor",
     "MazeRunnerEnv",
+    "PerActionDQNPolicy",
+    "PerActionQRDQNPolicy",
     "ShortestPathExpert",
     "SimpleDAggerTrainer",
     "ToleranceGoalSpec",
@@ -88,6 +94,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from sb3_hir import envs
+    from sb3_hir.action_features import ActionEffectWrapper, ActionFeaturesWrapper
     from sb3_hir.buffers import HerReplayBuffer, HindsightInstructionReplayBuffer
     from sb3_hir.callbacks import InstructionEvalCallback, evaluate_instruction_policy
     from sb3_hir.dagger import DAggerCollector, DAggerTrainer, SimpleDAggerTrainer, reconstruct_trainer
@@ -95,8 +102,9 @@ if TYPE_CHECKING:
     from sb3_hir.episodes import Episode
     from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
     from sb3_hir.goals import ExactGoalSpec, GoalSpec, ToleranceGoalSpec
-    from sb3_hir.history import ActionEffectWrapper, HistoryWrapper
+    from sb3_hir.history import HistoryWrapper
     from sb3_hir.instruction import InstructionWrapper
+    from sb3_hir.policies import PerActionDQNPolicy, PerActionQRDQNPolicy
     from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler
     from sb3_hir.vec_env import VecHideKeys
 

@@ -18,6 +18,8 @@ from typing import Any
 
 __all__ = [
     "ACCEPTS_RESET_GOALS",
+    "ACTION_FEATURES",
+    "EFFECT_COLUMNS",
     "ENV_GOAL_SPEC",
     "RESET_GOALS_OPTION",
     "TERMINATIONS_UNRELATED_TO_GOALS",
@@ -40,6 +42,16 @@ TERMINATIONS_UNRELATED_TO_GOALS = "terminations_unrelated_to_goals"
 #: Attribute naming the goal spec the env's goals are judged by (a registered name or a GoalSpec); envs
 #: without one are judged by ``"exact"``.
 ENV_GOAL_SPEC = "goal_spec"
+
+
+#: Method an env defines to return a fresh :class:`sb3_hir.action_features.ActionFeatures`: per-action features
+#: built from the agent's own observations and actions with what only the env knows (MazeRunner: which moves an
+#: action can still be). ``ActionFeaturesWrapper(env, "env")`` uses it.
+ACTION_FEATURES = "action_features"
+
+#: Attribute naming the flattened columns of the env's ``"obs"`` key whose change is an action's effect (not a
+#: clock that advances on every step), for the generic :class:`sb3_hir.action_features.EffectTable`.
+EFFECT_COLUMNS = "effect_columns"
 
 
 def declared(env: Any, name: str, default: Any = None) -> Any:

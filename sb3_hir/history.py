@@ -24,9 +24,9 @@ window in the worker processes and SB3's auto-reset gives ``terminal_observation
     venv = make_vec_env("sb3_hir/MazeRunner-v0", n_envs=8, wrapper_class=HistoryWrapper,
                         wrapper_kwargs=dict(length=16))
 
-:class:`ActionEffectWrapper` is memory of another shape, for the same reason and under the same rule: per discrete
-action, the change it last made to the observation in this episode, which a short window forgets and which tells an
-agent whose controls are permuted every episode what each action does.
+:mod:`sb3_hir.action_features` keeps memory of another shape under the same rule: per discrete action, what the
+agent has seen it do this episode, which a short window forgets and which tells an agent whose controls are
+permuted every episode what each action does.
 
 ``VecNormalize`` works on top (it normalizes each window entry with its own statistics, padding included); for
 relabeling, normalize with ``norm_obs_keys`` that leave the instruction out, as for any Dict env.
@@ -44,12 +44,10 @@ from gymnasium import spaces
 from sb3_hir._validate import check_int
 from sb3_hir.contract import ENV_GOAL_SPEC, declared
 
-__all__ = ["EFFECTS_KEY", "HISTORY_KEY", "ActionEffectWrapper", "HistoryWrapper"]
+__all__ = ["HISTORY_KEY", "HistoryWrapper", "goal_free_keys"]
 
 #: The Dict key the window goes under, unless ``key=`` says otherwise.
 HISTORY_KEY = "history"
-#: The Dict key of :class:`ActionEffectWrapper`'s table, unless ``key=`` says otherwise.
-EFFECTS_KEY = "effects"
 #: Keys that carry the instruction in this project's envs; they may never enter the window.
 _INSTRUCTION_KEYS = ("goals",)
 
@@ -66,8 +64,11 @@ def _action_width(space: spaces.Space) -> int:
     )
 
 
-def _goal_free_keys(env: gym.Env, keys: str | Iterable[str], key: str) -> list[str]:
-    """``keys`` as a list after checking them and the new ``key`` against ``env``'s Dict space and instruction."""
+def goal_free_keys(env: gym.Env, keys: str | Iterable[str], key: str) -> list[str]:
+    """``keys`` as a list after checking them and the new ``key`` against ``env``'s Dict space and instruction.
+
+    Memory in the observation may hold only keys the instruction cannot change (see the module docstring).
+    """
     space = env.observation_space
     if not isinstance(space, spaces.Dict):
         raise ValueError(f"env must have a Dict observation space to add a {key!r} key to; got {space!r}")
@@ -115,7 +116,7 @@ class HistoryWrapper(gym.Wrapper):
         include_action: bool = True,
     ) -> None:
         super().__init__(env)
-        selected = _goal_free_keys(env, keys, key)
+        selected = goal_free_keys(env, keys, key)
         check_int(length, "length", 1, hint="steps in the window")
         space = env.observation_space
         lows, highs, self._sizes = [], [], []
@@ -202,75 +203,3 @@ class HistoryWrapper(gym.Wrapper):
         obs, reward, terminated, truncated, info = self.env.step(action)
         return self._push(obs, action), reward, terminated, truncated, info
 
-
-class ActionEffectWrapper(gym.Wrapper):
-    """Add ``key``: for each discrete action, the change it made to ``keys`` the last time it was taken this episode.
-
-    Memory a window forgets. With controls that change every episode (MazeRunner's ``randomized_actions=True``),
-    which move an action makes is fixed within the episode but unknown, and a :class:`HistoryWrapper` window drops
-    an action's effect once the action was last taken more than ``length`` steps ago. This table keeps it for the
-    whole episode in ``n`` rows, at the cost of one subtraction per step. Like the window it holds only the agent's
-    own observations and actions, never goals or rewards, so relabeled observations stay faithful; the policy sees
-    it as one more key (``keys=["obs", "goals", "effects"]`` in the extractor).
-
-    Row ``a`` is ``[keys after the step - keys before it, flattened | taken]``; before action ``a`` is first taken
-    in an episode the row is zeros with ``taken = 0``. Only the latest effect is kept: in a deterministic env it is
-    the effect, and where walls stop a move (a zero change) the next try overwrites it.
-
-    :param env: env with a Dict observation space and ``Discrete`` actions.
-    :param keys: Box observation keys whose change is recorded; never the instruction key.
-    :param key: name of the new observation key.
-    """
-
-    def __init__(self, env: gym.Env, keys: str | Iterable[str] = ("obs",), key: str = EFFECTS_KEY) -> None:
-        super().__init__(env)
-        selected = _goal_free_keys(env, keys, key)
-        if not isinstance(env.action_space, spaces.Discrete):
-            raise ValueError(
-                f"env.action_space must be Discrete to keep one effect per action; got {env.action_space!r}"
-            )
-        space = env.observation_space
-        lows, highs = [], []
-        for name in selected:
-            sub = space.spaces[name]
-            if not isinstance(sub, spaces.Box):
-                raise ValueError(f"keys must name Box observation keys; {name!r} is {sub!r}")
-            low = np.asarray(sub.low, dtype=np.float64).ravel()
-            high = np.asarray(sub.high, dtype=np.float64).ravel()
-            lows.append(low - high)  # the largest fall and rise (infinite where the key is unbounded)
-            highs.append(high - low)
-        span_low = np.concatenate([*lows, [0.0]]).astype(np.float32)
-        span_high = np.concatenate([*highs, [1.0]]).astype(np.float32)
-        self.keys: tuple[str, ...] = tuple(selected)
-        self.key = key
-        self.n_actions = int(env.action_space.n)
-        self._start = int(env.action_space.start)
-        self.observation_space = spaces.Dict(
-            {
-                **space.spaces,
-                key: spaces.Box(np.tile(span_low, (self.n_actions, 1)), np.tile(span_high, (self.n_actions, 1)),
-                                dtype=np.float32),
-            }
-        )
-        self._table = np.zeros((self.n_actions, span_low.size), dtype=np.float32)
-        self._last: np.ndarray | None = None
-
-    def _flat(self, obs: dict[str, Any]) -> np.ndarray:
-        return np.concatenate([np.asarray(obs[name], dtype=np.float32).ravel() for name in self.keys])
-
-    def reset(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-        obs, info = self.env.reset(**kwargs)
-        self._table[:] = 0.0
-        self._last = self._flat(obs)
-        return {**obs, self.key: self._table.copy()}, info
-
-    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        if self._last is None:
-            raise RuntimeError("ActionEffectWrapper.step() was called before reset()")
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        current = self._flat(obs)
-        row = self._table[int(action) - self._start]
-        row[:-1] = current - self._last
-        row[-1] = 1.0
-        self._last = current
-        return {**obs, self.key: self._table.copy()}, reward, terminated, truncated, info

@@ -9,6 +9,7 @@ from stable_baselines3 import DQN, SAC
 from test_cli import TINY_ENV, TINY_TRAIN, assert_png, eval_rows
 
 from sb3_hir import cli
+from sb3_hir.cli.common import algo_class
 from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
 
 
@@ -36,23 +37,52 @@ def test_train_with_history_saves_a_history_model_that_render_replays(tmp_path, 
 def test_train_with_action_effects_saves_the_table_model_that_render_replays(tmp_path, capsys):
     out = tmp_path / "run"
     assert cli.main(["train", *TINY_TRAIN, "--randomized-actions", "--relabel", "some", "--history", "4",
-                     "--action-effects", "--no-progress", "--out", str(out)]) == 0
-    assert "history 4 (conv), action effects" in capsys.readouterr().out
+                     "--action-features", "effects", "--no-progress", "--out", str(out)]) == 0
+    assert "history 4 (conv), action features effects" in capsys.readouterr().out
     run_dir = out / "dqn-some"
-    assert json.loads((run_dir / "run.json").read_text())["action_effects"] is True
+    run = json.loads((run_dir / "run.json").read_text())
+    assert (run["action_features"], run["q_head"]) == ("effects", "standard")
     model = DQN.load(run_dir / "model.zip", device="cpu")
-    assert model.observation_space["effects"].shape == (5, 8)
+    assert model.observation_space["effects"].shape == (5, 10)  # 7 obs columns + taken, effect known, no effect
     assert model.policy.q_net.features_extractor.current.keys == ("obs", "goals", "effects")
     picture = tmp_path / "again.png"
     assert cli.main(["render", str(run_dir / "model.zip"), "--out", str(picture)]) == 0  # rebuilt with the table
     assert_png(picture)
 
 
-def test_action_effects_need_discrete_actions_one_line(capsys):
-    assert cli.main(["train", "--algo", "sac", "--continuous", "--action-effects", *TINY_TRAIN]) == 2
+@pytest.mark.parametrize("algo", ["dqn", "qrdqn"])
+def test_train_with_the_per_action_head_saves_a_model_that_render_replays(tmp_path, capsys, algo):
+    from sb3_hir.policies import PerActionDQNPolicy, PerActionQRDQNPolicy
+
+    out = tmp_path / "run"
+    assert cli.main(["train", "--algo", algo, *TINY_TRAIN, "--randomized-actions", "--relabel", "some",
+                     "--history", "4", "--action-features", "env", "--q-head", "per-action", "--no-progress",
+                     "--out", str(out)]) == 0
+    assert "action features env, per-action Q head" in capsys.readouterr().out
+    run_dir = out / f"{algo}-some"
+    run = json.loads((run_dir / "run.json").read_text())
+    assert (run["action_features"], run["q_head"]) == ("env", "per-action")
+    model = algo_class(algo).load(run_dir / "model.zip", device="cpu")
+    assert isinstance(model.policy, PerActionDQNPolicy if algo == "dqn" else PerActionQRDQNPolicy)
+    assert model.observation_space["action_features"].shape == (5, 6)
+    picture = tmp_path / "again.png"
+    assert cli.main(["render", str(run_dir / "model.zip"), "--out", str(picture)]) == 0
+    assert_png(picture)
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["--algo", "sac", "--continuous", "--action-features", "effects"],
+     "--action-features effects: env 'mazerunner' cannot carry it"),
+    (["--action-features", "oracle"], "unknown --action-features 'oracle'; choose from: none, effects, env"),
+    (["--q-head", "per-action"], "--q-head per-action scores each action from its row"),
+    (["--q-head", "wide"], "unknown --q-head 'wide'; choose from: standard, per-action"),
+    (["--algo", "sac", "--continuous", "--q-head", "per-action", "--action-features", "env"],
+     "--q-head per-action is a Q head for dqn and qrdqn; --algo sac has none"),
+])
+def test_head_and_features_bad_input_is_one_line(capsys, argv, expected):
+    assert cli.main(["train", *argv, *TINY_TRAIN]) == 2
     err = capsys.readouterr().err.strip()
-    assert "--action-effects: env 'mazerunner' cannot carry an action-effect table" in err
-    assert "must be Discrete" in err and len(err.splitlines()) == 1
+    assert expected in err and len(err.splitlines()) == 1
 
 
 def test_train_without_history_keeps_the_memoryless_extractor(tmp_path):
@@ -90,14 +120,14 @@ def test_dagger_with_history_trains_a_history_learner(tmp_path, capsys):
 
 
 @pytest.mark.dagger
-def test_dagger_with_action_effects_records_the_table_in_the_demos(tmp_path, capsys):
+def test_dagger_with_action_features_records_the_table_in_the_demos(tmp_path, capsys):
     from sb3_hir.dagger import load_round_dir
 
     out = tmp_path / "dagger"
     assert cli.main(["dagger", "--rounds", "2", "--steps-per-round", "120", "--n-envs", "2", "--eval-episodes", "2",
-                     "--batch-size", "32", "--bc-epochs", "1", "--action-effects", "--randomized-actions", *TINY_ENV,
-                     "--no-progress", "--out", str(out)]) == 0
-    assert "no history, action effects" in capsys.readouterr().out
+                     "--batch-size", "32", "--bc-epochs", "1", "--action-features", "env", "--randomized-actions",
+                     *TINY_ENV, "--no-progress", "--out", str(out)]) == 0
+    assert "no history, action features env" in capsys.readouterr().out
     demos = load_round_dir(out / "demos" / "round-001")
-    assert demos and all(t.obs.get("effects").shape == (len(t) + 1, 5, 8) for t in demos)
-    assert any(t.obs.get("effects")[-1, :, -1].sum() >= 2 for t in demos)  # actions taken leave their rows
+    assert demos and all(t.obs.get("action_features").shape == (len(t) + 1, 5, 6) for t in demos)
+    assert any(t.obs.get("action_features")[-1, :, -1].sum() >= 2 for t in demos)  # actions taken leave their rows

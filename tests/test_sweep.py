@@ -14,6 +14,7 @@ import pytest
 
 from sb3_hir import cli
 from sb3_hir.cli import sweep
+from sb3_hir.cli import train as train_command
 
 TINY = ["--timesteps", "120", "--n-envs", "2", "--eval-episodes", "2", "--eval-freq", "60", "--maze-size", "7",
         "--goals", "2", "--time-limit", "20"]
@@ -42,14 +43,16 @@ def test_the_grid_is_every_combination_of_the_given_values_times_every_seed():
     assert sweep.expand_grid({}, [3, 3]) == [{"seed": 3}]  # no swept option: one run per distinct seed
 
 
-def test_a_searched_switch_becomes_its_flag_or_nothing():
-    """Optuna's action_effects choice reaches train as --action-effects when True and as no flag when False."""
+def test_the_searched_head_and_features_reach_train_as_their_options():
+    """Optuna's q_head and action_features choices reach train as --q-head and --action-features."""
     parser = _train_parser()
-    on = sweep.train_argv({"action_effects": True, "history": 8}, [], parser)
-    off = sweep.train_argv({"action_effects": False, "history": 8}, [], parser)
-    assert "--action-effects" in on and "--action-effects" not in off
-    assert cli.build_parser().parse_args(["train", *on]).action_effects is True
-    assert cli.build_parser().parse_args(["train", *off]).action_effects is False
+    argv = sweep.train_argv({"action_features+q_head": "env+per-action", "history": 8}, [], parser)
+    parsed = cli.build_parser().parse_args(["train", *argv])
+    assert (parsed.action_features, parsed.q_head, parsed.history) == ("env", "per-action", 8)
+    # searched jointly, and every searched pair passes train's checks (per-action always has a table to read)
+    for pair in sweep.OPTUNA_SPACE["action_features+q_head"][1]:
+        args = cli.build_parser().parse_args(["train", *sweep.train_argv({"action_features+q_head": pair}, [], parser)])
+        train_command.check_args(args)
 
 
 def test_a_local_sweep_writes_each_trial_s_run_and_the_summary(tmp_path):
@@ -137,14 +140,16 @@ def test_optuna_search_writes_the_best_configuration_as_a_train_command(tmp_path
     assert parsed.learning_rate is not None and 1e-4 <= parsed.learning_rate <= 3e-3
     assert parsed.relabel[0] in ("some", "all") and parsed.n_steps in (1, 3) and parsed.hidden in (64, 128, 256)
     assert parsed.history in (0, 8, 16, 32)
+    assert (parsed.q_head == "standard" or parsed.action_features != "none") and parsed.action_features in (
+        "none", "effects", "env")
     assert len(json.loads((out / "results.json").read_text())["configurations"]) == 2
 
 
 def test_bad_sweep_input_is_one_line(tmp_path, capsys):
     assert cli.main(["sweep", *TINY, "--search", "optuna", "--relabel-ratio", "0.5"]) == 2
     assert "--search optuna searches learning_rate" in capsys.readouterr().err
-    assert cli.main(["sweep", *TINY, "--search", "optuna", "--action-effects"]) == 2
-    assert "drop --action-effects" in capsys.readouterr().err
+    assert cli.main(["sweep", *TINY, "--search", "optuna", "--q-head", "per-action"]) == 2
+    assert "drop --q-head" in capsys.readouterr().err
     assert cli.main(["sweep", *TINY, "--resume"]) == 2
     assert "--resume needs --out DIR" in capsys.readouterr().err
     assert cli.main(["sweep", *TINY, "--timesteps", "100", "0", "--out", str(tmp_path / "x")]) == 2

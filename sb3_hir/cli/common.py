@@ -35,11 +35,12 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from sb3_hir import plugins as plugin_registry
 from sb3_hir import resolvers
 from sb3_hir._validate import check_int
+from sb3_hir.action_features import ACTION_FEATURES_KEY, EFFECTS_KEY, ActionEffectWrapper, ActionFeaturesWrapper
 from sb3_hir.atomic import atomic_path
 from sb3_hir.contract import ENV_GOAL_SPEC, declared
 from sb3_hir.extractors import HISTORY_ENCODERS, HistoryExtractor, KeySelectExtractor
 from sb3_hir.goals import GoalSpec
-from sb3_hir.history import EFFECTS_KEY, ActionEffectWrapper, HistoryWrapper
+from sb3_hir.history import HistoryWrapper
 from sb3_hir.plots import record_episode, save_episode_gif, save_episode_png
 from sb3_hir.relabel import HindsightInstructionRelabeler
 from sb3_hir.testing import check_instruction_env
@@ -199,33 +200,44 @@ def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return kwargs
 
 
-def make_env(name: str, kwargs: dict[str, Any], history: int = 0, effects: bool = False, **extra: Any) -> Any:
+def make_env(name: str, kwargs: dict[str, Any], history: int = 0, features: str = "none", **extra: Any) -> Any:
     """The env plugin ``name``; with ``history`` > 0, wrapped in a HistoryWrapper of that many steps (and with
-    ``effects`` in an ActionEffectWrapper first)."""
+    per-action ``features`` first, see :func:`add_history`)."""
     try:
         with quiet_output():  # the first build of a plugin's env may import its third-party package
             env = resolvers.resolve_env(name, **kwargs, **extra)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"env {name!r} rejected its options {kwargs}: {exc}") from exc
-    return add_history(env, name, history, effects)
+    return add_history(env, name, history, features)
 
 
-def add_history(env: Any, name: str, history: int, effects: bool = False) -> Any:
-    """``env`` with the memory asked for: the action-effect table (``--action-effects``), then the window."""
-    if effects:
-        with usage(f"--action-effects: env {name!r} cannot carry an action-effect table: "):
-            env = ActionEffectWrapper(env)
+#: ``--action-features`` values: none, the generic effect table, or the env's own features (the contract).
+ACTION_FEATURE_CHOICES = ("none", "effects", "env")
+#: ``--q-head`` values.
+Q_HEADS = ("standard", "per-action")
+
+
+def features_key(features: str) -> str | None:
+    """The observation key a ``--action-features`` table goes under (None for none)."""
+    return {"none": None, "effects": EFFECTS_KEY, "env": ACTION_FEATURES_KEY}[features]
+
+
+def add_history(env: Any, name: str, history: int, features: str = "none") -> Any:
+    """``env`` with the memory asked for: the per-action table (``--action-features``), then the window."""
+    if features != "none":
+        with usage(f"--action-features {features}: env {name!r} cannot carry it: "):
+            env = ActionEffectWrapper(env) if features == "effects" else ActionFeaturesWrapper(env, "env")
     if not history:
         return env
     with usage(f"--history {history}: env {name!r} cannot carry a history window: "):
         return HistoryWrapper(env, length=history)
 
 
-def env_factory(name: str, kwargs: dict[str, Any], history: int = 0, effects: bool = False) -> Callable[[], Any]:
+def env_factory(name: str, kwargs: dict[str, Any], history: int = 0, features: str = "none") -> Callable[[], Any]:
     """A zero-argument factory for ``make_vec_env`` (the checks ran on a probe already)."""
 
     def env_fn() -> Any:
-        return add_history(resolvers.resolve_env(name, **kwargs), name, history, effects)
+        return add_history(resolvers.resolve_env(name, **kwargs), name, history, features)
 
     return env_fn
 
@@ -253,10 +265,12 @@ def check_algo_env(algo_name: str, env: Any, env_name: str) -> None:
                          f"{type(space).__name__} actions{hint}; continuous algorithms: sac, tqc, recurrent-ppo")
 
 
-def extractor_kwargs(history: int, encoder: str, effects: bool = False) -> dict[str, Any]:
+def extractor_kwargs(history: int, encoder: str, features: str = "none", q_head: str = "standard") -> dict[str, Any]:
     """The policy sees the observation and the instruction ("achieved" is only there for relabeling), and the
-    action-effect table when there is one; a history window is encoded next to them."""
-    keys = ["obs", "goals", EFFECTS_KEY] if effects else ["obs", "goals"]
+    per-action table when there is one (the per-action head reads it row by row instead); a history window is
+    encoded next to them."""
+    table = features_key(features)
+    keys = ["obs", "goals", table] if table and q_head == "standard" else ["obs", "goals"]
     if history:
         return dict(features_extractor_class=HistoryExtractor,
                     features_extractor_kwargs=dict(keys=keys, encoder=encoder))
@@ -264,21 +278,47 @@ def extractor_kwargs(history: int, encoder: str, effects: bool = False) -> dict[
 
 
 def policy_kwargs(algo: Algo, hidden: int | None = None, history: int = 0, encoder: str = "gru",
-                  effects: bool = False) -> dict[str, Any]:
+                  features: str = "none", q_head: str = "standard") -> dict[str, Any]:
     kwargs = dict(algo.defaults["policy_kwargs"])
     if hidden is not None:
         kwargs["net_arch"] = [hidden, hidden]
-    return {**extractor_kwargs(history, encoder, effects), **kwargs}
+    if q_head == "per-action":
+        kwargs["action_key"] = features_key(features)
+    return {**extractor_kwargs(history, encoder, features, q_head), **kwargs}
+
+
+def policy_class(algo_name: str, q_head: str = "standard") -> Any:
+    """The algorithm's policy: its own ``MultiInputPolicy``, or the per-action Q head of :mod:`sb3_hir.policies`."""
+    if q_head == "standard":
+        return ALGOS[algo_name].policy
+    from sb3_hir.policies import PerActionDQNPolicy, PerActionQRDQNPolicy
+
+    return {"dqn": PerActionDQNPolicy, "qrdqn": PerActionQRDQNPolicy}[algo_name]
+
+
+def check_q_head(args: argparse.Namespace, algo_names: list[str]) -> None:
+    """``--q-head per-action`` needs a Q-learning algorithm and a per-action table to read."""
+    one_of("--q-head", args.q_head, list(Q_HEADS))
+    if args.q_head == "standard":
+        return
+    if args.action_features == "none":
+        raise UsageError("--q-head per-action scores each action from its row of the per-action table: add "
+                         "--action-features effects or --action-features env")
+    other = [name for name in algo_names if name not in ("dqn", "qrdqn")]
+    if other:
+        raise UsageError(f"--q-head per-action is a Q head for dqn and qrdqn; --algo {other[0]} has none")
 
 
 def check_history(args: argparse.Namespace) -> None:
     checked_int(args.history, "--history", 0, hint="0: no memory")
     one_of("history encoder", args.history_encoder, list(HISTORY_ENCODERS))
+    one_of("--action-features", args.action_features, list(ACTION_FEATURE_CHOICES))
 
 
 def memory_label(args: argparse.Namespace) -> str:
     label = f"history {args.history} ({args.history_encoder})" if args.history else "no history"
-    return label + (", action effects" if args.action_effects else "")
+    label += f", action features {args.action_features}" if args.action_features != "none" else ""
+    return label + (", per-action Q head" if getattr(args, "q_head", "standard") == "per-action" else "")
 
 
 # ---------------------------------------------------------------------------------------------------- memory
@@ -306,18 +346,18 @@ def _width(space: spaces.Space) -> int:
     return int(np.prod(space.shape or (1,), dtype=np.float64))
 
 
-def observation_bytes(env: Any, history: int, effects: bool = False) -> int:
-    """Bytes of one observation of ``env`` once a ``history``-step window (and the action-effect table) is added,
+def observation_bytes(env: Any, history: int, features: str = "none") -> int:
+    """Bytes of one observation of ``env`` once a ``history``-step window (and the per-action table) is added,
     computed from the spaces (building the window first would already cost what the check is there to refuse)."""
     total = _space_bytes(env.observation_space)
-    if not (history or effects):
+    if not history and features == "none":
         return total
     obs = env.observation_space["obs"]
     obs_width = 1 if isinstance(obs, spaces.Discrete) else _width(obs)
     if history:
         total += history * (obs_width + _width(env.action_space) + 1) * 4  # float32 rows of HistoryWrapper
-    if effects:
-        total += _width(env.action_space) * (obs_width + 1) * 4  # float32 rows of ActionEffectWrapper
+    if features != "none":  # float32 rows: EffectTable's [change | 3 flags]; the env's own, at most as wide
+        total += _width(env.action_space) * (obs_width + 3) * 4
     return total
 
 
@@ -526,7 +566,7 @@ def lock(out: Path) -> IO[str]:
 # ---------------------------------------------------------------------------------------------------- pictures
 def save_episode_pictures(model: Any, env_name: str, kwargs: dict[str, Any], folder: Path, seed: int,
                           stem: str = "episode", gif: bool = True, png: bool = True,
-                          best_of: int = 1, history: int = 0, effects: bool = False) -> tuple[Any, int] | None:
+                          best_of: int = 1, history: int = 0, features: str = "none") -> tuple[Any, int] | None:
     """Record deterministic episodes (seeds ``seed``, ``seed + 1``, ...) and draw the one that got furthest.
 
     Up to ``best_of`` episodes are played, stopping at the first success; the picture's title says which one it
@@ -534,7 +574,7 @@ def save_episode_pictures(model: Any, env_name: str, kwargs: dict[str, Any], fol
     or None when the env cannot render.
     """
     try:
-        return _draw_episode(model, env_name, kwargs, folder, seed, stem, gif, png, best_of, history, effects)
+        return _draw_episode(model, env_name, kwargs, folder, seed, stem, gif, png, best_of, history, features)
     except Exception as exc:  # e.g. no OpenGL on a headless machine: the run and its results matter more
         detail = " ".join(str(exc).split())[:300]
         print(f"warning: no episode picture ({type(exc).__name__}: {detail}); the run's results are kept. On a "
@@ -544,9 +584,9 @@ def save_episode_pictures(model: Any, env_name: str, kwargs: dict[str, Any], fol
 
 def _draw_episode(model: Any, env_name: str, kwargs: dict[str, Any], folder: Path, seed: int, stem: str,
                   gif: bool, png: bool, best_of: int, history: int = 0,
-                  effects: bool = False) -> tuple[Any, int] | None:
+                  features: str = "none") -> tuple[Any, int] | None:
     try:
-        env = make_env(env_name, kwargs, history=history, effects=effects, render_mode="rgb_array")
+        env = make_env(env_name, kwargs, history=history, features=features, render_mode="rgb_array")
     except UsageError:
         print(f"note: env {env_name!r} has no rgb_array render mode; no episode picture", file=sys.stderr)
         return None
@@ -616,9 +656,11 @@ def add_history_options(p: argparse.ArgumentParser, default: int) -> None:
     p.add_argument("--history", type=int, metavar="N", default=default,
                    help="memory: the last N observations and actions enter the observation (HistoryWrapper) and the "
                         f"policy encodes them (HistoryExtractor); 0 for none (default {default})")
-    p.add_argument("--action-effects", action="store_true",
-                   help="memory for controls that change every episode: each action's last effect on the "
-                        "observation this episode enters the observation (ActionEffectWrapper; Discrete actions)")
+    p.add_argument("--action-features", default="none", metavar="NAME",
+                   help="memory for controls that change every episode (Discrete actions): a per-action table of "
+                        "what each action was seen to do enters the observation; effects: the generic table "
+                        "(ActionEffectWrapper), env: the env's own (MazeRunner: the moves each action can still be); "
+                        "default none")
     p.add_argument("--history-encoder", default="conv", metavar="NAME",
                    help="how the policy encodes the window: conv or gru (default conv: it learned MazeRunner as well "
                         "as the GRU at 0.8x its cost)")

@@ -182,7 +182,7 @@ def check_args(args: argparse.Namespace, resume_dir: Path | None) -> tuple[Any, 
 
 def check_dagger_memory(args: argparse.Namespace, probe: Any) -> None:
     """Every round's demos stay in memory for BC (episodes and their flattened transitions)."""
-    obs = observation_bytes(probe, args.history, args.action_effects)
+    obs = observation_bytes(probe, args.history, args.action_features)
     steps = args.rounds * args.steps_per_round
     check_memory([
         (f"--rounds {args.rounds}, --steps-per-round {args.steps_per_round} and --history {args.history} "
@@ -197,7 +197,7 @@ def check_dagger_memory(args: argparse.Namespace, probe: Any) -> None:
 def probe_env(args: argparse.Namespace, kwargs: dict[str, Any]) -> tuple[int, Any, str]:
     probe = make_env(args.env, kwargs)
     check_dagger_memory(args, probe)
-    probe = add_history(probe, args.env, args.history, args.action_effects)
+    probe = add_history(probe, args.env, args.history, args.action_features)
     num_goals = check_instruction_env_space(probe, args.env)
     spec, spec_label = goal_spec(args, probe, args.env)
     if args.relabel != "none":
@@ -293,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         out, _lock_handle = resume_dir, lock(resume_dir)
     eval_seed = args.seed + 10_000
-    env_fn = env_factory(args.env, kwargs, args.history, args.action_effects)
+    env_fn = env_factory(args.env, kwargs, args.history, args.action_features)
     venv = make_vec_env(env_fn, n_envs=args.n_envs, seed=args.seed)
     eval_env = make_vec_env(env_fn, n_envs=min(args.eval_episodes, 10), seed=eval_seed)
     trainer, log, records = build_trainer(args, out, resume_dir, venv, schedule, spec, spec_label)
@@ -334,7 +334,7 @@ def build_trainer(args: argparse.Namespace, out: Path, resume_dir: Path | None, 
     rng = np.random.default_rng(args.seed)
     policy = ActorCriticPolicy(venv.observation_space, venv.action_space, lr_schedule=lambda _: 0.0,
                                net_arch=NET_ARCH, **extractor_kwargs(args.history, args.history_encoder,
-                                                                    args.action_effects))
+                                                                    args.action_features))
     # a resumed run logs beside the killed one's logs (SB3's CSV writer would truncate them)
     log_dir = out / "logs" if resume_dir is None else out / "logs" / f"resumed-{datetime.now():%Y%m%d-%H%M%S}"
     log = imit_logger.configure(log_dir, log_formats())
@@ -369,7 +369,7 @@ def write_summary(args: argparse.Namespace, out: Path, trainer: Any, report: Rou
                          out / "learning_curve.png", num_goals=num_goals, xlabel="round",
                          title=f"DAgger on {args.env}, beta schedule {args.beta_schedule}")
     save_episode_pictures(trainer.policy, args.env, kwargs, out, seed=eval_seed, best_of=10, history=args.history,
-                          effects=args.action_effects)
+                          features=args.action_features)
     records = report.records
     rows = [[r["round"], f"{r['beta']:.2f}", r["episodes"], r["timesteps"], f"{r['learner_share']:.0%}",
              r["demo_timesteps"], f"{r['success_rate']:.2f}", f"{r['goals_reached']:.2f} / {num_goals}"]

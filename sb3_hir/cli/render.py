@@ -9,6 +9,7 @@ from typing import Any
 
 from sb3_hir import plugins as plugin_registry
 from sb3_hir.cli.common import (
+    ACTION_FEATURE_CHOICES,
     ALGOS,
     UsageError,
     algo_class,
@@ -29,6 +30,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--algo", metavar="ALGO", help="algorithm of MODEL when there is no run.json next to it")
     p.add_argument("--env", metavar="NAME", help="env plugin name (default: the run's env)")
     p.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE", help="override an env option")
+    p.add_argument("--action-features", metavar="NAME",
+                   help="the per-action table MODEL was trained with (none, effects, env; default: the run's, from "
+                        "run.json); the Q head is part of MODEL")
     p.add_argument("--seed", type=int, metavar="N", default=0, help="episode seed (default 0)")
     p.add_argument("--best-of", type=int, default=1, metavar="N",
                    help="play seeds SEED..SEED+N-1 and draw the episode that reached most goals (default 1)")
@@ -57,9 +61,9 @@ def load_model(algo_name: str, model_path: Path) -> Any:
         raise UsageError(f"cannot load {model_path} as {algo_name}: {type(exc).__name__}: {exc}") from exc
 
 
-def check_spaces(model: Any, env_name: str, env_kwargs: dict[str, Any], history: int, effects: bool = False) -> None:
+def check_spaces(model: Any, env_name: str, env_kwargs: dict[str, Any], history: int, features: str = "none") -> None:
     """The env must be the one the model was trained on (actions first: with history they shape the window)."""
-    probe = make_env(env_name, env_kwargs, history=history, effects=effects)
+    probe = make_env(env_name, env_kwargs, history=history, features=features)
     try:
         for what in ("action_space", "observation_space"):
             if getattr(probe, what) != getattr(model, what):
@@ -69,6 +73,13 @@ def check_spaces(model: Any, env_name: str, env_kwargs: dict[str, Any], history:
                                  "options")
     finally:
         probe.close()
+
+
+def stored_features(stored: dict[str, Any]) -> str:
+    """The run's ``--action-features``; run.json files before it have ``action_effects`` (True: the effect table)."""
+    if "action_features" in stored:
+        return str(stored["action_features"])
+    return "effects" if stored.get("action_effects") else "none"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,12 +103,13 @@ def run(args: argparse.Namespace) -> int:
     set_threads()
     model = load_model(algo_name, model_path)
     history = int(stored.get("history") or 0)
-    effects = bool(stored.get("action_effects", False))  # run.json files before --action-effects have none
-    check_spaces(model, env_name, env_kwargs, history, effects)
+    features = args.action_features or stored_features(stored)
+    one_of("--action-features", features, list(ACTION_FEATURE_CHOICES))
+    check_spaces(model, env_name, env_kwargs, history, features)
     drawn = save_episode_pictures(model, env_name, env_kwargs, out.parent, seed=args.seed, stem=out.stem,
                                   gif=out.suffix == ".gif" or args.out is None,
                                   png=out.suffix == ".png" or args.out is None, best_of=args.best_of,
-                                  history=history, effects=effects)
+                                  history=history, features=features)
     if drawn is None:
         raise UsageError(f"env {env_name!r} does not render rgb_array frames")
     episode, played = drawn

@@ -51,7 +51,9 @@ OPTUNA_SPACE: dict[str, tuple[str, Any]] = {
     "n_steps": ("choice", [1, 3]),
     "hidden": ("choice", [64, 128, 256]),
     "history": ("choice", [0, 8, 16, 32]),
-    "action_effects": ("choice", [False, True]),
+    # searched jointly: the per-action head needs a per-action table to read
+    "action_features+q_head": ("choice", ["none+standard", "effects+standard", "env+standard", "effects+per-action",
+                                          "env+per-action"]),
 }
 
 METRIC = "goals_reached"
@@ -127,11 +129,9 @@ def train_argv(options: dict[str, Any], fixed: Sequence[str], train: argparse.Ar
     actions = {action.dest: action for action in train._actions if action.option_strings}
     argv: list[str] = []
     for dest, value in options.items():
-        flag = actions[dest].option_strings[-1]
-        if isinstance(actions[dest], argparse._StoreTrueAction):  # a searched switch (--action-effects)
-            argv += [flag] if value else []
-        else:
-            argv += [flag, _format(value)]
+        # a jointly searched pair ("action_features+q_head": "env+per-action") is two options
+        for part, part_value in zip(dest.split("+"), str(value).split("+") if "+" in dest else [value], strict=True):
+            argv += [actions[part].option_strings[-1], _format(part_value)]
     return [*argv, *fixed]
 
 
@@ -208,8 +208,8 @@ def run(args: argparse.Namespace) -> int:
     for seed in args.seeds:
         check_seed(seed, "--seeds")
     if args.search == "optuna":
-        conflicting = [key for key, given in values.items() if len(given) > 1 or key in OPTUNA_SPACE]
-        conflicting += [key for key in OPTUNA_SPACE if getattr(args, key, None) is True]  # a searched switch given
+        searched = {part for key in OPTUNA_SPACE for part in key.split("+")}
+        conflicting = [key for key, given in values.items() if len(given) > 1 or key in searched]
         if conflicting:
             raise UsageError(f"--search optuna searches {', '.join(OPTUNA_SPACE)} itself and takes one value of "
                               f"each other option; drop --{', --'.join(k.replace('_', '-') for k in conflicting)}")

@@ -44,6 +44,7 @@ from sb3_hir.cli.common import (
     check_history,
     check_instruction_env_space,
     check_memory,
+    check_q_head,
     check_seed,
     checked_int,
     env_factory,
@@ -58,6 +59,7 @@ from sb3_hir.cli.common import (
     network_memory,
     observation_bytes,
     one_of,
+    policy_class,
     policy_kwargs,
     prepare_out,
     save_episode_pictures,
@@ -86,6 +88,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--learning-rate", type=float, metavar="X", help="learning rate (default: the algorithm's, below)")
     p.add_argument("--hidden", type=int, metavar="N", help="width of the two hidden layers (default 256)")
     add_history_options(p, TRAIN_HISTORY)
+    p.add_argument("--q-head", default="standard", metavar="NAME",
+                   help="dqn / qrdqn output head: standard (one output per action index) or per-action (one network "
+                        "scores each action from its --action-features row: for controls that change every "
+                        "episode); default standard")
     p.add_argument("--timesteps", type=int, metavar="N", default=TRAIN_TIMESTEPS,
                    help=f"env steps per run (default {TRAIN_TIMESTEPS})")
     p.add_argument("--n-envs", type=int, metavar="N", default=8, help="parallel training envs (default 8)")
@@ -133,6 +139,7 @@ def check_args(args: argparse.Namespace) -> tuple[str, dict[str, Any], list[str]
         if getattr(args, option) is not None:
             checked_int(getattr(args, option), "--" + option.replace("_", "-"), 1)
     check_history(args)
+    check_q_head(args, [algo_name])
     if args.learning_rate is not None and not args.learning_rate > 0:
         raise UsageError(f"--learning-rate must be > 0; got {args.learning_rate}")
     if args.n_steps != 1 and not ALGOS[algo_name].off_policy:
@@ -148,7 +155,7 @@ def buffer_size(args: argparse.Namespace) -> int:
 def check_train_memory(args: argparse.Namespace, algo_name: str, probe: Any) -> None:
     """The replay (or rollout) buffer, the envs and the networks must fit in memory, before any is built."""
     algo = ALGOS[algo_name]
-    obs = observation_bytes(probe, args.history, args.action_effects)
+    obs = observation_bytes(probe, args.history, args.action_features)
     hidden = args.hidden or max(algo.defaults["policy_kwargs"]["net_arch"])
     if algo.off_policy:  # observations and next observations of every row, and one batch of both in tensors
         rows = buffer_size(args)
@@ -169,7 +176,7 @@ def probe_env(args: argparse.Namespace, algo_name: str, kwargs: dict[str, Any],
     """Build the env once and check it: (k, goal spec, its label)."""
     probe = make_env(args.env, kwargs)
     check_train_memory(args, algo_name, probe)  # from the spaces, before the window is allocated
-    probe = add_history(probe, args.env, args.history, args.action_effects)
+    probe = add_history(probe, args.env, args.history, args.action_features)
     num_goals = check_instruction_env_space(probe, args.env)
     check_algo_env(algo_name, probe, args.env)
     spec, spec_label = goal_spec(args, probe, args.env)
@@ -245,10 +252,11 @@ def usage_error(exc: ValueError, label: str) -> UsageError:
 def build_model(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, venv: Any) -> Any:
     algo = ALGOS[algo_name]
     try:
-        return algo_class(algo_name)(algo.policy, venv, seed=args.seed, verbose=0,
+        return algo_class(algo_name)(policy_class(algo_name, args.q_head), venv, seed=args.seed, verbose=0,
                                      **model_kwargs(args, algo_name, relabel, spec),
                                      policy_kwargs=policy_kwargs(algo, args.hidden, args.history,
-                                                                 args.history_encoder, args.action_effects))
+                                                                 args.history_encoder, args.action_features,
+                                                                 args.q_head))
     except ValueError as exc:
         raise usage_error(exc, f"{algo_name}-{relabel}") from exc
 
@@ -289,7 +297,7 @@ def run_one(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, s
     run_dir = out / label
     run_dir.mkdir(parents=True, exist_ok=True)
     eval_seed = args.seed + 10_000
-    eval_env = make_vec_env(env_factory(args.env, kwargs, args.history, args.action_effects),
+    eval_env = make_vec_env(env_factory(args.env, kwargs, args.history, args.action_features),
                             n_envs=min(args.eval_episodes, 10),
                             seed=eval_seed)
     model.set_logger(configure_logger(str(run_dir), log_formats()))
@@ -306,7 +314,7 @@ def run_one(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, s
         algo=algo_name, env=args.env, env_kwargs=kwargs, relabel=relabel, goal_spec=spec_label,
         relabel_ratio=args.relabel_ratio, n_steps=args.n_steps, learning_rate=args.learning_rate,
         hidden=args.hidden, history=args.history, history_encoder=args.history_encoder,
-        action_effects=args.action_effects,
+        action_features=args.action_features, q_head=args.q_head,
         seed=args.seed, timesteps=args.timesteps, timesteps_done=int(model.num_timesteps), n_envs=args.n_envs,
         interrupted=interrupted), indent=2) + "\n")
     history = callback.history
@@ -316,7 +324,7 @@ def run_one(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, s
         plot_run_curve(history, run_dir, num_goals, f"{algo_name} on {args.env}, relabel {relabel}", relabel)
         if not interrupted:
             save_episode_pictures(model, args.env, kwargs, run_dir, seed=eval_seed, best_of=10, history=args.history,
-                                  effects=args.action_effects)
+                                  features=args.action_features)
     finally:
         venv.close()
         eval_env.close()
@@ -337,7 +345,7 @@ def run(args: argparse.Namespace, report: Report | None = None) -> int:
     algo_name, kwargs, relabels = check_args(args)
     num_goals, spec, spec_label = probe_env(args, algo_name, kwargs, relabels)
     set_threads()
-    env_fn = env_factory(args.env, kwargs, args.history, args.action_effects)
+    env_fn = env_factory(args.env, kwargs, args.history, args.action_features)
     out: Path | None = None
     curves: dict[str, Any] = {}
     results: list[dict[str, Any]] = []

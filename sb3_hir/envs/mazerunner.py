@@ -21,6 +21,7 @@ from gymnasium import spaces
 
 from sb3_hir._validate import check_int, check_number
 from sb3_hir.contract import RESET_GOALS_OPTION
+from sb3_hir.envs.move_belief import MoveBelief
 from sb3_hir.goals import ExactGoalSpec
 
 __all__ = [
@@ -306,6 +307,10 @@ class MazeRunnerEnv(gym.Env):
     #: ``reset(options={"goals": ...})`` is honoured (see :mod:`sb3_hir.contract`).
     accepts_reset_goals: ClassVar[bool] = True
 
+    #: Columns of ``obs`` whose change is an action's effect (row and column; the clock advances on every step),
+    #: for the generic :class:`~sb3_hir.action_features.EffectTable` (see :mod:`sb3_hir.contract`).
+    effect_columns: ClassVar[tuple[int, ...]] = (0, 1)
+
     #: Pixels per maze cell in ``rgb_array`` renders.
     cell_pixels: int = 16
 
@@ -536,6 +541,14 @@ class MazeRunnerEnv(gym.Env):
     def action_index(self, action: Any) -> int:
         """Action index (0..4, before the episode's permutation) that ``action`` selects."""
         return self._continuous_index(action) if self.continuous else self._discrete_index(action)
+
+    def action_features(self) -> MoveBelief:
+        """A fresh :class:`~sb3_hir.envs.move_belief.MoveBelief`: per action, the moves it can still be, from the
+        agent's own cells, wall sensors and actions (the :mod:`sb3_hir.contract` hook of
+        ``ActionFeaturesWrapper(env, "env")``)."""
+        if self.continuous:
+            raise ValueError("action_features needs Discrete actions; this MazeRunner has continuous=True")
+        return MoveBelief(self.maze_dim)
 
     # ------------------------------------------------------------------ observation
     def _build_sensor_table(self) -> None:

@@ -1,0 +1,93 @@
+"""Controls that change every episode: which Q head and which per-action features let DQN + HIR identify them?
+
+Every run is the moonshot's learner (``moonshot_mazerunner.build_model``: DQN, history window + GRU, HIR with
+n-step returns, the same hyperparameters) on MazeRunner with ``--steps`` planned steps; only the variant differs:
+
+* ``fixed``: fixed controls, DQN's standard head, no per-action features (the reference);
+* ``random``: controls permuted every episode, standard head, no features (the learner before issue 32);
+* ``random-effects``: permuted, standard head, the generic ``ActionEffectWrapper`` table as one more input key;
+* ``random-head-effects``: permuted, ``PerActionDQNPolicy`` over the generic table's rows;
+* ``random-head-env``: permuted, ``PerActionDQNPolicy`` over MazeRunner's own ``MoveBelief`` rows;
+* ``fixed-head-env``: fixed controls with the per-action head and ``MoveBelief`` (what the head costs where the
+  controls do not change).
+
+Each run is evaluated at every budget of ``--budgets`` inside one training run (``--eval-episodes`` held-out
+episodes of the greedy policy, the same eval seeds for every variant). The table gives success (all k goals in
+order) and goals reached, mean ± std over seeds.
+
+Usage: ``python benchmarks/bench_controls.py [--seeds 0 1 2] [--budgets 10000 20000 30000] [--variants ...] [--ray]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from typing import Any
+
+import bench_args
+import numpy as np
+import torch as th
+from bench_hir_learning import BudgetEval
+from moonshot_mazerunner import build_model, evaluate, make_parser
+from ray_trials import run_all
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "fixed": dict(randomized_actions=False, q_head="standard", action_features="none"),
+    "random": dict(randomized_actions=True, q_head="standard", action_features="none"),
+    "random-effects": dict(randomized_actions=True, q_head="standard", action_features="effects"),
+    "random-head-effects": dict(randomized_actions=True, q_head="per-action", action_features="effects"),
+    "random-head-env": dict(randomized_actions=True, q_head="per-action", action_features="env"),
+    "fixed-head-env": dict(randomized_actions=False, q_head="per-action", action_features="env"),
+}
+
+
+def run_trial(config: dict[str, Any]) -> dict[str, Any]:
+    """One (variant, seed): train for the largest budget, evaluating at each."""
+    th.set_num_threads(1)
+    args = argparse.Namespace(**{**config["args"], **VARIANTS[config["variant"]], "seed": config["seed"]})
+    model = build_model(args)
+    start = time.perf_counter()
+    evals = BudgetEval(args.budgets, lambda m: evaluate(m, args))
+    model.learn(max(args.budgets), callback=evals)
+    return {"variant": config["variant"], "seed": config["seed"], "results": evals.results,
+            "seconds": time.perf_counter() - start}
+
+
+def main() -> None:
+    parser = make_parser(__doc__.split("\n\n")[0])
+    parser.set_defaults(maze_dim=9, goals=1, time_limit=60, steps=30_000, eval_episodes=100)
+    bench_args.add_seeds(parser, [0, 1, 2])
+    bench_args.add_budgets(parser, [10_000, 20_000, 30_000])
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    bench_args.add_ray(parser)
+    args = parser.parse_args()
+    shared = {k: v for k, v in vars(args).items() if k not in ("seeds", "variants", "ray", "cpus_per_trial",
+                                                                "ray_address")}
+    configs = [dict(variant=v, seed=s, args=shared) for v in args.variants for s in args.seeds]
+    print(f"bench_controls: MazeRunner {args.maze_dim}x{args.maze_dim}, k={args.goals}, time limit "
+          f"{args.time_limit}, history {args.history} ({args.encoder}), n-step {args.n_steps}, seeds {args.seeds}, "
+          f"budgets {args.budgets}, {args.eval_episodes} eval episodes; load average at start "
+          f"{os.getloadavg()[0]:.2f}", flush=True)
+    runs = []
+    for run in run_all(run_trial, configs, use_ray=args.ray, cpus_per_trial=getattr(args, "cpus_per_trial", 1),
+                       name="bench_controls"):
+        runs.append(run)
+        cells = ", ".join(f"{b}: {s:.2f} / {g:.2f}" for b, (g, s) in sorted(run["results"].items()))
+        print(f"  {run['variant']} seed {run['seed']} ({run['seconds']:.0f} s): success / goals at {cells}",
+              flush=True)
+    print(f"\n| variant | {' | '.join(str(b) for b in sorted(args.budgets))} |")
+    print(f"|---|{'---:|' * len(args.budgets)}")
+    for variant in args.variants:
+        mine = [r for r in runs if r["variant"] == variant]
+        cells = []
+        for b in sorted(args.budgets):
+            success = np.array([r["results"][b][1] for r in mine])
+            goals = np.array([r["results"][b][0] for r in mine])
+            cells.append(f"{success.mean():.2f} ± {success.std():.2f} ({goals.mean():.2f} goals)")
+        print(f"| {variant} | {' | '.join(cells)} |")
+    print(f"load average at end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

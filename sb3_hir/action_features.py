@@ -1,0 +1,217 @@
+"""Per-action features from the agent's own experience, so a policy can tell what each action does this episode.
+
+With controls that change every episode (MazeRunner's ``randomized_actions=True``) an action's index says nothing
+about its move; what the agent has seen each action do does. :class:`ActionFeaturesWrapper` adds one more Dict key,
+a ``(n_actions, d)`` table with one row per action, that the per-action Q heads of :mod:`sb3_hir.policies` read
+row by row. The table is built by an :class:`ActionFeatures` tracker from the observations and actions only, never
+goals or rewards, so relabeled observations stay faithful (the rule of :mod:`sb3_hir.history`) and
+:func:`sb3_hir.testing.check_instruction_env` passes with it on.
+
+Two trackers:
+
+- :class:`EffectTable` (generic, any Dict env with Discrete actions): per action, the last change it made to the
+  observation, which a later try without effect (a wall bump) does not erase, and whether it was ever seen to do
+  nothing. :class:`ActionEffectWrapper` is the wrapper with this tracker.
+- the env's own, through the contract below: what only the env's author knows (MazeRunner: a blocked try rules out
+  every move that was open, and the moves are a permutation) gives sharper features. MazeRunner's is
+  :class:`sb3_hir.envs.move_belief.MoveBelief`.
+
+The contract (:mod:`sb3_hir.contract`): an env, or any wrapper around it, may define
+
+- ``action_features()`` returning a fresh :class:`ActionFeatures` (``ActionFeaturesWrapper(env, "env")`` uses it);
+- ``effect_columns``: the flattened observation columns whose change is an action's effect, for
+  :class:`EffectTable` (a clock that advances on every step is not an effect; MazeRunner declares its row and
+  column).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from sb3_hir._validate import check_choice
+from sb3_hir.contract import ACTION_FEATURES, EFFECT_COLUMNS, declared
+from sb3_hir.history import goal_free_keys
+
+__all__ = [
+    "ACTION_FEATURES_KEY",
+    "EFFECTS_KEY",
+    "FEATURE_SOURCES",
+    "ActionEffectWrapper",
+    "ActionFeatures",
+    "ActionFeaturesWrapper",
+    "EffectTable",
+]
+
+#: The Dict key of :class:`ActionFeaturesWrapper`'s table, unless ``key=`` says otherwise.
+ACTION_FEATURES_KEY = "action_features"
+#: The Dict key of :class:`ActionEffectWrapper`'s table, unless ``key=`` says otherwise.
+EFFECTS_KEY = "effects"
+#: ``features=`` names of :class:`ActionFeaturesWrapper`: the generic effect table, or the env's own tracker.
+FEATURE_SOURCES = ("effects", "env")
+
+
+@runtime_checkable
+class ActionFeatures(Protocol):
+    """Builds one episode's ``(n_actions, d)`` table from the observations and the actions taken, nothing else.
+
+    ``space`` is the table's float32 Box; ``reset`` and ``update`` return a fresh table (the caller keeps it).
+    """
+
+    space: spaces.Box
+
+    def reset(self, obs: dict[str, Any]) -> np.ndarray: ...
+
+    def update(self, action: int, obs: dict[str, Any]) -> np.ndarray: ...
+
+
+def _flat_keys(env: gym.Env, keys: str | Iterable[str]) -> tuple[list[str], list[np.ndarray], list[np.ndarray]]:
+    """The goal-free Box ``keys`` of ``env`` with their flattened lows and highs."""
+    selected = goal_free_keys(env, keys, "\0")
+    lows, highs = [], []
+    for name in selected:
+        sub = env.observation_space.spaces[name]
+        if not isinstance(sub, spaces.Box):
+            raise ValueError(f"keys must name Box observation keys; {name!r} is {sub!r}")
+        lows.append(np.asarray(sub.low, dtype=np.float64).ravel())
+        highs.append(np.asarray(sub.high, dtype=np.float64).ravel())
+    return selected, lows, highs
+
+
+class EffectTable:
+    """Row ``a`` = ``[the last change a made to keys | taken | effect known | seen without effect]``.
+
+    A change is an effect when one of ``columns`` (indices into the flattened keys; all when None) moved by more
+    than ``atol``. A try without effect (a wall bump) sets the last flag and leaves the known effect in place, so
+    "blocked once" never reads as "does nothing" (the fault of the first version of this table, measured in
+    ``benchmarks/results/controls_ablation.txt``). Zeros with ``taken = 0`` before ``a`` is first taken.
+
+    :param env: env with a Dict observation space and ``Discrete`` actions.
+    :param keys: Box observation keys whose change is recorded; never the instruction key.
+    :param columns: flattened columns of ``keys`` whose change counts as an effect (None: the env's declared
+        ``effect_columns`` if ``keys`` is its default, else all).
+    :param atol: changes at or below this are no effect.
+    """
+
+    def __init__(self, env: gym.Env, keys: str | Iterable[str] = ("obs",), columns: Sequence[int] | None = None,
+                 atol: float = 1e-6) -> None:
+        if not isinstance(env.action_space, spaces.Discrete):
+            raise ValueError(
+                f"env.action_space must be Discrete to keep one effect per action; got {env.action_space!r}"
+            )
+        self.keys, lows, highs = _flat_keys(env, keys)
+        width = int(sum(low.size for low in lows))
+        if columns is None and list(self.keys) == ["obs"]:
+            columns = declared(env, EFFECT_COLUMNS)
+        chosen = np.arange(width) if columns is None else np.asarray(list(columns))
+        if chosen.size == 0 or not np.issubdtype(chosen.dtype, np.integer) or ((chosen < 0) | (chosen >= width)).any():
+            raise ValueError(f"columns must be one or more int indices into the {width} flattened columns of keys "
+                             f"{list(self.keys)}; got {columns!r}")
+        if not (isinstance(atol, (int, float)) and atol >= 0):
+            raise ValueError(f"atol must be a number >= 0; got {atol!r}")
+        self.columns = chosen
+        self.atol = float(atol)
+        self.n_actions = int(env.action_space.n)
+        self._start = int(env.action_space.start)
+        low = np.concatenate([np.concatenate(lows) - np.concatenate(highs), [0.0, 0.0, 0.0]]).astype(np.float32)
+        high = np.concatenate([np.concatenate(highs) - np.concatenate(lows), [1.0, 1.0, 1.0]]).astype(np.float32)
+        low[:width] = np.minimum(low[:width], 0.0)  # rows of untaken actions are zeros
+        high[:width] = np.maximum(high[:width], 0.0)
+        self.space = spaces.Box(np.tile(low, (self.n_actions, 1)), np.tile(high, (self.n_actions, 1)),
+                                dtype=np.float32)
+        self._table = np.zeros(self.space.shape, dtype=np.float32)
+        self._last = np.zeros(width, dtype=np.float32)
+
+    def _flat(self, obs: dict[str, Any]) -> np.ndarray:
+        return np.concatenate([np.asarray(obs[name], dtype=np.float32).ravel() for name in self.keys])
+
+    def reset(self, obs: dict[str, Any]) -> np.ndarray:
+        self._table[:] = 0.0
+        self._last = self._flat(obs)
+        return self._table.copy()
+
+    def update(self, action: int, obs: dict[str, Any]) -> np.ndarray:
+        current = self._flat(obs)
+        change = current - self._last
+        self._last = current
+        row = self._table[int(action) - self._start]
+        row[-3] = 1.0
+        if np.abs(change[self.columns]).max() > self.atol:
+            row[:-3] = change
+            row[-2] = 1.0
+        else:
+            row[-1] = 1.0
+        return self._table.copy()
+
+
+class ActionFeaturesWrapper(gym.Wrapper):
+    """Add ``key``: an :class:`ActionFeatures` table, one row per action, rebuilt every step from the agent's own
+    observations and actions.
+
+    :param env: env with a Dict observation space and ``Discrete`` actions.
+    :param features: ``"env"`` (the env's declared ``action_features()``), ``"effects"`` (:class:`EffectTable`),
+        or a callable that takes the env and returns a fresh :class:`ActionFeatures`.
+    :param key: name of the new observation key.
+    """
+
+    def __init__(self, env: gym.Env, features: str | Callable[[gym.Env], ActionFeatures] = "env",
+                 key: str = ACTION_FEATURES_KEY) -> None:
+        super().__init__(env)
+        space = env.observation_space
+        if not isinstance(space, spaces.Dict):
+            raise ValueError(f"env must have a Dict observation space to add a {key!r} key to; got {space!r}")
+        if not isinstance(key, str) or key in space.spaces:
+            raise ValueError(f"key must be a str not already in the observation space {list(space.spaces)}; "
+                             f"got {key!r}")
+        tracker = self._tracker(env, features)
+        if not isinstance(tracker, ActionFeatures) or not isinstance(tracker.space, spaces.Box) \
+                or len(tracker.space.shape) != 2:
+            raise TypeError(f"features must give an ActionFeatures (space: a (n_actions, d) Box, reset, update); "
+                            f"got {tracker!r}")
+        self.features = tracker
+        self.key = key
+        self.observation_space = spaces.Dict({**space.spaces, key: tracker.space})
+        self._started = False
+
+    @staticmethod
+    def _tracker(env: gym.Env, features: str | Callable[[gym.Env], ActionFeatures]) -> Any:
+        if callable(features):
+            return features(env)
+        check_choice(features, "features", FEATURE_SOURCES)
+        if features == "effects":
+            return EffectTable(env)
+        factory = declared(env, ACTION_FEATURES)
+        if factory is None:
+            raise ValueError(f"features='env': {type(env.unwrapped).__name__} declares no {ACTION_FEATURES}() (see "
+                             "sb3_hir.action_features); use features='effects' for the generic effect table")
+        return factory()
+
+    def reset(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        obs, info = self.env.reset(**kwargs)
+        self._started = True
+        return {**obs, self.key: self.features.reset(obs)}, info
+
+    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        if not self._started:
+            raise RuntimeError(f"{type(self).__name__}.step() was called before reset()")
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return {**obs, self.key: self.features.update(int(action), obs)}, reward, terminated, truncated, info
+
+
+class ActionEffectWrapper(ActionFeaturesWrapper):
+    """:class:`ActionFeaturesWrapper` with the generic :class:`EffectTable` under ``key`` (``"effects"``).
+
+    :param env: env with a Dict observation space and ``Discrete`` actions.
+    :param keys: Box observation keys whose change is recorded; never the instruction key.
+    :param key: name of the new observation key.
+    :param columns: see :class:`EffectTable`.
+    """
+
+    def __init__(self, env: gym.Env, keys: str | Iterable[str] = ("obs",), key: str = EFFECTS_KEY,
+                 columns: Sequence[int] | None = None) -> None:
+        super().__init__(env, lambda e: EffectTable(e, keys, columns), key)
+        self.keys = self.features.keys

@@ -1,0 +1,241 @@
+"""Per-action features: the generic effect table, MazeRunner's move belief, their wrapper and its contract."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from buffer_fill import filled_by_random_actions
+from stable_baselines3 import DQN
+from stable_baselines3.common.env_util import make_vec_env
+
+from sb3_hir import ActionEffectWrapper, ActionFeaturesWrapper
+from sb3_hir.action_features import EffectTable
+from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.envs.mazerunner import ACTION_DIRECTIONS
+from sb3_hir.extractors import HistoryExtractor
+from sb3_hir.history import HistoryWrapper
+from sb3_hir.testing import check_instruction_env
+
+
+def maze(time_limit: int = 40, randomized_actions: bool = True, **kwargs) -> ActionEffectWrapper:
+    env = MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=time_limit, randomized_actions=randomized_actions)
+    return ActionEffectWrapper(env, **kwargs)
+
+
+def test_table_keeps_each_actions_last_effect_through_blocked_tries_and_restarts_at_reset():
+    env = maze()
+    assert env.observation_space["effects"].shape == (5, 10)  # 7 obs columns + taken, effect known, no effect
+    rng = np.random.default_rng(0)
+    blocked_after_a_move = 0
+    for episode in range(3):
+        obs, _ = env.reset(seed=episode)
+        np.testing.assert_array_equal(obs["effects"], np.zeros((5, 10), np.float32))
+        expected = np.zeros((5, 10), np.float32)
+        done = False
+        while not done:
+            action = int(rng.integers(5))
+            before = obs["obs"]
+            obs, _, terminated, truncated, _ = env.step(action)
+            change = obs["obs"] - before
+            expected[action, 7] = 1.0
+            if np.abs(change[:2]).max() > 0:  # MazeRunner declares its row and column as the effect columns
+                expected[action, :7] = change
+                expected[action, 8] = 1.0
+            else:
+                blocked_after_a_move += expected[action, 8] == 1.0
+                expected[action, 9] = 1.0
+            np.testing.assert_array_equal(obs["effects"], expected)
+            assert obs in env.observation_space
+            done = terminated or truncated
+    assert blocked_after_a_move >= 5  # the case the first version erased
+
+
+def test_table_reveals_the_episodes_action_permutation():
+    """Every action seen to move shows the direction the episode's permutation gives it, even after wall bumps."""
+    env = maze(time_limit=60)
+    checked, permuted = 0, 0
+    for seed in range(5):
+        obs, _ = env.reset(seed=seed)
+        rng = np.random.default_rng(seed)
+        permutation = env.unwrapped.action_permutation
+        permuted += not np.array_equal(permutation, np.arange(5))
+        for _ in range(60):
+            obs, _, terminated, truncated, _ = env.step(int(rng.integers(5)))
+            if terminated or truncated:
+                break
+        table = obs["effects"]
+        for action in range(5):
+            if table[action, 8] == 0.0:
+                continue
+            moved = np.rint(table[action, :2] * env.unwrapped.maze_dim).astype(int)  # (d_row, d_col)
+            np.testing.assert_array_equal(moved, ACTION_DIRECTIONS[permutation[action]])
+            checked += 1
+    assert checked >= 12 and permuted >= 4
+
+
+def test_table_does_not_depend_on_the_instruction_and_the_buffer_keeps_it():
+    check_instruction_env(HistoryWrapper(maze(time_limit=25), length=3), n_episodes=3)
+    buffer = filled_by_random_actions(lambda: maze(time_limit=12), steps=150)
+    samples = buffer.sample(256)
+    info = buffer.last_sample_info
+    assert info.relabeled.any()
+    np.testing.assert_array_equal(samples.observations["effects"].numpy(),
+                                  buffer.observations["effects"][info.rows, info.env_indices])
+    np.testing.assert_array_equal(samples.next_observations["effects"].numpy(),
+                                  buffer.next_observations["effects"][info.rows, info.env_indices])
+
+
+def test_unchanged_dqn_with_the_table_in_its_extractor_trains_on_it():
+    venv = make_vec_env(lambda: HistoryWrapper(maze(time_limit=15), length=4), n_envs=2, seed=0)
+    model = DQN("MultiInputPolicy", venv, buffer_size=2_000, learning_starts=100, batch_size=32,
+                replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(strategy="some"),
+                policy_kwargs=dict(features_extractor_class=HistoryExtractor, net_arch=[32],
+                                   features_extractor_kwargs=dict(keys=["obs", "goals", "effects"], hidden_size=16)),
+                seed=0)
+    extractor = model.policy.q_net.features_extractor
+    obs = venv.reset()
+    tensors = {k: th.as_tensor(v) for k, v in obs.items()}
+    changed = {**tensors, "effects": tensors["effects"] + 1.0}
+    with th.no_grad():
+        assert not th.equal(extractor(tensors), extractor(changed))  # the policy sees the table
+    model.learn(300)
+    action, _ = model.predict(venv.reset(), deterministic=True)
+    assert action.shape == (2,)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(keys=("goals",)), "must not include the instruction key"),
+    (dict(keys=("nope",)), r"keys \['nope'\] are not in the observation space"),
+    (dict(keys=()), "keys must be one or more"),
+    (dict(key="obs"), "key must be a str not already in the observation space"),
+])
+def test_wrapper_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        maze(**kwargs)
+
+
+def test_wrapper_needs_discrete_actions_box_keys_and_a_reset():
+    with pytest.raises(ValueError, match=r"env\.action_space must be Discrete"):
+        ActionEffectWrapper(MazeRunnerEnv(maze_dim=7, num_goals=2, continuous=True))
+    with pytest.raises(ValueError, match="Dict observation space"):
+        ActionEffectWrapper(gym.make("CartPole-v1"))
+
+    class DiscreteKey(gym.ObservationWrapper):
+        def __init__(self, env: gym.Env) -> None:
+            super().__init__(env)
+            self.observation_space = gym.spaces.Dict({**env.observation_space.spaces, "room": gym.spaces.Discrete(3)})
+
+        def observation(self, obs):
+            return {**obs, "room": 0}
+
+    with pytest.raises(ValueError, match="keys must name Box observation keys; 'room'"):
+        ActionEffectWrapper(DiscreteKey(MazeRunnerEnv(maze_dim=7, num_goals=2)), keys=("obs", "room"))
+    with pytest.raises(RuntimeError, match="before reset"):
+        maze().step(0)
+
+
+# ---------------------------------------------------------------------------------------------------- MoveBelief
+def belief_maze(time_limit: int = 60, randomized_actions: bool = True) -> ActionFeaturesWrapper:
+    env = MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=time_limit, randomized_actions=randomized_actions)
+    return ActionFeaturesWrapper(env, "env")
+
+
+def test_move_belief_always_holds_the_true_move_and_settles_the_controls():
+    env = belief_maze()
+    settled = []
+    for seed in range(8):
+        obs, _ = env.reset(seed=seed)
+        assert obs["action_features"].shape == (5, 6)
+        np.testing.assert_array_equal(obs["action_features"][:, :5], np.ones((5, 5), np.float32))
+        permutation = env.unwrapped.action_permutation
+        rng = np.random.default_rng(seed)
+        done = False
+        while not done:
+            obs, _, terminated, truncated, _ = env.step(int(rng.integers(5)))
+            belief = obs["action_features"][:, :5].astype(bool)
+            assert belief[np.arange(5), permutation].all()  # the true move is never ruled out
+            done = terminated or truncated
+        settled.append(int((belief.sum(axis=1) == 1).sum()))
+    assert sum(n == 5 for n in settled) >= 5  # in most episodes, random steps on 7x7 identify every control
+
+
+def test_move_belief_rules_out_open_moves_after_a_blocked_try_and_a_taken_move_for_the_others():
+    from sb3_hir.envs.move_belief import MoveBelief
+
+    n = 7
+    belief = MoveBelief(n)
+    cell = np.array([3 / n, 3 / n, 0, 2 / n, 1 / n, 0, 0], np.float32)  # walls west and south; north, east open
+    table = belief.reset({"obs": cell})
+    table = belief.update(2, {"obs": cell})  # action 2 did not move: stay, west or south
+    np.testing.assert_array_equal(table[2], [1, 0, 0, 1, 1, 1])
+    moved = cell.copy()
+    moved[0] -= 1 / n  # action 0 moved north
+    table = belief.update(0, {"obs": moved})
+    np.testing.assert_array_equal(table[0], [0, 1, 0, 0, 0, 1])
+    assert not table[[1, 2, 3, 4], 1].any()  # north is action 0's, so no other action's
+
+
+def test_features_hold_only_the_agents_own_observations_and_actions():
+    """Replaying the recorded obs and actions into a fresh tracker rebuilds the table: nothing else enters."""
+    for wrapped in (belief_maze(time_limit=30), maze(time_limit=30)):
+        obs, _ = wrapped.reset(seed=3)
+        tracker = type(wrapped.features)(wrapped.unwrapped.maze_dim) if wrapped.key == "action_features" else \
+            EffectTable(wrapped.unwrapped)
+        bare = {k: v for k, v in obs.items() if k != wrapped.key}
+        np.testing.assert_array_equal(tracker.reset({"obs": bare["obs"]}), obs[wrapped.key])
+        rng = np.random.default_rng(1)
+        done = False
+        while not done:
+            action = int(rng.integers(5))
+            obs, _, terminated, truncated, _ = wrapped.step(action)
+            np.testing.assert_array_equal(tracker.update(action, {"obs": obs["obs"]}), obs[wrapped.key])
+            done = terminated or truncated
+
+
+def test_check_instruction_env_passes_with_the_envs_features():
+    check_instruction_env(HistoryWrapper(belief_maze(time_limit=25), length=3), n_episodes=3)
+
+
+def test_features_wrapper_bad_input():
+    with pytest.raises(ValueError, match="features must be one of"):
+        ActionFeaturesWrapper(MazeRunnerEnv(maze_dim=7, num_goals=2), "oracle")
+    with pytest.raises(ValueError, match="features='env': CartPoleDict declares no action_features"):
+        ActionFeaturesWrapper(CartPoleDict(), "env")
+    with pytest.raises(ValueError, match="action_features needs Discrete actions"):
+        ActionFeaturesWrapper(MazeRunnerEnv(maze_dim=7, num_goals=2, continuous=True), "env")
+    with pytest.raises(TypeError, match="features must give an ActionFeatures"):
+        ActionFeaturesWrapper(MazeRunnerEnv(maze_dim=7, num_goals=2), lambda env: object())
+    with pytest.raises(ValueError, match="key must be a str not already in the observation space"):
+        ActionFeaturesWrapper(MazeRunnerEnv(maze_dim=7, num_goals=2), "env", key="goals")
+    with pytest.raises(ValueError, match="columns must be one or more int indices into the 7 flattened columns"):
+        ActionEffectWrapper(MazeRunnerEnv(maze_dim=7, num_goals=2), columns=[7])
+    with pytest.raises(RuntimeError, match="before reset"):
+        belief_maze().step(0)
+
+
+class CartPoleDict(gym.Env):
+    """A Dict env with Discrete actions that declares no features of its own."""
+
+    observation_space = gym.spaces.Dict({"obs": gym.spaces.Box(-1.0, 1.0, (2,), np.float32)})
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return {"obs": np.zeros(2, np.float32)}, {}
+
+    def step(self, action):
+        return {"obs": np.full(2, float(action), np.float32)}, 0.0, False, False, {}
+
+
+def test_generic_table_works_on_an_env_without_declarations():
+    env = ActionEffectWrapper(CartPoleDict())
+    obs, _ = env.reset(seed=0)
+    obs, *_ = env.step(0)  # no change: taken, seen without effect
+    np.testing.assert_array_equal(obs["effects"][0], [0, 0, 1, 0, 1])
+    obs, *_ = env.step(1)  # (0, 0) -> (1, 1)
+    np.testing.assert_array_equal(obs["effects"][1], [1, 1, 1, 1, 0])
+    obs, *_ = env.step(1)  # no change again: the effect stays known
+    np.testing.assert_array_equal(obs["effects"][1], [1, 1, 1, 1, 1])
