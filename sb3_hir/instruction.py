@@ -220,6 +220,56 @@ class DesiredGoalSampler:
         return env_success(env, env.env_observation["achieved_goal"], env.env_goal(goal), info, self.success_reward)
 
 
+def _check_sampler(sampler: Any) -> None:
+    missing = [name for name in ("sample", "install", "reached") if not callable(getattr(sampler, name, None))]
+    if missing:
+        raise ValueError(
+            f"sampler must implement the GoalSampler protocol (sample, install, reached); "
+            f"{type(sampler).__name__} lacks {missing}"
+        )
+
+
+def _checked_mask_value(env: gym.Env, sampler: Any, desired_space: spaces.Box, mask_value: float | None,
+                        goal_reward: float, step_reward: float, integer: bool) -> float:
+    """The mask of reached goals (given, the sampler's, or the space's default), checked to never equal a goal."""
+    if mask_value is None:
+        mask_value = getattr(sampler, "mask_value", None)
+    if mask_value is None:
+        mask_value = goal_space_mask_value(desired_space)
+    for name, value in (("mask_value", mask_value), ("goal_reward", goal_reward), ("step_reward", step_reward)):
+        check_number(value, name)
+    if integer and not float(mask_value).is_integer():
+        raise ValueError(
+            f"mask_value must be an integer for integer goals (observation_space['desired_goal'] = "
+            f"{env.observation_space['desired_goal']!r}), so that it compares exactly; got {mask_value!r}"
+        )
+    low, high = desired_space.low, desired_space.high
+    if np.all(np.isfinite(low) & np.isfinite(high)) and np.all((low <= mask_value) & (mask_value <= high)):
+        raise ValueError(
+            f"mask_value={mask_value} lies inside the desired_goal bounds [{low}, {high}], so a real goal could "
+            "equal the mask; choose a mask_value outside them"
+        )
+    return mask_value
+
+
+def _goal_dtypes(achieved_space: spaces.Box, desired_space: spaces.Box, mask_value: float,
+                 integer: bool) -> tuple[np.dtype, np.dtype, np.ndarray, np.ndarray]:
+    """Goal and achieved dtypes, and the achieved key's bounds (1, d), wide enough to hold the mask."""
+    d = int(desired_space.shape[0])
+    achieved_low, achieved_high = achieved_space.low.reshape(1, d), achieved_space.high.reshape(1, d)
+    if not integer:
+        return np.dtype(desired_space.dtype), np.dtype(achieved_space.dtype), achieved_low, achieved_high
+    # Unsigned or tiny dtypes cannot hold a mask below the range: widen to a signed dtype that holds both.
+    dtype = np.result_type(desired_space.dtype, achieved_space.dtype, np.min_scalar_type(mask_value))
+    if not _is_integer(dtype):
+        raise ValueError(
+            f"mask_value={mask_value} and goals of dtype {desired_space.dtype} fit no common integer "
+            "dtype; choose a mask_value just outside the goal range"
+        )
+    return (np.dtype(dtype), np.dtype(dtype), np.minimum(achieved_low.astype(dtype), mask_value),
+            np.maximum(achieved_high.astype(dtype), mask_value))
+
+
 class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """A k-goal instruction over a single-goal GoalEnv, with MazeRunner's observation, reward and termination.
 
@@ -277,58 +327,26 @@ class InstructionWrapper(gym.Wrapper, gym.utils.RecordConstructorArgs):
         step_reward: float = 0.0,
     ) -> None:
         check_int(num_goals, "num_goals", 1)
-        missing = [name for name in ("sample", "install", "reached") if not callable(getattr(sampler, name, None))]
-        if missing:
-            raise ValueError(
-                f"sampler must implement the GoalSampler protocol (sample, install, reached); "
-                f"{type(sampler).__name__} lacks {missing}"
-            )
+        _check_sampler(sampler)
         achieved_space, desired_space = check_goal_env(env)
         gym.utils.RecordConstructorArgs.__init__(
             self, sampler=sampler, num_goals=num_goals, mask_value=mask_value, goal_reward=goal_reward,
             require_distinct=require_distinct, step_reward=step_reward,
         )
         gym.Wrapper.__init__(self, env)
-        if mask_value is None:
-            mask_value = getattr(sampler, "mask_value", None)
-        if mask_value is None:
-            mask_value = goal_space_mask_value(desired_space)
-        for name, value in (("mask_value", mask_value), ("goal_reward", goal_reward), ("step_reward", step_reward)):
-            check_number(value, name)
         integer = _is_integer(desired_space.dtype)
-        if integer and not float(mask_value).is_integer():
-            raise ValueError(
-                f"mask_value must be an integer for integer goals (observation_space['desired_goal'] = "
-                f"{env.observation_space['desired_goal']!r}), so that it compares exactly; got {mask_value!r}"
-            )
-        low, high = desired_space.low, desired_space.high
-        if np.all(np.isfinite(low) & np.isfinite(high)) and np.all((low <= mask_value) & (mask_value <= high)):
-            raise ValueError(
-                f"mask_value={mask_value} lies inside the desired_goal bounds [{low}, {high}], so a real goal could "
-                "equal the mask; choose a mask_value outside them"
-            )
+        mask = _checked_mask_value(env, sampler, desired_space, mask_value, goal_reward, step_reward, integer)
         self.sampler = sampler
         self.num_goals = int(num_goals)
-        self.mask_value: float = int(mask_value) if integer else float(mask_value)
+        self.mask_value: float = int(mask) if integer else float(mask)
         self.goal_reward = float(goal_reward)
         self.step_reward = float(step_reward)
         self.require_distinct = bool(require_distinct)
         self.goal_dim = int(desired_space.shape[0])
         k, d = self.num_goals, self.goal_dim
-        achieved_low, achieved_high = achieved_space.low.reshape(1, d), achieved_space.high.reshape(1, d)
-        if integer:
-            # Unsigned or tiny dtypes cannot hold a mask below the range: widen to a signed dtype that holds both.
-            dtype = np.result_type(desired_space.dtype, achieved_space.dtype, np.min_scalar_type(self.mask_value))
-            if not _is_integer(dtype):
-                raise ValueError(
-                    f"mask_value={self.mask_value} and goals of dtype {desired_space.dtype} fit no common integer "
-                    "dtype; choose a mask_value just outside the goal range"
-                )
-            self.goal_dtype = self.achieved_dtype = np.dtype(dtype)
-            achieved_low = np.minimum(achieved_low.astype(dtype), self.mask_value)
-            achieved_high = np.maximum(achieved_high.astype(dtype), self.mask_value)
-        else:
-            self.goal_dtype, self.achieved_dtype = np.dtype(desired_space.dtype), np.dtype(achieved_space.dtype)
+        self.goal_dtype, self.achieved_dtype, achieved_low, achieved_high = _goal_dtypes(
+            achieved_space, desired_space, self.mask_value, integer)
+        low, high = desired_space.low, desired_space.high
         #: The goal spec relabeling must use, when the wrapper knows it: exact equality for integer goals (what
         #: ``sb3_hir.testing.check_instruction_env`` checks by default); None for float goals, whose tolerance is
         #: the env's success radius (env plugins set it, e.g. sb3-hir-robotics' ``declare_goal_spec``).

@@ -4,7 +4,7 @@ At ``sample(256)`` the numpy draw is some forty array calls of a few microsecond
 their fixed cost, not the arithmetic, is what a batch costs. A draw strategy's kernel (beside its numpy code in
 ``sb3_hir.buffers.draws``) does a whole draw in one call: it consumes the buffer's ``np.random.Generator`` element by
 element, in the order the numpy code draws its arrays (numba's Generator methods produce NumPy's streams), so both
-serve identical rows for one seed (``tests/test_served_rows.py``). Without numba, or with ``SB3_HIR_JIT=0``, the
+serve identical rows for one seed (``tests/buffers/test_served_rows.py``). Without numba, or with ``SB3_HIR_JIT=0``, the
 buffer runs the numpy code.
 
 Kernels take their settings as a named configuration (:func:`config`): a one-element structured array that a kernel

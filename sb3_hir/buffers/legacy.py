@@ -4,7 +4,7 @@ SB3's ``save_replay_buffer`` pickles the buffer's ``__dict__``. It used to hold 
 ``_field``, ``_row_head``, ...) and the draw mode as flags (``batched_draws``, ``exact_index``, ...) on the buffer
 itself; :func:`upgrade` builds the draw strategy, the episode index and the serving from them, so a saved buffer
 loads and serves on as before (the same draws: its generator and episode index carry over;
-``tests/test_legacy_pickles.py`` loads buffers pickled at cf051ef, the last commit with that layout).
+``tests/buffers/test_legacy_pickles.py`` loads buffers pickled at cf051ef, the last commit with that layout).
 """
 
 from __future__ import annotations

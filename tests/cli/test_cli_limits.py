@@ -17,7 +17,7 @@ import pytest
 
 from sb3_hir import cli, hookimpl, plugins
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY_ENV = ["--maze-size", "7", "--goals", "2", "--time-limit", "20"]
 TINY_TRAIN = ["--timesteps", "240", "--n-envs", "2", "--eval-episodes", "2", "--eval-freq", "120", *TINY_ENV]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}

@@ -17,7 +17,7 @@ from served_rows import filled_buffer, served
 from sb3_hir.buffers import compiled
 from sb3_hir.relabel import HindsightInstructionRelabeler
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # the shared helpers (served_rows)
 
 needs_numba = pytest.mark.skipif(not compiled.AVAILABLE, reason="numba is not importable here")
 
