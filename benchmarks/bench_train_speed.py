@@ -7,7 +7,8 @@ baseline is the package at ``--ref`` (a temporary ``git worktree``, put first on
 this repository. Speed is SB3's own ``time/fps`` (env steps over ``learn()``'s wall time, evaluations included) from
 each run's ``progress.csv``; the learning table (success rate and goals reached of the final evaluation, from
 ``results.json``) is printed beside it, since a faster loop must not learn worse. Equal seeds serve equal rows on
-both sides when the sampling change keeps them (``tests/buffers/test_served_rows.py``), so the tables should agree exactly.
+both sides when the sampling change keeps them (``tests/buffers/test_served_rows.py``), so the tables should agree
+exactly.
 
 Target (issue 26): the checkout >= 1.3x the baseline's env steps per second.
 

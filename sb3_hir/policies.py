@@ -183,13 +183,8 @@ class PerActionDQNPolicy(_ReadsActionKey, DQNPolicy):
 
 
 class PerActionQRDQNPolicy(_ReadsActionKey, QRDQNPolicy):
-    """QR-DQN's policy with :class:`PerActionQuantileNetwork` as its quantile and target networks.
-
-    :param action_key: (keyword) the ``(n_actions, d)`` observation key holding each action's row.
-    :param features_extractor_class: (keyword) encodes the other keys; ``KeySelectExtractor`` over all keys but
-        ``action_key`` when None.
-    The other parameters are ``QRDQNPolicy``'s, by keyword.
-    """
+    """QR-DQN's policy with :class:`PerActionQuantileNetwork` as its quantile and target networks: the parameters of
+    :class:`PerActionDQNPolicy`, with ``QRDQNPolicy``'s (``n_quantiles`` among them) by keyword."""
 
     def make_quantile_net(self) -> PerActionQuantileNetwork:
         net_args = self._update_features_extractor(self.net_args, features_extractor=None)

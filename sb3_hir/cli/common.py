@@ -321,79 +321,6 @@ def memory_label(args: argparse.Namespace) -> str:
     return label + (", per-action Q head" if getattr(args, "q_head", "standard") == "per-action" else "")
 
 
-# ---------------------------------------------------------------------------------------------------- memory
-#: What one env costs besides its observations (wrappers, the maze, Python objects): a floor, not a measurement.
-ENV_OVERHEAD_BYTES = 64 * 1024
-
-
-def physical_memory() -> int:
-    """Bytes of memory this machine has."""
-    return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-
-
-def _space_bytes(space: spaces.Space) -> int:
-    if isinstance(space, spaces.Dict):
-        return sum(_space_bytes(sub) for sub in space.spaces.values())
-    shape = space.shape or (1,)
-    return int(np.prod(shape, dtype=np.float64)) * int(np.dtype(space.dtype or np.float32).itemsize)
-
-
-def _width(space: spaces.Space) -> int:
-    if isinstance(space, spaces.Discrete):
-        return int(space.n)
-    if isinstance(space, spaces.MultiDiscrete):
-        return int(np.sum(space.nvec))
-    return int(np.prod(space.shape or (1,), dtype=np.float64))
-
-
-def observation_bytes(env: Any, history: int, features: str = "none") -> int:
-    """Bytes of one observation of ``env`` once a ``history``-step window (and the per-action table) is added,
-    computed from the spaces (building the window first would already cost what the check is there to refuse)."""
-    total = _space_bytes(env.observation_space)
-    if not history and features == "none":
-        return total
-    obs = env.observation_space["obs"]
-    obs_width = 1 if isinstance(obs, spaces.Discrete) else _width(obs)
-    if history:
-        total += history * (obs_width + _width(env.action_space) + 1) * 4  # float32 rows of HistoryWrapper
-    if features != "none":  # float32 rows: EffectTable's [change | 3 flags]; the env's own, at most as wide
-        total += _width(env.action_space) * (obs_width + 3) * 4
-    return total
-
-
-def _size(n_bytes: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n_bytes < 1024 or unit == "PiB":
-            return f"{n_bytes:.1f} {unit}"
-        n_bytes /= 1024
-    raise AssertionError  # pragma: no cover
-
-
-def check_memory(needs: Sequence[tuple[str, float]], obs_bytes: int) -> None:
-    """Refuse, in one line, a run whose size options need more memory than the machine has.
-
-    ``needs`` are (options, bytes) terms of a lower-bound estimate; the largest names the options to shrink.
-    Without this, a too-large ``--history`` or buffer swaps or hangs for minutes instead of failing.
-    """
-    total = sum(n_bytes for _, n_bytes in needs)
-    available = physical_memory()
-    if total <= available:
-        return
-    options, _ = max(needs, key=lambda need: need[1])
-    raise UsageError(f"{options} need at least {_size(total)} of memory ({_size(obs_bytes)} per observation) but "
-                     f"this machine has {_size(available)}; choose smaller values")
-
-
-def env_memory(n_envs: int, obs_bytes: int) -> float:
-    """Envs hold a few observations each (current, reset, the VecEnv's buffers) besides their own state."""
-    return n_envs * (ENV_OVERHEAD_BYTES + 4 * obs_bytes)
-
-
-def network_memory(hidden: int, inputs: int) -> float:
-    """Two hidden layers of ``hidden`` units, times ~8 copies (target nets, critics, Adam's two moments)."""
-    return 8 * 4 * (hidden * hidden + inputs * hidden)
-
-
 # ---------------------------------------------------------------------------------------------------- goal specs
 def goal_spec(args: argparse.Namespace, probe: Any, env_name: str) -> tuple[Any, str]:
     """The goal spec relabeling uses: ``--goal-spec``, else the one the env declares, else ``exact``."""
@@ -634,6 +561,23 @@ def add_run_options(p: argparse.ArgumentParser, command: str) -> None:
                    help=f"run directory (default runs/{command}-<time>-<pid>-<random>); refused when not empty")
     p.add_argument("--overwrite", action="store_true",
                    help="clear a non-empty --out made by an earlier sb3-hir run and write the new run there")
+
+
+def add_run_env_options(p: argparse.ArgumentParser, command: str, progress_help: str, continuous_help: str) -> None:
+    """What every training command ends with: its run directory, progress bars, the goal spec and the env."""
+    add_run_options(p, command)
+    p.add_argument("--no-progress", action="store_true", help=progress_help)
+    add_goal_spec_options(p)
+    add_env_options(p, continuous_help)
+
+
+def add_command(sub: Any, name: str, add_arguments: Callable[[argparse.ArgumentParser], None],
+                run: Callable[[argparse.Namespace], int], **texts: str) -> argparse.ArgumentParser:
+    """The sub-command ``name`` with its options and the function that runs it (``texts``: help, description)."""
+    p = sub.add_parser(name, **texts)
+    add_arguments(p)
+    p.set_defaults(func=run)
+    return p
 
 
 def add_env_options(p: argparse.ArgumentParser, continuous_help: str) -> None:

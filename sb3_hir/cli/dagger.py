@@ -27,21 +27,18 @@ from sb3_hir.cli.common import (
     LOCK_FILE,
     STRATEGIES,
     UsageError,
-    add_env_options,
-    add_goal_spec_options,
+    add_command,
     add_history,
     add_history_options,
-    add_run_options,
+    add_run_env_options,
     check_expert,
     check_goal_spec,
     check_history,
     check_instruction_env_space,
-    check_memory,
     check_seed,
     checked_int,
     env_factory,
     env_kwargs,
-    env_memory,
     extractor_kwargs,
     format_table,
     goal_spec,
@@ -50,8 +47,6 @@ from sb3_hir.cli.common import (
     make_env,
     memory_label,
     names,
-    network_memory,
-    observation_bytes,
     one_of,
     parse_kwargs,
     prepare_out,
@@ -62,6 +57,7 @@ from sb3_hir.cli.common import (
     write_csv,
     write_text,
 )
+from sb3_hir.cli.memory import check_memory, env_memory, network_memory, observation_bytes
 from sb3_hir.extras import MissingExtraError, require
 from sb3_hir.plots import plot_learning_curves
 
@@ -102,22 +98,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, metavar="N", default=0, help="seed (default 0)")
     p.add_argument("--eval-episodes", type=int, metavar="N", default=50,
                    help="evaluation episodes after each round (default 50)")
-    add_run_options(p, "dagger")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    add_goal_spec_options(p)
-    add_env_options(p, "Box(-1, 1, (2,)) MazeRunner actions (the learner's and the expert's)")
+    add_run_env_options(p, "dagger", "no progress bars",
+                        "Box(-1, 1, (2,)) MazeRunner actions (the learner's and the expert's)")
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        "dagger", help="DAgger against an expert (default: MazeRunner's shortest-path expert), BC after each round",
+    return add_command(
+        sub, "dagger", add_arguments, run,
+        help="DAgger against an expert (default: MazeRunner's shortest-path expert), BC after each round",
         description="Each round collects steps executing the expert's action with probability beta and the "
                     "learner's otherwise (every step labelled by the expert), then trains the learner by behaviour "
                     "cloning on all rounds so far and evaluates it. Writes demos, checkpoints, logs, the per-round "
                     "table (rounds.md, rounds.csv) and a learning curve to --out.")
-    add_arguments(p)
-    p.set_defaults(func=run)
-    return p
 
 
 # ---------------------------------------------------------------------------------------------------- options

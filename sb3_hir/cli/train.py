@@ -33,31 +33,26 @@ from sb3_hir.cli.common import (
     TRAIN_TIMESTEPS,
     ArgumentParser,
     UsageError,
-    add_env_options,
-    add_goal_spec_options,
+    add_command,
     add_history,
     add_history_options,
-    add_run_options,
+    add_run_env_options,
     algo_class,
     check_algo_env,
     check_goal_spec,
     check_history,
     check_instruction_env_space,
-    check_memory,
     check_q_head,
     check_seed,
     checked_int,
     env_factory,
     env_kwargs,
-    env_memory,
     format_table,
     goal_spec,
     log_formats,
     make_env,
     memory_label,
     names,
-    network_memory,
-    observation_bytes,
     one_of,
     policy_class,
     policy_kwargs,
@@ -67,6 +62,7 @@ from sb3_hir.cli.common import (
     set_threads,
     write_text,
 )
+from sb3_hir.cli.memory import check_memory, env_memory, network_memory, observation_bytes
 from sb3_hir.plots import plot_learning_curves
 
 Report = Callable[[dict[str, Any]], None]
@@ -98,20 +94,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, metavar="N", default=0, help="seed of envs, networks and relabeling (default 0)")
     p.add_argument("--eval-freq", type=int, metavar="N", help="evaluate every N timesteps (default timesteps/12)")
     p.add_argument("--eval-episodes", type=int, metavar="N", default=50, help="episodes per evaluation (default 50)")
-    add_run_options(p, "train")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_goal_spec_options(p)
-    add_env_options(p, "Box(-1, 1, (2,)) MazeRunner actions, for sac / tqc / recurrent-ppo")
+    add_run_env_options(p, "train", "no progress bar",
+                        "Box(-1, 1, (2,)) MazeRunner actions, for sac / tqc / recurrent-ppo")
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        "train", help="train with and without hindsight instruction relabeling and compare",
+    return add_command(
+        sub, "train", add_arguments, run, help="train with and without hindsight instruction relabeling and compare",
         description="Train one algorithm once per --relabel value (same seed and budget) with periodic evaluation; "
                     "writes TensorBoard/CSV logs, models, learning curves and episode pictures to --out.")
-    add_arguments(p)
-    p.set_defaults(func=run)
-    return p
 
 
 # ---------------------------------------------------------------------------------------------------- checks
