@@ -104,16 +104,24 @@ def _extractor_kwargs(observation_space: spaces.Dict, action_key: str,
 
 
 class _PerActionHead(nn.Module):
-    """One MLP over ``[state features, x_a]`` for every action ``a``: ``(batch, n_actions, n_outputs)``."""
+    """One MLP over ``[state features, x_a]`` for every action ``a``: ``(batch, n_actions, n_outputs)``.
+
+    The first layer is applied as its two halves, the state's once per state and the rows' once per action, which is
+    the same function at a fraction of the cost of concatenating the state to every row.
+    """
 
     def __init__(self, features_dim: int, action_dim: int, n_outputs: int, net_arch: list[int],
                  activation_fn: type[nn.Module]) -> None:
         super().__init__()
+        self.features_dim = features_dim
         self.mlp = nn.Sequential(*create_mlp(features_dim + action_dim, n_outputs, net_arch, activation_fn))
 
     def forward(self, features: th.Tensor, rows: th.Tensor) -> th.Tensor:
-        expanded = features.unsqueeze(1).expand(-1, rows.shape[1], -1)
-        return self.mlp(th.cat([expanded, rows], dim=2))
+        first, rest = self.mlp[0], self.mlp[1:]
+        weight = first.weight
+        state = nn.functional.linear(features, weight[:, : self.features_dim], first.bias)
+        hidden = state.unsqueeze(1) + nn.functional.linear(rows, weight[:, self.features_dim :])
+        return rest(hidden)
 
 
 def _rows(policy: BasePolicy, obs: PyTorchObs, action_key: str) -> th.Tensor:

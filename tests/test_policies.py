@@ -111,3 +111,16 @@ def test_bad_input_names_the_argument():
     policy = PerActionDQNPolicy(SPACE, ACTIONS, lambda _: 1e-3)
     with pytest.raises(ValueError, match="the observation has no 'action_features' key"):
         policy.q_net({"obs": th.zeros(1, 4)})
+
+
+def test_the_head_is_one_mlp_over_the_state_features_and_each_row():
+    """Q(s, a) = MLP([features(s), x_a]), with the MLP's own layers (the split first layer is the same function)."""
+    th.manual_seed(0)
+    policy = PerActionDQNPolicy(SPACE, ACTIONS, lambda _: 1e-3, net_arch=[16, 8])
+    net = policy.q_net
+    obs = batch(SPACE, 4)
+    with th.no_grad():
+        features = net.extract_features(obs, net.features_extractor)
+        expected = th.stack([net.q_net.mlp(th.cat([features, obs["action_features"][:, a]], dim=1))[:, 0]
+                             for a in range(5)], dim=1)
+        th.testing.assert_close(net(obs), expected)
