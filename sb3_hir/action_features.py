@@ -167,7 +167,7 @@ class ActionFeaturesWrapper(gym.Wrapper):
         if not isinstance(key, str) or key in space.spaces:
             raise ValueError(f"key must be a str not already in the observation space {list(space.spaces)}; "
                              f"got {key!r}")
-        tracker = self._tracker(env, features)
+        tracker = self.tracker(env, features)
         if not isinstance(tracker, ActionFeatures) or not isinstance(tracker.space, spaces.Box) \
                 or len(tracker.space.shape) != 2:
             raise TypeError(f"features must give an ActionFeatures (space: a (n_actions, d) Box, reset, update); "
@@ -178,7 +178,8 @@ class ActionFeaturesWrapper(gym.Wrapper):
         self._started = False
 
     @staticmethod
-    def _tracker(env: gym.Env, features: str | Callable[[gym.Env], ActionFeatures]) -> Any:
+    def tracker(env: gym.Env, features: str | Callable[[gym.Env], ActionFeatures]) -> Any:
+        """The :class:`ActionFeatures` that ``features`` names for ``env`` (what the wrapper would use)."""
         if callable(features):
             return features(env)
         check_choice(features, "features", FEATURE_SOURCES)

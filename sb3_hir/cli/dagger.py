@@ -174,7 +174,7 @@ def check_args(args: argparse.Namespace, resume_dir: Path | None) -> tuple[Any, 
 
 def check_dagger_memory(args: argparse.Namespace, probe: Any) -> None:
     """Every round's demos stay in memory for BC (episodes and their flattened transitions)."""
-    obs = observation_bytes(probe, args.history, args.action_features)
+    obs = observation_bytes(probe, args.history, args.action_features, args.env)
     steps = args.rounds * args.steps_per_round
     check_memory([
         (f"--rounds {args.rounds}, --steps-per-round {args.steps_per_round} and --history {args.history} "

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from sb3_hir.cli.common import UsageError
+from sb3_hir.action_features import ActionFeaturesWrapper
+from sb3_hir.cli.common import UsageError, usage
 
 #: What one env costs besides its observations (wrappers, the maze, Python objects): a floor, not a measurement.
 ENV_OVERHEAD_BYTES = 64 * 1024
@@ -36,7 +37,7 @@ def _width(space: spaces.Space) -> int:
     return int(np.prod(space.shape or (1,), dtype=np.float64))
 
 
-def observation_bytes(env: Any, history: int, features: str = "none") -> int:
+def observation_bytes(env: Any, history: int, features: str = "none", env_name: str = "") -> int:
     """Bytes of one observation of ``env`` once a ``history``-step window (and the per-action table) is added,
     computed from the spaces (building the window first would already cost what the check is there to refuse)."""
     total = _space_bytes(env.observation_space)
@@ -46,8 +47,9 @@ def observation_bytes(env: Any, history: int, features: str = "none") -> int:
     obs_width = 1 if isinstance(obs, spaces.Discrete) else _width(obs)
     if history:
         total += history * (obs_width + _width(env.action_space) + 1) * 4  # float32 rows of HistoryWrapper
-    if features != "none":  # float32 rows: EffectTable's [change | 3 flags]; the env's own, at most as wide
-        total += _width(env.action_space) * (obs_width + 3) * 4
+    if features != "none":  # the table's own space (a tracker is cheap to build; its space is what is stored)
+        with usage(f"--action-features {features}: env {env_name!r} cannot carry it: "):
+            total += _space_bytes(ActionFeaturesWrapper.tracker(env, features).space)
     return total
 
 

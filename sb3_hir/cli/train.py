@@ -146,7 +146,7 @@ def buffer_size(args: argparse.Namespace) -> int:
 def check_train_memory(args: argparse.Namespace, algo_name: str, probe: Any) -> None:
     """The replay (or rollout) buffer, the envs and the networks must fit in memory, before any is built."""
     algo = ALGOS[algo_name]
-    obs = observation_bytes(probe, args.history, args.action_features)
+    obs = observation_bytes(probe, args.history, args.action_features, args.env)
     hidden = args.hidden or max(algo.defaults["policy_kwargs"]["net_arch"])
     if algo.off_policy:  # observations and next observations of every row, and one batch of both in tensors
         rows = buffer_size(args)

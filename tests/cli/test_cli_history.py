@@ -131,3 +131,15 @@ def test_dagger_with_action_features_records_the_table_in_the_demos(tmp_path, ca
     demos = load_round_dir(out / "demos" / "round-001")
     assert demos and all(t.obs.get("action_features").shape == (len(t) + 1, 5, 6) for t in demos)
     assert any(t.obs.get("action_features")[-1, :, -1].sum() >= 2 for t in demos)  # actions taken leave their rows
+
+
+@pytest.mark.parametrize("features", ["effects", "env"])
+def test_the_memory_bound_counts_the_per_action_table_as_built(features):
+    """observation_bytes adds exactly what the wrapper adds to one observation (float32 table of the tracker)."""
+    from sb3_hir import MazeRunnerEnv
+    from sb3_hir.cli.common import add_history
+    from sb3_hir.cli.memory import _space_bytes, observation_bytes
+
+    env = MazeRunnerEnv(maze_dim=7, num_goals=2, randomized_actions=True)
+    wrapped = add_history(MazeRunnerEnv(maze_dim=7, num_goals=2, randomized_actions=True), "mazerunner", 0, features)
+    assert observation_bytes(env, 0, features, "mazerunner") == _space_bytes(wrapped.observation_space)
