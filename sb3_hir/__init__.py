@@ -46,6 +46,7 @@ _LAZY: dict[str, str] = {
     "HistoryWrapper": "sb3_hir.history",
     "ActionEffectWrapper": "sb3_hir.action_features",
     "ActionFeaturesWrapper": "sb3_hir.action_features",
+    "PerActionActorCriticPolicy": "sb3_hir.policies",
     "PerActionDQNPolicy": "sb3_hir.policies",
     "PerActionQRDQNPolicy": "sb3_hir.policies",
     "MazeRunnerEnv": "sb3_hir.envs",
@@ -78,6 +79,7 @@ __all__ = [
     "InstructionWrapper",
     "KeySelectExtractor",
     "MazeRunnerEnv",
+    "PerActionActorCriticPolicy",
     "PerActionDQNPolicy",
     "PerActionQRDQNPolicy",
     "ShortestPathExpert",
@@ -104,7 +106,7 @@ if TYPE_CHECKING:
     from sb3_hir.goals import ExactGoalSpec, GoalSpec, ToleranceGoalSpec
     from sb3_hir.history import HistoryWrapper
     from sb3_hir.instruction import InstructionWrapper
-    from sb3_hir.policies import PerActionDQNPolicy, PerActionQRDQNPolicy
+    from sb3_hir.policies import PerActionActorCriticPolicy, PerActionDQNPolicy, PerActionQRDQNPolicy
     from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler
     from sb3_hir.vec_env import VecHideKeys
 

@@ -1,4 +1,4 @@
-"""A per-action Q head for unchanged DQN and QR-DQN: one network scores every action from that action's own features.
+"""Per-action heads for unchanged DQN, QR-DQN and actor-critic policies: one network scores every action from its row.
 
 SB3's ``QNetwork`` has one output per action index, so output ``i`` must mean the same move in every episode. When
 the controls change per episode (MazeRunner's ``randomized_actions=True``) or an action's meaning comes from
@@ -19,17 +19,22 @@ key permutes the Q values the same way, so an action is judged by what it is kno
 The features extractor sees every other key (``KeySelectExtractor`` over all keys but ``action_key`` by default;
 any extractor with ``keys`` works, e.g. :class:`~sb3_hir.extractors.HistoryExtractor`), never ``action_key``
 itself, which would break the equivariance. :class:`PerActionQRDQNPolicy` does the same for sb3-contrib's QR-DQN,
-each action's row giving its ``n_quantiles`` quantiles. Both save and load with the model like SB3's own policies.
+each action's row giving its ``n_quantiles`` quantiles, and :class:`PerActionActorCriticPolicy` scores the logits
+of an ``ActorCriticPolicy`` (imitation's BC, DAgger, PPO) the same way. All save and load with the model like SB3's
+own policies.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+import numpy as np
 import torch as th
 from gymnasium import spaces
 from sb3_contrib.qrdqn.policies import QRDQNPolicy, QuantileNetwork
-from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.distributions import Distribution
+from stable_baselines3.common.policies import ActorCriticPolicy, BasePolicy
 from stable_baselines3.common.preprocessing import preprocess_obs
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, create_mlp
 from stable_baselines3.common.type_aliases import PyTorchObs
@@ -38,7 +43,14 @@ from torch import nn
 
 from sb3_hir.extractors import KeySelectExtractor
 
-__all__ = ["ACTION_KEY", "PerActionDQNPolicy", "PerActionQNetwork", "PerActionQRDQNPolicy", "PerActionQuantileNetwork"]
+__all__ = [
+    "ACTION_KEY",
+    "PerActionActorCriticPolicy",
+    "PerActionDQNPolicy",
+    "PerActionQNetwork",
+    "PerActionQRDQNPolicy",
+    "PerActionQuantileNetwork",
+]
 
 #: The observation key the heads read each action's row from, unless ``action_key=`` says otherwise.
 ACTION_KEY = "action_features"
@@ -197,3 +209,68 @@ class PerActionQRDQNPolicy(_ReadsActionKey, QRDQNPolicy):
     def make_quantile_net(self) -> PerActionQuantileNetwork:
         net_args = self._update_features_extractor(self.net_args, features_extractor=None)
         return PerActionQuantileNetwork(**net_args, action_key=self.action_key).to(self.device)
+
+
+class PerActionActorCriticPolicy(_ReadsActionKey, ActorCriticPolicy):
+    """SB3's ``ActorCriticPolicy`` with a per-action actor head: ``logit(s, a) = MLP([latent_pi(s), x_a])``.
+
+    The same idea for policies trained by imitation's ``bc.BC`` (and so by DAgger) or PPO with ``Discrete`` actions:
+    one network scores every action from its row, so permuting the rows permutes the action probabilities. The
+    critic is SB3's. ``head_arch`` is the hidden layers of the per-action MLP (at least one: a linear head would add
+    each row's score to the state's, with no interaction between them).
+
+    :param head_arch: (keyword) hidden layer sizes of the per-action MLP.
+    :param action_key: (keyword) the ``(n_actions, d)`` observation key holding each action's row.
+    The other parameters are ``ActorCriticPolicy``'s, by keyword.
+    """
+
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, lr_schedule: Any, *,
+                 head_arch: list[int] | tuple[int, ...] = (64,), **kwargs: Any) -> None:
+        self.head_arch = [int(n) for n in head_arch]
+        if not self.head_arch or min(self.head_arch) < 1:
+            raise ValueError(f"head_arch must be one or more hidden layer sizes >= 1; got {head_arch!r}")
+        super().__init__(observation_space, action_space, lr_schedule, **kwargs)
+
+    def _build(self, lr_schedule: Any) -> None:
+        super()._build(lr_schedule)
+        width = int(self.observation_space[self.action_key].shape[1])  # type: ignore[index]
+        head = _PerActionHead(self.mlp_extractor.latent_dim_pi, width, 1, self.head_arch, self.activation_fn)
+        if self.ortho_init:  # as SB3 initializes its own: sqrt(2) inside, 0.01 on the output layer
+            head.apply(partial(self.init_weights, gain=np.sqrt(2)))
+            self.init_weights(head.mlp[-1], gain=0.01)
+        self.action_net = head
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    def _latents(self, obs: PyTorchObs) -> tuple[th.Tensor, th.Tensor]:
+        features = self.extract_features(obs)
+        if self.share_features_extractor:
+            return self.mlp_extractor(features)
+        pi_features, vf_features = features
+        return self.mlp_extractor.forward_actor(pi_features), self.mlp_extractor.forward_critic(vf_features)
+
+    def _distribution(self, latent_pi: th.Tensor, obs: PyTorchObs) -> Distribution:
+        logits = self.action_net(latent_pi, _rows(self, obs, self.action_key)).squeeze(2)
+        return self.action_dist.proba_distribution(action_logits=logits)
+
+    def forward(self, obs: th.Tensor, deterministic: bool = False) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
+        latent_pi, latent_vf = self._latents(obs)
+        distribution = self._distribution(latent_pi, obs)
+        actions = distribution.get_actions(deterministic=deterministic)
+        log_prob = distribution.log_prob(actions)
+        return actions.reshape((-1, *self.action_space.shape)), self.value_net(latent_vf), log_prob
+
+    def evaluate_actions(self, obs: PyTorchObs, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
+        latent_pi, latent_vf = self._latents(obs)
+        distribution = self._distribution(latent_pi, obs)
+        return self.value_net(latent_vf), distribution.log_prob(actions), distribution.entropy()
+
+    def get_distribution(self, obs: PyTorchObs) -> Distribution:
+        features = BasePolicy.extract_features(self, obs, self.pi_features_extractor)
+        return self._distribution(self.mlp_extractor.forward_actor(features), obs)
+
+    def _get_action_dist_from_latent(self, latent_pi: th.Tensor) -> Distribution:
+        raise TypeError("PerActionActorCriticPolicy scores actions from the observation's rows: call forward, "
+                        "evaluate_actions or get_distribution with the observation")
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        return {**super()._get_constructor_parameters(), "head_arch": self.head_arch}

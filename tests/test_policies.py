@@ -124,3 +124,42 @@ def test_the_head_is_one_mlp_over_the_state_features_and_each_row():
         expected = th.stack([net.q_net.mlp(th.cat([features, obs["action_features"][:, a]], dim=1))[:, 0]
                              for a in range(5)], dim=1)
         th.testing.assert_close(net(obs), expected)
+
+
+@pytest.mark.dagger
+def test_the_actor_critic_head_is_permutation_equivariant_and_trains_with_bc(tmp_path):
+    from imitation.algorithms import bc
+    from imitation.data import rollout
+
+    from sb3_hir import PerActionActorCriticPolicy
+
+    th.manual_seed(0)
+    policy = PerActionActorCriticPolicy(SPACE, ACTIONS, lambda _: 1e-3, net_arch=[16], head_arch=[8])
+    obs = batch(SPACE, 6)
+    permutation = th.as_tensor(np.random.default_rng(1).permutation(5))
+    permuted = {**obs, "action_features": obs["action_features"][:, permutation]}
+    with th.no_grad():
+        probs = policy.get_distribution(obs).distribution.probs
+        probs_permuted = policy.get_distribution(permuted).distribution.probs
+        values, _, _ = policy.evaluate_actions(obs, th.zeros(6, dtype=th.long))
+        values_permuted, _, _ = policy.evaluate_actions(permuted, th.zeros(6, dtype=th.long))
+    th.testing.assert_close(probs_permuted, probs[:, permutation])
+    th.testing.assert_close(values_permuted, values)  # the critic never reads the rows
+
+    venv = maze_venv()
+    learner = PerActionActorCriticPolicy(venv.observation_space, venv.action_space, lambda _: 1e-3,
+                                         features_extractor_class=HistoryExtractor,
+                                         features_extractor_kwargs=dict(keys=["obs", "goals"], hidden_size=16))
+    rng = np.random.default_rng(0)
+    expert_rollouts = rollout.rollout(None, venv, rollout.make_min_episodes(4), rng=rng, unwrap=False)
+    trainer = bc.BC(observation_space=venv.observation_space, action_space=venv.action_space, rng=rng,
+                    demonstrations=rollout.flatten_trajectories(expert_rollouts), policy=learner, batch_size=16)
+    head = [p.detach().clone() for p in learner.action_net.parameters()]
+    trainer.train(n_batches=4)
+    assert any(not th.equal(a, b) for a, b in zip(head, learner.action_net.parameters(), strict=True))
+    learner.save(tmp_path / "policy.pt")
+    loaded = PerActionActorCriticPolicy.load(tmp_path / "policy.pt")
+    o = venv.reset()
+    np.testing.assert_array_equal(loaded.predict(o, deterministic=True)[0], learner.predict(o, deterministic=True)[0])
+    with pytest.raises(ValueError, match="head_arch must be one or more hidden layer sizes"):
+        PerActionActorCriticPolicy(SPACE, ACTIONS, lambda _: 1e-3, head_arch=[])

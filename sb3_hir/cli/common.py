@@ -287,6 +287,15 @@ def policy_kwargs(algo: Algo, hidden: int | None = None, history: int = 0, encod
     return {**extractor_kwargs(history, encoder, features, q_head), **kwargs}
 
 
+def actor_critic_policy(head: str = "standard") -> Any:
+    """SB3's ``ActorCriticPolicy``, or the per-action head of :mod:`sb3_hir.policies` (``--policy-head``)."""
+    from stable_baselines3.common.policies import ActorCriticPolicy
+
+    from sb3_hir.policies import PerActionActorCriticPolicy
+
+    return PerActionActorCriticPolicy if head == "per-action" else ActorCriticPolicy
+
+
 def policy_class(algo_name: str, q_head: str = "standard") -> Any:
     """The algorithm's policy: its own ``MultiInputPolicy``, or the per-action Q head of :mod:`sb3_hir.policies`."""
     if q_head == "standard":
@@ -296,14 +305,19 @@ def policy_class(algo_name: str, q_head: str = "standard") -> Any:
     return {"dqn": PerActionDQNPolicy, "qrdqn": PerActionQRDQNPolicy}[algo_name]
 
 
+def check_head(option: str, head: str, features: str) -> None:
+    """A head is a known one, and the per-action head has a per-action table to read."""
+    one_of(option, head, list(Q_HEADS))
+    if head == "per-action" and features == "none":
+        raise UsageError(f"{option} per-action scores each action from its row of the per-action table: add "
+                         "--action-features effects or --action-features env")
+
+
 def check_q_head(args: argparse.Namespace, algo_names: list[str]) -> None:
     """``--q-head per-action`` needs a Q-learning algorithm and a per-action table to read."""
-    one_of("--q-head", args.q_head, list(Q_HEADS))
+    check_head("--q-head", args.q_head, args.action_features)
     if args.q_head == "standard":
         return
-    if args.action_features == "none":
-        raise UsageError("--q-head per-action scores each action from its row of the per-action table: add "
-                         "--action-features effects or --action-features env")
     other = [name for name in algo_names if name not in ("dqn", "qrdqn")]
     if other:
         raise UsageError(f"--q-head per-action is a Q head for dqn and qrdqn; --algo {other[0]} has none")
@@ -318,7 +332,8 @@ def check_history(args: argparse.Namespace) -> None:
 def memory_label(args: argparse.Namespace) -> str:
     label = f"history {args.history} ({args.history_encoder})" if args.history else "no history"
     label += f", action features {args.action_features}" if args.action_features != "none" else ""
-    return label + (", per-action Q head" if getattr(args, "q_head", "standard") == "per-action" else "")
+    label += ", per-action Q head" if getattr(args, "q_head", "standard") == "per-action" else ""
+    return label + (", per-action policy head" if getattr(args, "policy_head", "standard") == "per-action" else "")
 
 
 # ---------------------------------------------------------------------------------------------------- goal specs

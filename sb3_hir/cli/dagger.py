@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.policies import ActorCriticPolicy
 from tqdm import tqdm
 
 from sb3_hir import plugins as plugin_registry
@@ -27,12 +26,14 @@ from sb3_hir.cli.common import (
     LOCK_FILE,
     STRATEGIES,
     UsageError,
+    actor_critic_policy,
     add_command,
     add_history,
     add_history_options,
     add_run_env_options,
     check_expert,
     check_goal_spec,
+    check_head,
     check_history,
     check_instruction_env_space,
     check_seed,
@@ -40,6 +41,7 @@ from sb3_hir.cli.common import (
     env_factory,
     env_kwargs,
     extractor_kwargs,
+    features_key,
     format_table,
     goal_spec,
     lock,
@@ -94,6 +96,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="BC epochs over all demos after each round (default 4)")
     p.add_argument("--batch-size", type=int, metavar="N", default=256, help="BC batch size (default 256)")
     add_history_options(p, 0)
+    p.add_argument("--policy-head", default="standard", metavar="NAME",
+                   help="the learner's action head: standard (one logit per action index) or per-action (one network "
+                        "scores each action from its --action-features row: for controls that change every "
+                        "episode); default standard")
     p.add_argument("--n-envs", type=int, metavar="N", default=8, help="parallel envs (default 8)")
     p.add_argument("--seed", type=int, metavar="N", default=0, help="seed (default 0)")
     p.add_argument("--eval-episodes", type=int, metavar="N", default=50,
@@ -140,6 +146,8 @@ def resume_options(args: argparse.Namespace) -> Path:
     for key, value in stored.items():
         if key not in RESUME_OWN:
             setattr(args, key, value)
+    if "action_effects" in stored and "action_features" not in stored:  # a run stored before --action-features
+        args.action_features = "effects" if stored["action_effects"] else "none"
     if args.rounds is None:
         args.rounds = stored.get("rounds", 6)
     return out
@@ -156,6 +164,7 @@ def check_args(args: argparse.Namespace, resume_dir: Path | None) -> tuple[Any, 
     for option in ("rounds", "steps_per_round", "n_envs", "eval_episodes", "bc_epochs", "batch_size"):
         checked_int(getattr(args, option), "--" + option.replace("_", "-"), 1)
     check_history(args)
+    check_head("--policy-head", args.policy_head, args.action_features)
     check_seed(args.seed)
     if args.batch_size > args.steps_per_round:
         raise UsageError(f"--batch-size {args.batch_size} is larger than the labelled steps of a round "
@@ -324,9 +333,10 @@ def build_trainer(args: argparse.Namespace, out: Path, resume_dir: Path | None, 
     from sb3_hir.dagger import SimpleDAggerTrainer, reconstruct_trainer
 
     rng = np.random.default_rng(args.seed)
-    policy = ActorCriticPolicy(venv.observation_space, venv.action_space, lr_schedule=lambda _: 0.0,
-                               net_arch=NET_ARCH, **extractor_kwargs(args.history, args.history_encoder,
-                                                                    args.action_features))
+    head = dict(action_key=features_key(args.action_features)) if args.policy_head == "per-action" else {}
+    policy = actor_critic_policy(args.policy_head)(
+        venv.observation_space, venv.action_space, lr_schedule=lambda _: 0.0, net_arch=NET_ARCH, **head,
+        **extractor_kwargs(args.history, args.history_encoder, args.action_features, args.policy_head))
     # a resumed run logs beside the killed one's logs (SB3's CSV writer would truncate them)
     log_dir = out / "logs" if resume_dir is None else out / "logs" / f"resumed-{datetime.now():%Y%m%d-%H%M%S}"
     log = imit_logger.configure(log_dir, log_formats())

@@ -86,11 +86,13 @@ def _allowed_classes() -> dict[str, type]:
     from stable_baselines3.common import policies, torch_layers
 
     from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
+    from sb3_hir.policies import PerActionActorCriticPolicy
 
     classes: list[type] = [
         policies.ActorCriticPolicy,
         policies.ActorCriticCnnPolicy,
         policies.MultiInputActorCriticPolicy,
+        PerActionActorCriticPolicy,
         FeedForward32Policy,
         recurrent.RecurrentActorCriticPolicy,
         recurrent.RecurrentActorCriticCnnPolicy,

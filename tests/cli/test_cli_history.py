@@ -143,3 +143,26 @@ def test_the_memory_bound_counts_the_per_action_table_as_built(features):
     env = MazeRunnerEnv(maze_dim=7, num_goals=2, randomized_actions=True)
     wrapped = add_history(MazeRunnerEnv(maze_dim=7, num_goals=2, randomized_actions=True), "mazerunner", 0, features)
     assert observation_bytes(env, 0, features, "mazerunner") == _space_bytes(wrapped.observation_space)
+
+
+@pytest.mark.dagger
+def test_dagger_with_the_per_action_policy_head_checkpoints_and_resumes_it(tmp_path, capsys):
+    from sb3_hir.dagger import reconstruct_policy
+    from sb3_hir.policies import PerActionActorCriticPolicy
+
+    out = tmp_path / "dagger"
+    argv = ["dagger", "--steps-per-round", "120", "--n-envs", "2", "--eval-episodes", "2", "--batch-size", "32",
+            "--bc-epochs", "1", "--action-features", "env", "--policy-head", "per-action", "--randomized-actions",
+            *TINY_ENV, "--no-progress"]
+    assert cli.main([*argv, "--rounds", "1", "--out", str(out)]) == 0
+    assert "action features env, per-action policy head" in capsys.readouterr().out
+    policy = reconstruct_policy(out)  # data only: the class comes from the checkpoint's allow-list
+    assert isinstance(policy, PerActionActorCriticPolicy) and policy.action_key == "action_features"
+    assert cli.main(["dagger", "--rounds", "2", "--resume", str(out), "--no-progress"]) == 0
+    assert isinstance(reconstruct_policy(out), PerActionActorCriticPolicy)
+
+
+def test_policy_head_bad_input_is_one_line(capsys):
+    assert cli.main(["dagger", "--policy-head", "per-action", *TINY_ENV]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--policy-head per-action scores each action from its row" in err and len(err.splitlines()) == 1
