@@ -15,7 +15,12 @@ Each run is evaluated at every budget of ``--budgets`` inside one training run (
 episodes of the greedy policy, the same eval seeds for every variant). The table gives success (all k goals in
 order) and goals reached, mean ± std over seeds.
 
-Usage: ``python benchmarks/bench_controls.py [--seeds 0 1 2] [--budgets 10000 20000 30000] [--variants ...] [--ray]``
+``--dagger`` runs the same question for imitation: ``sb3-hir dagger`` itself (BC after each round, the shortest-path
+expert, MazeRunner's ``MoveBelief`` rows, ``--history``) on permuted controls with ``--policy-head standard``
+against ``per-action``, and reports the learner's success after each round (``rounds.csv``).
+
+Usage: ``python benchmarks/bench_controls.py [--seeds 0 1 2] [--budgets 10000 20000 30000] [--variants ...] [--ray]``;
+``python benchmarks/bench_controls.py --dagger [--rounds 4] [--seeds 0 1 2] [--ray]``
 """
 
 from __future__ import annotations
@@ -54,29 +59,66 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
             "seconds": time.perf_counter() - start}
 
 
+DAGGER_HEADS = ("standard", "per-action")
+
+
+def dagger_trial(config: dict[str, Any]) -> dict[str, Any]:
+    """One (policy head, seed) of ``sb3-hir dagger`` on permuted controls; its per-round success."""
+    import csv
+    import tempfile
+    from pathlib import Path
+
+    from sb3_hir import cli
+
+    th.set_num_threads(1)
+    args = argparse.Namespace(**config["args"])
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run"
+        start = time.perf_counter()
+        code = cli.main(["dagger", "--randomized-actions", "--action-features", "env", "--policy-head",
+                         config["variant"], "--maze-size", str(args.maze_dim), "--goals", str(args.goals),
+                         "--time-limit", str(args.time_limit), "--history", str(args.history), "--history-encoder",
+                         args.encoder, "--rounds", str(args.rounds), "--eval-episodes", str(args.eval_episodes),
+                         "--seed", str(config["seed"]), "--no-progress", "--out", str(out)])
+        if code:
+            raise RuntimeError(f"sb3-hir dagger exited with {code}")
+        with open(out / "rounds.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+    return {"variant": config["variant"], "seed": config["seed"], "seconds": time.perf_counter() - start,
+            "results": {int(r["round"]): (float(r["goals_reached"]), float(r["success_rate"])) for r in rows}}
+
+
 def main() -> None:
     parser = make_parser(__doc__.split("\n\n")[0])
     parser.set_defaults(maze_dim=9, goals=1, time_limit=60, steps=30_000, eval_episodes=100)
     bench_args.add_seeds(parser, [0, 1, 2])
     bench_args.add_budgets(parser, [10_000, 20_000, 30_000])
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--dagger", action="store_true",
+                        help="the DAgger suite: sb3-hir dagger's --policy-head standard against per-action")
+    parser.add_argument("--rounds", type=int, default=4, help="--dagger: DAgger rounds (4000 labels each)")
     bench_args.add_ray(parser)
     args = parser.parse_args()
     shared = {k: v for k, v in vars(args).items() if k not in ("seeds", "variants", "ray", "cpus_per_trial",
                                                                 "ray_address")}
+    if args.dagger:
+        args.variants, args.budgets = list(DAGGER_HEADS), list(range(args.rounds))
+    trial = dagger_trial if args.dagger else run_trial
     configs = [dict(variant=v, seed=s, args=shared) for v in args.variants for s in args.seeds]
-    print(f"bench_controls: MazeRunner {args.maze_dim}x{args.maze_dim}, k={args.goals}, time limit "
-          f"{args.time_limit}, history {args.history} ({args.encoder}), n-step {args.n_steps}, seeds {args.seeds}, "
-          f"budgets {args.budgets}, {args.eval_episodes} eval episodes; load average at start "
-          f"{os.getloadavg()[0]:.2f}", flush=True)
+    what = (f"sb3-hir dagger, {args.rounds} rounds, permuted controls, MoveBelief rows" if args.dagger else
+            f"DQN + HIR, n-step {args.n_steps}, budgets {args.budgets}")
+    print(f"bench_controls: {what}; MazeRunner {args.maze_dim}x{args.maze_dim}, k={args.goals}, time limit "
+          f"{args.time_limit}, history {args.history} ({args.encoder}), seeds {args.seeds}, "
+          f"{args.eval_episodes} eval episodes; load average at start {os.getloadavg()[0]:.2f}", flush=True)
     runs = []
-    for run in run_all(run_trial, configs, use_ray=args.ray, cpus_per_trial=getattr(args, "cpus_per_trial", 1),
+    for run in run_all(trial, configs, use_ray=args.ray, cpus_per_trial=getattr(args, "cpus_per_trial", 1),
                        name="bench_controls"):
         runs.append(run)
         cells = ", ".join(f"{b}: {s:.2f} / {g:.2f}" for b, (g, s) in sorted(run["results"].items()))
         print(f"  {run['variant']} seed {run['seed']} ({run['seconds']:.0f} s): success / goals at {cells}",
               flush=True)
-    print(f"\n| variant | {' | '.join(str(b) for b in sorted(args.budgets))} |")
+    unit, label = ("round ", "policy head") if args.dagger else ("", "variant")
+    print(f"\n| {label} | {' | '.join(f'{unit}{b}' for b in sorted(args.budgets))} |")
     print(f"|---|{'---:|' * len(args.budgets)}")
     for variant in args.variants:
         mine = [r for r in runs if r["variant"] == variant]
