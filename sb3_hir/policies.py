@@ -194,6 +194,7 @@ class PerActionDQNPolicy(_ReadsActionKey, DQNPolicy):
     :param action_key: (keyword) the ``(n_actions, d)`` observation key holding each action's row.
     :param features_extractor_class: (keyword) encodes the other keys; ``KeySelectExtractor`` over all keys but
         ``action_key`` when None.
+
     The other parameters are ``DQNPolicy``'s, by keyword.
     """
 
@@ -221,6 +222,7 @@ class PerActionActorCriticPolicy(_ReadsActionKey, ActorCriticPolicy):
 
     :param head_arch: (keyword) hidden layer sizes of the per-action MLP.
     :param action_key: (keyword) the ``(n_actions, d)`` observation key holding each action's row.
+
     The other parameters are ``ActorCriticPolicy``'s, by keyword.
     """
 
