@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["check_choice", "check_int", "check_number"]
+__all__ = ["check_choice", "check_int", "check_keys", "check_number"]
 
 
 def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | None = None, hint: str = "") -> int:
@@ -68,6 +68,20 @@ def check_choice(value: T, name: str, choices: Iterable[Any], hint: str = "") ->
     if isinstance(value, bool) or value not in accepted:
         raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in accepted)}; got {value!r}{_hint(hint)}")
     return value
+
+
+def check_keys(keys: str | Iterable[str], available: Iterable[str], name: str = "keys") -> list[str]:
+    """``keys`` (one key or several) as a list of distinct str keys, each among ``available`` observation keys."""
+    present = list(available)
+    selected = [keys] if isinstance(keys, str) else list(keys)
+    if not selected or not all(isinstance(key, str) for key in selected):
+        raise ValueError(f"{name} must be one or more str observation keys; got {keys!r}")
+    if len(set(selected)) != len(selected):
+        raise ValueError(f"{name} must not repeat a key; got {selected}")
+    unknown = [key for key in selected if key not in present]
+    if unknown:
+        raise ValueError(f"{name} {unknown} are not in the observation space; available keys: {present}")
+    return selected
 
 
 def _bounds(minimum: int | None, maximum: int | None) -> str:

@@ -38,7 +38,7 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, CombinedExtractor
 from torch import nn
 
-from sb3_hir._validate import check_choice, check_int
+from sb3_hir._validate import check_choice, check_int, check_keys
 
 __all__ = ["HistoryExtractor", "KeySelectExtractor"]
 
@@ -74,18 +74,7 @@ class KeySelectExtractor(CombinedExtractor):
             raise ValueError(
                 f"observation_space must be a gymnasium.spaces.Dict; got {type(observation_space).__name__}"
             )
-        selected = [keys] if isinstance(keys, str) else list(keys)
-        available = list(observation_space.spaces)
-        if not selected:
-            raise ValueError(f"keys must name at least one observation key; available keys: {available}")
-        bad_type = [key for key in selected if not isinstance(key, str)]
-        if bad_type:
-            raise ValueError(f"keys must be str observation keys; got {bad_type!r}")
-        if len(set(selected)) != len(selected):
-            raise ValueError(f"keys must not repeat a key; got {selected}")
-        unknown = [key for key in selected if key not in observation_space.spaces]
-        if unknown:
-            raise ValueError(f"keys {unknown} are not in the observation space; available keys: {available}")
+        selected = check_keys(keys, observation_space.spaces)
         self.keys: tuple[str, ...] = tuple(selected)
         sub_space = spaces.Dict({key: observation_space.spaces[key] for key in self.keys})
         super().__init__(sub_space, cnn_output_dim=cnn_output_dim, normalized_image=normalized_image)

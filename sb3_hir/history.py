@@ -41,7 +41,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from sb3_hir._validate import check_int
+from sb3_hir._validate import check_int, check_keys
 from sb3_hir.contract import ENV_GOAL_SPEC, declared
 
 __all__ = ["HISTORY_KEY", "HistoryWrapper", "goal_free_keys"]
@@ -72,12 +72,7 @@ def goal_free_keys(env: gym.Env, keys: str | Iterable[str], key: str) -> list[st
     space = env.observation_space
     if not isinstance(space, spaces.Dict):
         raise ValueError(f"env must have a Dict observation space to add a {key!r} key to; got {space!r}")
-    selected = [keys] if isinstance(keys, str) else list(keys)
-    if not selected or not all(isinstance(k, str) for k in selected) or len(set(selected)) != len(selected):
-        raise ValueError(f"keys must be one or more distinct str observation keys; got {keys!r}")
-    unknown = [k for k in selected if k not in space.spaces]
-    if unknown:
-        raise ValueError(f"keys {unknown} are not in the observation space; keys present: {list(space.spaces)}")
+    selected = check_keys(keys, space.spaces)
     spec = declared(env, ENV_GOAL_SPEC)
     forbidden = {*_INSTRUCTION_KEYS, *([spec.goals_key] if hasattr(spec, "goals_key") else [])}
     goal_keys = [k for k in selected if k in forbidden]

@@ -27,6 +27,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepR
 
 __all__ = ["VecHideKeys"]
 
+from sb3_hir._validate import check_keys
 from sb3_hir.extras import require
 
 if TYPE_CHECKING:
@@ -68,14 +69,7 @@ class VecHideKeys(VecEnvWrapper):
         space = venv.observation_space
         if not isinstance(space, spaces.Dict):
             raise ValueError(f"venv must have a Dict observation space to hide keys from; got {space!r}")
-        hidden = [keys] if isinstance(keys, str) else list(keys)
-        if not hidden or not all(isinstance(key, str) for key in hidden):
-            raise ValueError(f"keys must be one or more str observation keys; got {keys!r}")
-        if len(set(hidden)) != len(hidden):
-            raise ValueError(f"keys must not repeat a key; got {hidden}")
-        unknown = [key for key in hidden if key not in space.spaces]
-        if unknown:
-            raise ValueError(f"keys {unknown} are not in the observation space; keys present: {list(space.spaces)}")
+        hidden = check_keys(keys, space.spaces)
         visible = {key: sub for key, sub in space.spaces.items() if key not in hidden}
         if not visible:
             raise ValueError(f"keys must leave at least one observation key visible; hiding all of {hidden}")

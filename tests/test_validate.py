@@ -18,3 +18,17 @@ def test_check_choice_returns_the_value_and_names_the_argument_the_choices_and_t
 def test_check_choice_refuses_a_bool_that_compares_equal_to_a_choice() -> None:
     with pytest.raises(ValueError, match=r"^n must be one of 1, 2; got True$"):
         check_choice(True, "n", (1, 2))
+
+
+@pytest.mark.parametrize(("keys", "match"), [
+    ((), "keys must be one or more str observation keys"),
+    ((1,), "keys must be one or more str observation keys"),
+    (("obs", "obs"), "keys must not repeat a key"),
+    (("obs", "nope"), r"keys \['nope'\] are not in the observation space; available keys: \['obs', 'goals'\]"),
+])
+def test_check_keys_names_the_argument_and_what_is_accepted(keys, match):
+    from sb3_hir._validate import check_keys
+
+    with pytest.raises(ValueError, match=match):
+        check_keys(keys, ["obs", "goals"])
+    assert check_keys("goals", ["obs", "goals"]) == ["goals"]
