@@ -4,7 +4,8 @@
 against no relabeling); ``sb3-hir dagger`` runs DAgger against the shortest-path expert; ``sb3-hir render MODEL``
 draws an episode of a saved model; ``sb3-hir plugins`` lists what is installed; ``sb3-hir sweep`` runs ``train``
 over a grid on Ray Tune. Bad input (unknown names, incompatible combinations) ends with one ``error:`` line on
-stderr and exit code 2. One module per command; :mod:`.common` holds what they share, :mod:`.parser` the parser.
+stderr and exit code 2. One module per command; :mod:`.common` holds what they share, :mod:`.options` their shared
+options, :mod:`.parser` the parser.
 
 The command modules import gymnasium, whose env plugins (gymnasium-robotics) print notices when loaded, so they are
 imported here with that output kept off the command's own (``sb3-hir --verbose`` lets it through).

@@ -1,5 +1,7 @@
 """What the ``sb3-hir`` commands share: the algorithm registry, env building, run directories, locks, tables.
 
+Their shared options are in :mod:`.options`.
+
 Bad input ends as a :class:`UsageError` (one ``error:`` line, exit code 2). Options are validated where they are
 used: a library object's ``ValueError`` becomes the one line through :func:`usage`, so a rule is written once.
 """
@@ -550,83 +552,3 @@ def _draw_episode(model: Any, env_name: str, kwargs: dict[str, Any], folder: Pat
     if png:
         save_episode_png(best.frames, folder / f"{stem}.png", title=title)
     return best, played
-
-
-# ---------------------------------------------------------------------------------------------------- options
-def names(kind: str) -> str:
-    """Installed names of ``kind``, for --help (a broken plugin never breaks the help)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ", ".join(plugin_registry.available(kind)) or "none installed"
-    except Exception as exc:  # pragma: no cover - a conflicting registration reported elsewhere
-        return f"unavailable ({type(exc).__name__})"
-
-
-def add_goal_spec_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--goal-spec", metavar="NAME",
-                   help="goal spec relabeling judges goals by (default: the one the env declares, else exact); "
-                        f"installed: {names('goal_spec')}")
-    p.add_argument("--goal-spec-kwarg", action="append", default=[], metavar="KEY=VALUE",
-                   help="goal spec argument (repeatable), e.g. tolerance=0.5")
-
-
-def add_run_options(p: argparse.ArgumentParser, command: str) -> None:
-    p.add_argument("--out", metavar="DIR",
-                   help=f"run directory (default runs/{command}-<time>-<pid>-<random>); refused when not empty")
-    p.add_argument("--overwrite", action="store_true",
-                   help="clear a non-empty --out made by an earlier sb3-hir run and write the new run there")
-
-
-def add_run_env_options(p: argparse.ArgumentParser, command: str, progress_help: str, continuous_help: str) -> None:
-    """What every training command ends with: its run directory, progress bars, the goal spec and the env."""
-    add_run_options(p, command)
-    p.add_argument("--no-progress", action="store_true", help=progress_help)
-    add_goal_spec_options(p)
-    add_env_options(p, continuous_help)
-
-
-def add_command(sub: Any, name: str, add_arguments: Callable[[argparse.ArgumentParser], None],
-                run: Callable[[argparse.Namespace], int], **texts: str) -> argparse.ArgumentParser:
-    """The sub-command ``name`` with its options and the function that runs it (``texts``: help, description)."""
-    p = sub.add_parser(name, **texts)
-    add_arguments(p)
-    p.set_defaults(func=run)
-    return p
-
-
-def add_env_options(p: argparse.ArgumentParser, continuous_help: str) -> None:
-    g = p.add_argument_group("environment")
-    g.add_argument("--env", default="mazerunner", metavar="NAME",
-                   help=f"env plugin name (default: mazerunner); installed: {names('env')}")
-    g.add_argument("--maze-size", type=int, metavar="N",
-                   help=f"MazeRunner side length (default {MAZE_OPTIONS['maze_size'][1]})")
-    g.add_argument("--goals", type=int, metavar="N",
-                   help=f"goals per instruction k (default {MAZE_OPTIONS['goals'][1]})")
-    g.add_argument("--time-limit", type=int, metavar="N",
-                   help=f"steps per episode (default {MAZE_OPTIONS['time_limit'][1]})")
-    g.add_argument("--randomized-actions", action="store_true", help="permute MazeRunner's moves every episode")
-    g.add_argument("--continuous", action="store_true", help=continuous_help)
-    g.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
-                   help="extra env factory keyword (repeatable), e.g. for other env plugins")
-
-
-def add_history_options(p: argparse.ArgumentParser, default: int) -> None:
-    p.add_argument("--history", type=int, metavar="N", default=default,
-                   help="memory: the last N observations and actions enter the observation (HistoryWrapper) and the "
-                        f"policy encodes them (HistoryExtractor); 0 for none (default {default})")
-    p.add_argument("--action-features", default="none", metavar="NAME",
-                   help="memory for controls that change every episode (Discrete actions): a per-action table of "
-                        "what each action was seen to do enters the observation; effects: the generic table "
-                        "(ActionEffectWrapper), env: the env's own (MazeRunner: the moves each action can still be); "
-                        "default none")
-    p.add_argument("--history-encoder", default="conv", metavar="NAME",
-                   help="how the policy encodes the window: conv or gru (default conv: it learned MazeRunner as well "
-                        "as the GRU at 0.8x its cost)")
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse with its errors in one line, as every other error of the CLI (no usage block around it)."""
-
-    def error(self, message: str) -> Any:
-        self.exit(USAGE_EXIT, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")

@@ -27,10 +27,7 @@ from sb3_hir.cli.common import (
     STRATEGIES,
     UsageError,
     actor_critic_policy,
-    add_command,
     add_history,
-    add_history_options,
-    add_run_env_options,
     check_expert,
     check_goal_spec,
     check_head,
@@ -48,7 +45,6 @@ from sb3_hir.cli.common import (
     log_formats,
     make_env,
     memory_label,
-    names,
     one_of,
     parse_kwargs,
     prepare_out,
@@ -60,6 +56,13 @@ from sb3_hir.cli.common import (
     write_text,
 )
 from sb3_hir.cli.memory import check_memory, env_memory, network_memory, observation_bytes
+from sb3_hir.cli.options import (
+    add_command,
+    add_history_options,
+    add_relabel_option,
+    add_run_env_options,
+    names,
+)
 from sb3_hir.extras import MissingExtraError, require
 from sb3_hir.plots import plot_learning_curves
 
@@ -87,19 +90,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="beta schedule argument (repeatable), e.g. rampdown_rounds=4 for linear")
     p.add_argument("--expert", default="shortest-path", metavar="NAME",
                    help=f"expert plugin name (default shortest-path); installed: {names('expert')}")
-    p.add_argument("--relabel", default="none", metavar="NAME",
-                   help="relabel demos for goal-conditioned BC: none (default), some, all or a relabeler plugin "
-                        f"({names('relabeler')})")
+    add_relabel_option(p, "relabel demos for goal-conditioned BC (default none)", default="none")
     p.add_argument("--steps-per-round", type=int, metavar="N", default=4_000,
                    help="labelled steps per round (default 4000)")
     p.add_argument("--bc-epochs", type=int, metavar="N", default=4,
                    help="BC epochs over all demos after each round (default 4)")
     p.add_argument("--batch-size", type=int, metavar="N", default=256, help="BC batch size (default 256)")
-    add_history_options(p, 0)
-    p.add_argument("--policy-head", default="standard", metavar="NAME",
-                   help="the learner's action head: standard (one logit per action index) or per-action (one network "
-                        "scores each action from its --action-features row: for controls that change every "
-                        "episode); default standard")
+    add_history_options(p, 0, "--policy-head", "the learner's action head (its logits)")
     p.add_argument("--n-envs", type=int, metavar="N", default=8, help="parallel envs (default 8)")
     p.add_argument("--seed", type=int, metavar="N", default=0, help="seed (default 0)")
     p.add_argument("--eval-episodes", type=int, metavar="N", default=50,

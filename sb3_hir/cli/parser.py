@@ -8,7 +8,13 @@ from collections.abc import Sequence
 
 from sb3_hir import __version__
 from sb3_hir.cli import common, dagger, plugins, render, sweep, train
-from sb3_hir.cli.common import USAGE_EXIT, ArgumentParser, UsageError
+from sb3_hir.cli.common import (
+    USAGE_EXIT,
+    UsageError,
+)
+from sb3_hir.cli.options import (
+    ArgumentParser,
+)
 
 
 def build_parser() -> ArgumentParser:

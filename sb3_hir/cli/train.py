@@ -31,12 +31,8 @@ from sb3_hir.cli.common import (
     STRATEGIES,
     TRAIN_HISTORY,
     TRAIN_TIMESTEPS,
-    ArgumentParser,
     UsageError,
-    add_command,
     add_history,
-    add_history_options,
-    add_run_env_options,
     algo_class,
     check_algo_env,
     check_goal_spec,
@@ -52,7 +48,6 @@ from sb3_hir.cli.common import (
     log_formats,
     make_env,
     memory_label,
-    names,
     one_of,
     policy_class,
     policy_kwargs,
@@ -63,6 +58,13 @@ from sb3_hir.cli.common import (
     write_text,
 )
 from sb3_hir.cli.memory import check_memory, env_memory, network_memory, observation_bytes
+from sb3_hir.cli.options import (
+    ArgumentParser,
+    add_command,
+    add_history_options,
+    add_relabel_option,
+    add_run_env_options,
+)
 from sb3_hir.plots import plot_learning_curves
 
 Report = Callable[[dict[str, Any]], None]
@@ -74,20 +76,14 @@ RESULT_COLUMNS = ["run", "success rate", "goals reached", "best success rate", "
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``train``'s options (the sweep takes each of them with several values)."""
     p.add_argument("--algo", default="dqn", metavar="ALGO", help=f"one of {', '.join(ALGOS)} (default dqn)")
-    p.add_argument("--relabel", nargs="+", metavar="NAME",
-                   help="runs to compare: some, all, none or relabeler plugin names (default: some none; "
-                        f"none for recurrent-ppo); relabelers installed: {names('relabeler')}")
+    add_relabel_option(p, "runs to compare (default: some none; none for recurrent-ppo)", nargs="+")
     p.add_argument("--relabel-ratio", type=float, metavar="X", default=0.8,
                    help="share of relabeled samples (default 0.8)")
     p.add_argument("--n-steps", type=int, metavar="N", default=1,
                    help="n-step returns of the replay buffer (off-policy; default 1)")
     p.add_argument("--learning-rate", type=float, metavar="X", help="learning rate (default: the algorithm's, below)")
     p.add_argument("--hidden", type=int, metavar="N", help="width of the two hidden layers (default 256)")
-    add_history_options(p, TRAIN_HISTORY)
-    p.add_argument("--q-head", default="standard", metavar="NAME",
-                   help="dqn / qrdqn output head: standard (one output per action index) or per-action (one network "
-                        "scores each action from its --action-features row: for controls that change every "
-                        "episode); default standard")
+    add_history_options(p, TRAIN_HISTORY, "--q-head", "dqn / qrdqn output head")
     p.add_argument("--timesteps", type=int, metavar="N", default=TRAIN_TIMESTEPS,
                    help=f"env steps per run (default {TRAIN_TIMESTEPS})")
     p.add_argument("--n-envs", type=int, metavar="N", default=8, help="parallel training envs (default 8)")

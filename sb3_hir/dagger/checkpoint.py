@@ -17,6 +17,7 @@ read our runs; sb3-hir never loads that file.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import json
@@ -500,20 +501,28 @@ def rng_from_state(state: Mapping[str, Any]) -> np.random.Generator:
     return np.random.Generator(bit_generator)  # type: ignore[arg-type]
 
 
-def trainer_kwargs(
-    state: Mapping[str, Any],
-    scratch_dir: pathlib.Path,
-    venv: VecEnv,
-    custom_logger: imit_logger.HierarchicalLogger | None,
-    device: th.device,
-    overrides: Mapping[str, Any],
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The constructor arguments of the checkpoint's trainer on ``venv``, and the ``overrides`` left unused.
+@dataclasses.dataclass
+class Restore:
+    """One reload: the checkpoint's ``state`` and what the caller passes again beside it.
 
-    ``overrides`` give what could not be stored as data: ``bc_trainer=`` or ``policy_factory=``,
+    Each part of the trainer pops its own entries from ``overrides``; what is left goes to the constructor as given.
+    """
+
+    state: Mapping[str, Any]
+    scratch_dir: pathlib.Path
+    venv: VecEnv
+    custom_logger: imit_logger.HierarchicalLogger | None
+    device: th.device
+    overrides: dict[str, Any]
+
+
+def trainer_kwargs(restore: Restore) -> dict[str, Any]:
+    """The constructor arguments of the checkpoint's trainer on ``restore.venv``.
+
+    ``restore.overrides`` give what could not be stored as data: ``bc_trainer=`` or ``policy_factory=``,
     ``beta_schedule=`` (with ``beta_schedule_kwargs=``), ``relabeler=`` (with ``relabeler_kwargs=``).
     """
-    overrides = dict(overrides)
+    state, scratch_dir, venv, overrides = restore.state, restore.scratch_dir, restore.venv, restore.overrides
     for attr in ("observation_space", "action_space"):
         if str(getattr(venv, attr)) != state[attr]:
             raise ValueError(
@@ -521,8 +530,9 @@ def trainer_kwargs(
                 "environment the trainer was created with"
             )
     rng = rng_from_state(state["rng_state"])
-    bc_trainer = restore_bc(state, scratch_dir, venv.observation_space, venv.action_space, device, rng,
-                            custom_logger, overrides.pop("bc_trainer", None), overrides.pop("policy_factory", None))
+    bc_trainer = restore_bc(state, scratch_dir, venv.observation_space, venv.action_space, restore.device, rng,
+                            restore.custom_logger, overrides.pop("bc_trainer", None),
+                            overrides.pop("policy_factory", None))
     beta_schedule = overrides.pop("beta_schedule", None)
     beta_kwargs = overrides.pop("beta_schedule_kwargs", None)
     if beta_schedule is None:
@@ -548,7 +558,7 @@ def trainer_kwargs(
         "beta_schedule": beta_schedule,
         "beta_schedule_kwargs": beta_kwargs,
         "bc_trainer": bc_trainer,
-        "custom_logger": custom_logger,
+        "custom_logger": restore.custom_logger,
         "deterministic_learner": state["deterministic_learner"],
         "episodes_per_file": state["episodes_per_file"],
         "fsync": state.get("fsync", False),
@@ -556,7 +566,7 @@ def trainer_kwargs(
         "relabeler_kwargs": relabeler_kwargs,
         "relabel_labels": state["relabel_labels"],
     }
-    return kwargs, overrides
+    return kwargs
 
 
 def simple_trainer_state(
@@ -574,12 +584,11 @@ def simple_trainer_state(
     return {"unfinished": unfinished, "expert": expert}
 
 
-def simple_trainer_kwargs(
-    state: Mapping[str, Any], scratch_dir: pathlib.Path, venv: VecEnv, device: th.device, overrides: Mapping[str, Any]
-) -> dict[str, Any]:
-    """``SimpleDAggerTrainer``'s own constructor arguments (its expert unless ``overrides`` gives one)."""
+def simple_trainer_kwargs(restore: Restore) -> dict[str, Any]:
+    """``SimpleDAggerTrainer``'s own constructor arguments (its expert unless ``restore.overrides`` gives one)."""
+    state, venv = restore.state, restore.venv
     kwargs: dict[str, Any] = {"unfinished": state.get("unfinished", "complete")}
-    if "expert_policy" in overrides:
+    if "expert_policy" in restore.overrides:
         return kwargs
     spec = state.get("expert")
     if spec is None:
@@ -593,7 +602,7 @@ def simple_trainer_kwargs(
     else:
         try:
             kwargs["expert_policy"], _ = load_policy(
-                spec["policy"], scratch_dir, venv.observation_space, venv.action_space, device
+                spec["policy"], restore.scratch_dir, venv.observation_space, venv.action_space, restore.device
             )
         except ValueError as exc:
             raise ValueError(f"{exc} (for the expert: pass expert_policy= to reconstruct_trainer)") from exc

@@ -361,32 +361,21 @@ class DAggerTrainer(algo_base.BaseImitationAlgorithm):
     ) -> DAggerTrainer:
         """:func:`reconstruct_trainer` as this class (the way to reload a subclass of ours)."""
         scratch_dir = pathlib.Path(scratch_dir)
-        state = ckpt.read_checkpoint(scratch_dir)
-        return cls._reconstruct(state, scratch_dir, venv, custom_logger, sb3_utils.get_device(device), overrides)
+        return cls._reconstruct(ckpt.Restore(ckpt.read_checkpoint(scratch_dir), scratch_dir, venv, custom_logger,
+                                             sb3_utils.get_device(device), dict(overrides)))
 
     @classmethod
-    def _reconstruct(
-        cls,
-        state: dict[str, Any],
-        scratch_dir: pathlib.Path,
-        venv: VecEnv,
-        custom_logger: imit_logger.HierarchicalLogger | None,
-        device: th.device,
-        overrides: dict[str, Any],
-    ) -> DAggerTrainer:
-        kwargs, overrides = ckpt.trainer_kwargs(state, scratch_dir, venv, custom_logger, device, overrides)
-        kwargs = {**kwargs, **cls._reconstruct_kwargs(state, scratch_dir, venv, device, overrides), **overrides,
-                  "resume": True}
+    def _reconstruct(cls, restore: ckpt.Restore) -> DAggerTrainer:
+        kwargs = ckpt.trainer_kwargs(restore)
+        kwargs = {**kwargs, **cls._reconstruct_kwargs(restore), **restore.overrides, "resume": True}
         trainer = cls(**kwargs)
-        trainer.round_num = int(state["round_num"])
+        trainer.round_num = int(restore.state["round_num"])
         return trainer
 
     @classmethod
-    def _reconstruct_kwargs(
-        cls, state: dict[str, Any], scratch_dir: pathlib.Path, venv: VecEnv, device: th.device,
-        overrides: dict[str, Any],
-    ) -> dict[str, Any]:
-        """Hook for subclasses: their own constructor arguments from the checkpoint (``overrides`` win over them)."""
+    def _reconstruct_kwargs(cls, restore: ckpt.Restore) -> dict[str, Any]:
+        """Hook for subclasses: their own constructor arguments from the checkpoint (``restore.overrides`` win
+        over them)."""
         return {}
 
 
@@ -415,7 +404,8 @@ def reconstruct_trainer(
             f"checkpoint names trainer {state.get('trainer')!r}; this function rebuilds DAggerTrainer and "
             "SimpleDAggerTrainer (a subclass reloads with YourTrainer.reconstruct_trainer(scratch_dir, venv))"
         )
-    return cls._reconstruct(state, scratch_dir, venv, custom_logger, sb3_utils.get_device(device), dict(overrides))
+    return cls._reconstruct(ckpt.Restore(state, scratch_dir, venv, custom_logger, sb3_utils.get_device(device),
+                                         dict(overrides)))
 
 
 class SimpleDAggerTrainer(DAggerTrainer):
@@ -492,11 +482,8 @@ class SimpleDAggerTrainer(DAggerTrainer):
         )
 
     @classmethod
-    def _reconstruct_kwargs(
-        cls, state: dict[str, Any], scratch_dir: pathlib.Path, venv: VecEnv, device: th.device,
-        overrides: dict[str, Any],
-    ) -> dict[str, Any]:
-        return ckpt.simple_trainer_kwargs(state, scratch_dir, venv, device, overrides)
+    def _reconstruct_kwargs(cls, restore: ckpt.Restore) -> dict[str, Any]:
+        return ckpt.simple_trainer_kwargs(restore)
 
     def collect_round(
         self,

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
-from sb3_hir import resolvers
 from sb3_hir._validate import check_int
 from sb3_hir.contract import (
     ACCEPTS_RESET_GOALS,
@@ -32,9 +31,11 @@ from sb3_hir.testing.rollout import (
     Rollout,
     check_count,
     check_step_cap,
+    checked_env,
     create,
     describe,
     fail,
+    fail_at,
     first_rollout_difference,
     random_rollout,
     random_rollouts,
@@ -102,9 +103,7 @@ def check_instruction_env(
     n_episodes = check_count(n_episodes, "n_episodes")
     max_steps = check_step_cap(max_steps)
     counterfactual = check_int(counterfactual, "counterfactual", minimum=0)
-    owned = isinstance(env, str)
-    env = resolvers.resolve_env(env)
-    try:
+    with checked_env(env) as env:
         relabeler = resolve_relabeler_for(_CHECK, relabeler, env)
         spec = relabeler.goal_spec
         num_goals = env_num_goals(_CHECK, env, spec)
@@ -121,9 +120,6 @@ def check_instruction_env(
         elif not declared(env, TERMINATIONS_UNRELATED_TO_GOALS, False):
             for rollout in rollouts:
                 _check_goal_terminations(rollout, rollout.episode(), spec, num_goals)
-    finally:
-        if owned:
-            env.close()
 
 
 @register_check("env")
@@ -138,12 +134,10 @@ def _check_env_component(factory: Callable[..., Any], options: PluginCheckOption
 
 def _check_own_replay(relabeler: Any, rollout: Rollout, episode: Episode) -> None:
     """Replay under the episode's own goals must give the env's episode back (item 2)."""
-    mismatch = replay_mismatch(relabeler, rollout, episode)
-    if mismatch is not None:
-        step, detail = mismatch
-        fail(_CHECK, where(rollout.index, rollout.seed, step),
-             f"{detail} {replay_context(episode, relabeler.goal_spec, step)}. {describe(relabeler)}.replay under the "
-             f"episode's own goals must reproduce the env exactly, or relabeled data teaches a different task.")
+    fail_at(_CHECK, replay_mismatch(relabeler, rollout, episode), rollout.where,
+            lambda step, detail: (
+                f"{detail} {replay_context(episode, relabeler.goal_spec, step)}. {describe(relabeler)}.replay under "
+                f"the episode's own goals must reproduce the env exactly, or relabeled data teaches a different task."))
 
 
 def _check_success(rollout: Rollout, episode: Episode, spec: GoalSpec, num_goals: int) -> None:
@@ -166,12 +160,10 @@ def _check_success(rollout: Rollout, episode: Episode, spec: GoalSpec, num_goals
 def _check_seeding(env: gym.Env, first: Rollout, seed: int, max_steps: int | None) -> None:
     """Episode 0 replays identically, and another seed changes the env's generator (item 4)."""
     again = random_rollout(env, first.index, first.seed, max_steps, _CHECK)
-    difference = first_rollout_difference(first, again)
-    if difference is not None:
-        step, detail = difference
-        fail(_CHECK, where(first.index, first.seed, step),
-             f"not reproducible: re-running it with reset(seed={first.seed}) and action_space.seed({first.seed}) "
-             f"gave {detail}. The env must draw all randomness from self.np_random, seeded by reset(seed=...).")
+    fail_at(_CHECK, first_rollout_difference(first, again), first.where,
+            lambda _, detail: (
+                f"not reproducible: re-running it with reset(seed={first.seed}) and action_space.seed({first.seed}) "
+                f"gave {detail}. The env must draw all randomness from self.np_random, seeded by reset(seed=...)."))
     unwrapped = getattr(env, "unwrapped", env)
     env.reset(seed=seed)
     state = _rng_state(unwrapped)

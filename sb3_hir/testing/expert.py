@@ -14,7 +14,7 @@ import numpy as np
 
 from sb3_hir import resolvers
 from sb3_hir.testing.registry import PluginCheckOptions, register_check
-from sb3_hir.testing.rollout import check_count, describe, fail, is_factory, show
+from sb3_hir.testing.rollout import check_count, checked_env, describe, fail, is_factory, show
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -50,10 +50,8 @@ def check_expert(
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     n_steps = check_count(n_steps, "n_steps")
-    owned = isinstance(env, str)
-    env = resolvers.resolve_env(env)
-    venv = DummyVecEnv([lambda: env])
-    try:
+    with checked_env(env) as env:
+        venv = DummyVecEnv([lambda: env])
         expert = _resolve_expert(expert, venv)
         name = describe(expert)
         if not callable(getattr(expert, "predict", None)):
@@ -76,9 +74,6 @@ def check_expert(
                 fail(_CHECK, f"seed={seed}, {n_steps} steps",
                      f"{name} succeeded in {successes} of {episodes} finished episodes (rate {rate:.2f}), below "
                      f"min_success_rate={min_success_rate}")
-    finally:
-        if owned:
-            venv.close()
 
 
 @register_check("expert")

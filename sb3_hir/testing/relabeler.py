@@ -12,15 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sb3_hir import resolvers
 from sb3_hir.testing.registry import PluginCheckOptions, register_check
 from sb3_hir.testing.replay import check_num_goals, env_num_goals, replay_mismatch, resolve_relabeler_for
 from sb3_hir.testing.rollout import (
     Rollout,
     check_count,
     check_step_cap,
+    checked_env,
     describe,
     fail,
+    fail_at,
     random_rollouts,
     show,
     where,
@@ -89,27 +90,20 @@ def check_relabeler(
     n_episodes = check_count(n_episodes, "n_episodes")
     max_steps = check_step_cap(max_steps)
     n_relabels = check_count(n_relabels, "n_relabels")
-    owned = isinstance(env, str)
-    env = resolvers.resolve_env(env)
-    try:
+    with checked_env(env) as env:
         relabeler = resolve_relabeler_for(_CHECK, relabeler, env)
         check_num_goals(_CHECK, relabeler, env_num_goals(_CHECK, env, relabeler.goal_spec))
         twin = _none_twin(relabeler)
         for rollout in random_rollouts(env, n_episodes, seed, max_steps, _CHECK):
             episode = rollout.episode()
-            mismatch = replay_mismatch(relabeler, rollout, episode)
-            if mismatch is not None:
-                step, detail = mismatch
-                fail(_CHECK, where(rollout.index, rollout.seed, step),
-                     f"the env disagrees with {describe(relabeler)}.replay before any relabeling: {detail}; run "
-                     f"check_instruction_env(env, relabeler) first")
+            fail_at(_CHECK, replay_mismatch(relabeler, rollout, episode),
+                    rollout.where, lambda _, detail: (
+                        f"the env disagrees with {describe(relabeler)}.replay before any relabeling: {detail}; run "
+                        f"check_instruction_env(env, relabeler) first"))
             for draw in range(n_relabels):
                 _check_one_relabel(relabeler, rollout, episode, draw)
             if twin is not None:
                 _check_none_twin(twin, rollout, episode)
-    finally:
-        if owned:
-            env.close()
 
 
 @register_check("relabeler")
@@ -139,12 +133,9 @@ def _none_twin(relabeler: Any) -> Any | None:
 def _check_none_twin(twin: Any, rollout: Rollout, episode: Episode) -> None:
     """Item 5: ``strategy="none"`` is the identity, so users can switch relabeling off without another class."""
     relabeled = twin.relabel(episode, np.random.default_rng([rollout.seed, 0]))
-    difference = _first_episode_difference(episode, relabeled)
-    if difference is not None:
-        step, detail = difference
-        fail(_CHECK, where(rollout.index, rollout.seed, step),
-             f"{describe(twin)} has strategy 'none' and must return the episode unchanged, but the "
-             f"original and the relabeled episode differ: {detail}")
+    fail_at(_CHECK, _first_episode_difference(episode, relabeled), rollout.where,
+            lambda _, detail: (f"{describe(twin)} has strategy 'none' and must return the episode unchanged, but "
+                               f"the original and the relabeled episode differ: {detail}"))
 
 
 def _reference_reach_steps(spec: GoalSpec, achieved: np.ndarray, goals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -197,18 +188,14 @@ def _check_one_relabel(relabeler: Any, rollout: Rollout, episode: Episode, draw:
     else:
         expected = episode
     instruction = relabeled.instruction(spec.goals_key)
-    difference = _first_episode_difference(relabeled, relabeler.replay(relabeled, instruction))
-    if difference is not None:
-        step, detail = difference
-        fail(_CHECK, f"{place}, step {step}",
-             f"the relabeled episode is not self-consistent: replaying it under its own instruction "
-             f"{show(instruction)} changes it: relabeled vs replayed {detail}")
-    difference = _first_episode_difference(expected, relabeled)
-    if difference is not None:
-        step, detail = difference
-        fail(_CHECK, f"{place}, step {step}",
-             f"relabel(episode, rng) must equal replay(episode, relabel_goals(episode, rng)) for generators in the "
-             f"same state (the episode itself when relabel_goals returns None); expected vs relabeled: {detail}")
+    at_step = f"{place}, step {{}}".format
+    fail_at(_CHECK, _first_episode_difference(relabeled, relabeler.replay(relabeled, instruction)), at_step,
+            lambda _, detail: (f"the relabeled episode is not self-consistent: replaying it under its own instruction "
+                               f"{show(instruction)} changes it: relabeled vs replayed {detail}"))
+    fail_at(_CHECK, _first_episode_difference(expected, relabeled), at_step,
+            lambda _, detail: (f"relabel(episode, rng) must equal replay(episode, relabel_goals(episode, rng)) for "
+                               f"generators in the same state (the episode itself when relabel_goals returns None); "
+                               f"expected vs relabeled: {detail}"))
     _check_prefix(place, spec, episode, relabeled)
     if promises_non_decreasing_return(relabeler) and relabeled.episode_return < episode.episode_return:
         fail(_CHECK, place,

@@ -7,15 +7,16 @@ is ``env.reset(seed=seed + i)`` with ``env.action_space.seed(seed + i)``.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
-from sb3_hir import plugins
+from sb3_hir import plugins, resolvers
 from sb3_hir._validate import check_int
 
 if TYPE_CHECKING:
@@ -63,10 +64,35 @@ def fail(check: str, place: str, detail: str) -> NoReturn:
     raise AssertionError(f"{check}: {place}: {detail}")
 
 
+def fail_at(check: str, difference: tuple[int, str] | None, place: Callable[[int], str],
+            explain: Callable[[int, str], str]) -> None:
+    """Fail ``check`` where two runs first part, if they do.
+
+    :param difference: ``(step, detail)`` from a first-difference finder, or None where the runs agree.
+    :param place: the failure's place from the step, e.g. :meth:`Rollout.where`.
+    :param explain: the failure's text from the step and the detail, so each check says what the difference implies.
+    """
+    if difference is not None:
+        step, detail = difference
+        fail(check, place(step), explain(step, detail))
+
+
 def where(index: int, seed: int, step: int | None = None) -> str:
     """``"episode i (seed=s), step t"``: what replaying a failure by hand needs."""
     text = f"episode {index} (seed={seed})"
     return text if step is None else f"{text}, step {step}"
+
+
+@contextlib.contextmanager
+def checked_env(env: Any) -> Iterator[gym.Env]:
+    """The env under check: ``env`` itself, or the one a registered name creates, closed only when created here."""
+    created = isinstance(env, str)
+    resolved = resolvers.resolve_env(env)
+    try:
+        yield resolved
+    finally:
+        if created:
+            resolved.close()
 
 
 # ---------------------------------------------------------------------------------------------- arguments
@@ -123,6 +149,10 @@ class Rollout:
     truncated: list[bool] = field(default_factory=list)
     infos: list[dict[str, Any]] = field(default_factory=list)
     reset_info: dict[str, Any] = field(default_factory=dict)
+
+    def where(self, step: int | None = None) -> str:
+        """:func:`where` for this rollout."""
+        return where(self.index, self.seed, step)
 
     def episode(self) -> Episode:
         """The rollout as the relabelers see it; a cut by ``max_steps`` is a time limit, not a terminal state."""
