@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 import bench_args
+import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -60,7 +62,7 @@ class SingleEnvTimer:
     machine hits both sides alike.
     """
 
-    def __init__(self, env_cls: type[MazeRunnerEnv], maze_dim: int, seed: int) -> None:
+    def __init__(self, env_cls: Callable[..., gym.Env], maze_dim: int, seed: int) -> None:
         self.env = env_cls(maze_dim=maze_dim)
         self.env.reset(seed=seed)
         self.rng = np.random.default_rng(seed)

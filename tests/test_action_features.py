@@ -15,6 +15,7 @@ from sb3_hir.action_features import EffectTable
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.envs import MazeRunnerEnv
 from sb3_hir.envs.mazerunner import ACTION_DIRECTIONS
+from sb3_hir.envs.move_belief import MoveBelief
 from sb3_hir.extractors import HistoryExtractor
 from sb3_hir.history import HistoryWrapper
 from sb3_hir.testing import check_instruction_env
@@ -176,6 +177,70 @@ def test_move_belief_rules_out_open_moves_after_a_blocked_try_and_a_taken_move_f
     table = belief.update(0, {"obs": moved})
     np.testing.assert_array_equal(table[0], [0, 1, 0, 0, 0, 1])
     assert not table[[1, 2, 3, 4], 1].any()  # north is action 0's, so no other action's
+
+
+class NumpyMoveBelief:
+    """The first MoveBelief, on boolean arrays: the oracle of the bit-mask one (same rows, step by step)."""
+
+    moves = ((0, -1), (-1, 0), (0, 1), (1, 0), (0, 0))
+
+    def __init__(self, maze_dim: int) -> None:
+        self.n = maze_dim
+        self.possible = np.ones((5, 5), dtype=bool)
+        self.taken = np.zeros(5, dtype=bool)
+
+    def observe(self, obs):
+        o = np.asarray(obs["obs"], dtype=np.float64)
+        self.cell = (round(o[0] * self.n), round(o[1] * self.n))
+        self.open = np.append(o[2:6] > 0.5 / self.n, False)
+
+    def table(self):
+        return np.concatenate([self.possible, self.taken[:, None]], axis=1).astype(np.float32)
+
+    def reset(self, obs):
+        self.possible[:] = True
+        self.taken[:] = False
+        self.observe(obs)
+        return self.table()
+
+    def update(self, action, obs):
+        before, was_open = self.cell, self.open
+        self.observe(obs)
+        moved = (self.cell[0] - before[0], self.cell[1] - before[1])
+        self.taken[action] = True
+        if moved != (0, 0):
+            self.possible[action] = [m == moved for m in self.moves]
+        else:
+            self.possible[action] &= ~was_open
+        possible = self.possible
+        while True:
+            before = possible.copy()
+            for a in np.flatnonzero(possible.sum(axis=1) == 1):
+                possible[np.arange(5) != a] &= ~possible[a]
+            for m in np.flatnonzero(possible.sum(axis=0) == 1):
+                a = int(np.flatnonzero(possible[:, m])[0])
+                possible[a] = False
+                possible[a, m] = True
+            if np.array_equal(before, possible) or not possible.any(axis=1).all():
+                return self.table()
+
+
+@pytest.mark.parametrize("randomized_actions", [True, False])
+def test_move_belief_gives_the_numpy_beliefs_rows_step_by_step(randomized_actions):
+    env = MazeRunnerEnv(maze_dim=9, num_goals=2, time_limit=80, randomized_actions=randomized_actions)
+    for seed in range(12):
+        obs, _ = env.reset(seed=seed)
+        belief, oracle = MoveBelief(9), NumpyMoveBelief(9)
+        np.testing.assert_array_equal(belief.reset(obs), oracle.reset(obs))
+        rng = np.random.default_rng(seed)
+        done = False
+        while not done:
+            action = int(rng.integers(5))
+            obs, _, terminated, truncated, _ = env.step(action)
+            table = belief.update(action, obs)
+            assert table.dtype == np.float32 and table.shape == (5, 6)
+            np.testing.assert_array_equal(table, oracle.update(action, obs), err_msg=f"seed {seed}")
+            done = terminated or truncated
 
 
 def test_features_hold_only_the_agents_own_observations_and_actions():

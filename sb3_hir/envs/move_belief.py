@@ -24,11 +24,19 @@ __all__ = ["MoveBelief"]
 
 #: (d_row, d_col) of the canonical moves, in the order of the belief's columns (MazeRunner's ACTION_DIRECTIONS).
 _MOVES = ((0, -1), (-1, 0), (0, 1), (1, 0), (0, 0))
-_STAY = 4
+#: a move's bit in a belief mask (bit m: "can be move m"); an unknown displacement is no move.
+_MOVE_BIT = {move: 1 << m for m, move in enumerate(_MOVES)}
+_ALL = (1 << len(_MOVES)) - 1
+#: the belief row of each mask, so a table is one gather.
+_ROWS = np.array([[(mask >> m) & 1 for m in range(len(_MOVES))] for mask in range(_ALL + 1)], dtype=np.float32)
 
 
 class MoveBelief:
     """Row ``a`` = ``[can a be west, north, east, south, stay (5 flags) | taken]`` for a MazeRunner of side ``n``.
+
+    It runs on every env step, so the belief is five Python bit masks rather than a boolean array: the propagation
+    is a few integer operations where numpy's per-call overhead on a 5x5 array cost ~30x the env's own step
+    (``benchmarks/bench_action_features.py``).
 
     :param maze_dim: the maze side n (positions in ``obs`` are row / n and col / n).
     :param n_actions: the number of actions (MazeRunner's 5).
@@ -39,22 +47,34 @@ class MoveBelief:
             raise ValueError(f"n_actions must be {len(_MOVES)} (MazeRunner's moves); got {n_actions!r}")
         self.maze_dim = int(maze_dim)
         self.space = spaces.Box(0.0, 1.0, shape=(n_actions, len(_MOVES) + 1), dtype=np.float32)
-        self._possible = np.ones((n_actions, len(_MOVES)), dtype=bool)
-        self._taken = np.zeros(n_actions, dtype=bool)
+        #: per action, the moves it can still be (bit m: move m).
+        self._possible = [_ALL] * n_actions
+        self._taken = np.zeros(n_actions, dtype=np.float32)
         self._cell = (0, 0)
-        self._open = np.zeros(len(_MOVES), dtype=bool)
+        #: the moves open from the current cell, as a mask (stay is never open).
+        self._open = 0
+        #: whether the last propagation ended at its fixed point: then a step that changes nothing needs none.
+        self._at_fixpoint = True
+        self._last_table: np.ndarray | None = None
 
     def _observe(self, obs: dict[str, Any]) -> None:
-        o = np.asarray(obs["obs"], dtype=np.float64)
-        self._cell = (round(o[0] * self.maze_dim), round(o[1] * self.maze_dim))
-        self._open = np.append(o[2:6] > 0.5 / self.maze_dim, False)  # sensors count free cells; stay is never open
+        o = obs["obs"]
+        n = self.maze_dim
+        self._cell = (round(float(o[0]) * n), round(float(o[1]) * n))
+        threshold = 0.5 / n  # sensors count free cells
+        self._open = sum(1 << m for m in range(4) if float(o[2 + m]) > threshold)
 
     def _table(self) -> np.ndarray:
-        return np.concatenate([self._possible, self._taken[:, None]], axis=1).astype(np.float32)
+        if self._last_table is None:  # built again only after a change: most steps of an episode change nothing
+            self._last_table = np.empty(self.space.shape, dtype=np.float32)
+            self._last_table[:, :-1] = _ROWS[self._possible]
+            self._last_table[:, -1] = self._taken
+        return self._last_table.copy()
 
     def reset(self, obs: dict[str, Any]) -> np.ndarray:
-        self._possible[:] = True
-        self._taken[:] = False
+        self._possible = [_ALL] * len(self._possible)
+        self._taken[:] = 0.0
+        self._at_fixpoint, self._last_table = True, None
         self._observe(obs)
         return self._table()
 
@@ -62,12 +82,17 @@ class MoveBelief:
         before, was_open = self._cell, self._open
         self._observe(obs)
         moved = (self._cell[0] - before[0], self._cell[1] - before[1])
-        self._taken[action] = True
+        known = self._possible[action]
         if moved != (0, 0):
-            self._possible[action] = [m == moved for m in _MOVES]
+            self._possible[action] = _MOVE_BIT.get(moved, 0)
         else:
             self._possible[action] &= ~was_open  # it was stay, or a move a wall stopped
-        self._propagate()
+        if self._possible[action] != known or not self._at_fixpoint:
+            self._propagate()
+            self._last_table = None
+        if not self._taken[action]:
+            self._taken[action] = 1.0
+            self._last_table = None
         return self._table()
 
     def _propagate(self) -> None:
@@ -75,14 +100,21 @@ class MoveBelief:
         move that only one action can still be is that action's."""
         possible = self._possible
         while True:
-            before = possible.copy()
-            settled = possible.sum(axis=1) == 1
-            for a in np.flatnonzero(settled):
-                possible[np.arange(len(possible)) != a] &= ~possible[a]
-            holders = possible.sum(axis=0)
-            for m in np.flatnonzero(holders == 1):
-                a = int(np.flatnonzero(possible[:, m])[0])
-                possible[a] = False
-                possible[a, m] = True
-            if np.array_equal(before, possible) or not possible.any(axis=1).all():
+            before = possible[:]
+            for a in [a for a, p in enumerate(possible) if p and not p & (p - 1)]:  # settled: one move left
+                mine = possible[a]
+                possible[:] = [p if b == a else p & ~mine for b, p in enumerate(possible)]
+            once = twice = 0
+            for p in possible:
+                twice |= once & p
+                once |= p
+            single = once & ~twice  # the moves exactly one action can still be, taken from the lowest
+            while single:
+                move = single & -single
+                single ^= move
+                holder = next((a for a, p in enumerate(possible) if p & move), None)
+                if holder is not None:  # None only when the belief contradicts itself (an env that is no permutation)
+                    possible[holder] = move
+            self._at_fixpoint = possible == before
+            if self._at_fixpoint or not all(possible):
                 return
