@@ -35,7 +35,7 @@ class MoveBelief:
     """Row ``a`` = ``[can a be west, north, east, south, stay (5 flags) | taken]`` for a MazeRunner of side ``n``.
 
     It runs on every env step, so the belief is five Python bit masks rather than a boolean array: the propagation
-    is a few integer operations where numpy's per-call overhead on a 5x5 array cost ~30x the env's own step
+    is a few integer operations where numpy's per-call overhead on a 5x5 array cost ~40x the env's own step
     (``benchmarks/bench_action_features.py``).
 
     :param maze_dim: the maze side n (positions in ``obs`` are row / n and col / n).
