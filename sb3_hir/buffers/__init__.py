@@ -3,6 +3,8 @@
 Module map, from the top down (each module imports only modules below it):
 
 * ``hindsight``: the buffer: storage, ``add``, ``sample`` and their orchestration; ``her``: the drop-in for SB3's.
+* ``demonstrations``: whole episodes kept apart from the circular storage (a buffer of the same class and settings)
+  and served as ``demo_ratio`` of each batch; the sources they come from.
 * ``legacy``: buffers pickled by the earlier layout, made today's when they load.
 * ``options``: the constructor's arguments checked once, and every decision taken from them: the mode, the draw
   strategy, the episode index, the serving.

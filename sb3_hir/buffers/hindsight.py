@@ -59,6 +59,7 @@ from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
 
+from sb3_hir.buffers.demonstrations import Demonstrations, DemonstrationSource, as_episodes, concat_samples
 from sb3_hir.buffers.draws import DrawStrategy, FirstReachDraw, HerDraw, Relabeled, StoredDraws
 from sb3_hir.buffers.legacy import is_legacy, upgrade
 from sb3_hir.buffers.options import (
@@ -152,6 +153,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         ``np.random``, which SB3 seeds from the model's ``seed``.
     :param draws_per_episode: draws stored per episode for relabelers without a batched ``draw_goal_steps``.
     :param max_redraws: rounds of redrawing for relabeled transitions that are not admissible.
+    :param demo_ratio: share of each sampled batch served from the demonstrations added with
+        :meth:`add_demonstrations` (0: stored, not served). While the online storage is still empty every row comes
+        from them, so a model can be trained on demonstrations alone.
     """
 
     relabeler: InstructionRelabeler
@@ -185,6 +189,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         seed: int | None = None,
         draws_per_episode: int = 4,
         max_redraws: int = 8,
+        demo_ratio: float = 0.0,
     ) -> None:
         options = resolve_options(
             observation_space, env, type(self).__name__, self._her_drop_in, buffer_size=buffer_size, n_envs=n_envs,
@@ -235,6 +240,22 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self.num_served = 0
         self.num_served_relabeled = 0
         self._last_sample: Served | None = None
+        #: settings a buffer for the demonstrations is built with: this one's, with its resolved relabeler.
+        self._settings = dict(
+            handle_timeout_termination=handle_timeout_termination, n_sampled_goal=n_sampled_goal,
+            goal_selection_strategy=goal_selection_strategy, copy_info_dict=copy_info_dict,
+            terminate_on_success=self.terminate_on_success, relabel_ratio=relabel_ratio, goal_selection=goal_selection,
+            n_steps=n_steps, gamma=gamma, draws_per_episode=draws_per_episode, max_redraws=max_redraws,
+            **(dict(goal_spec=goal_spec) if self.goal_env else dict(relabeler=self.relabeler)),
+        )
+        #: the demonstrations, apart from the circular storage (``demonstrations``).
+        self.demonstrations = Demonstrations(demo_ratio, self._demonstration_buffer)
+        self.num_served_demos = 0
+
+    def _demonstration_buffer(self, capacity: int, seed: int) -> HindsightInstructionReplayBuffer:
+        """An empty buffer of this class and settings for ``capacity`` demonstration transitions of one env."""
+        return type(self)(capacity, self.observation_space, self.action_space, env=None, device=self.device,
+                          n_envs=1, seed=seed, **self._settings)
 
     def _choose_draws(self, options: BufferOptions) -> DrawStrategy:
         """The draw strategy for these options (:func:`~sb3_hir.buffers.options.choose_draws`); a subclass that
@@ -254,6 +275,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             upgrade(self, state, self._choose_draws)
         self.env = None
         self.__dict__.setdefault("_last_sample", None)
+        self.__dict__.setdefault("num_served_demos", 0)
+        if "demonstrations" not in state:  # pickled before demonstrations: none stored, none can be added
+            self.demonstrations = Demonstrations(0.0, self._demonstration_buffer)
         self._reward_checked = False  # the env given back may not be the one checked
 
     def set_env(self, env: VecEnv) -> None:
@@ -263,17 +287,53 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             raise ValueError("Trying to set env of already initialized environment.")
         self.env = env
         self._reward_checked = False
+        if self.demonstrations.buffer is not None:
+            self.demonstrations.buffer.env = env
 
     @property
     def served_relabeled_share(self) -> float:
         """Share of all transitions served so far under a hindsight draw (``relabel_ratio`` when healthy)."""
         return self.num_served_relabeled / self.num_served if self.num_served else 0.0
 
+    @property
+    def demo_ratio(self) -> float:
+        """Share of each sampled batch served from the demonstrations (settable, e.g. to anneal it)."""
+        return self.demonstrations.ratio
+
+    @demo_ratio.setter
+    def demo_ratio(self, value: float) -> None:
+        self.demonstrations.ratio = value
+
+    @property
+    def served_demo_share(self) -> float:
+        """Share of all transitions served so far from the demonstrations (``demo_ratio`` once there are some)."""
+        return self.num_served_demos / self.num_served if self.num_served else 0.0
+
     def reset(self) -> None:
+        """Empty the online storage, as SB3's ``reset``; the demonstrations stay."""
         super().reset()
         self._index.restart(self.n_envs)
         self.num_served = 0
         self.num_served_relabeled = 0
+        self.num_served_demos = 0
+
+    def add_demonstrations(self, demonstrations: DemonstrationSource) -> int:
+        """Store whole demonstration episodes apart from the circular storage; returns how many were added.
+
+        Online data never overwrites them; they are relabeled and served as online episodes are, as ``demo_ratio``
+        of each batch. They must be observed as the training env is (the buffer's keys and shapes, the achieved
+        goals included) and carry their rewards; one that does not raises ``ValueError`` and nothing is added.
+
+        :param demonstrations: an :class:`~sb3_hir.episodes.Episode`, an imitation ``TrajectoryWithRew`` (Dict
+            observations), a DAgger round file, round directory or scratch directory (every round), or a list of
+            these. DAgger episodes are stored with the actions executed, not the expert's labels.
+        """
+        episodes = as_episodes(demonstrations)
+        self.demonstrations.add(episodes, self)
+        if episodes and self.demo_ratio == 0.0:
+            warnings.warn("demo_ratio is 0: the demonstrations are stored but not served; set demo_ratio "
+                          "(replay_buffer_kwargs or buffer.demo_ratio)", UserWarning, stacklevel=2)
+        return len(episodes)
 
     # -- storage ----------------------------------------------------------------------------------
     def add(  # type: ignore[override]
@@ -350,9 +410,27 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
     # -- sampling ---------------------------------------------------------------------------------
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples:  # type: ignore[override]
+        """A batch: the online rows first, then ``demo_ratio`` of it from the demonstrations (if any)."""
         upper = self.buffer_size if self.full else self.pos
-        if upper == 0:
+        num_demos = self.demonstrations.count(batch_size, self.rng, online_empty=upper == 0)
+        if upper == 0 and not num_demos:
             raise ValueError("cannot sample from an empty replay buffer")
+        if not num_demos:
+            return self._sample_online(batch_size, upper, env)
+        demos = self.demonstrations.sample(num_demos, env, self.terminates_on_success)
+        assert self.demonstrations.buffer is not None
+        served = self.demonstrations.buffer._last_sample
+        assert served is not None
+        self.num_served += num_demos
+        self.num_served_demos += num_demos
+        self.num_served_relabeled += num_demos - served.num_recorded
+        if num_demos == batch_size:
+            self._last_sample = None
+            return demos
+        return concat_samples(self._sample_online(batch_size - num_demos, upper, env), demos)
+
+    def _sample_online(self, batch_size: int, upper: int, env: VecNormalize | None) -> DictReplayBufferSamples:
+        """``batch_size`` rows of the circular storage: relabeled and recorded ones."""
         num_relabel = int(self.rng.binomial(batch_size, self.relabel_ratio)) if self.relabel_ratio > 0 else 0
         relabeled = self._draws.draw(self, self._index, num_relabel, upper) if num_relabel else None
         num_recorded = batch_size - (0 if relabeled is None else len(relabeled.flat))
@@ -381,7 +459,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
     @property
     def last_sample_info(self) -> SampleInfo | None:
-        """What the last ``sample()`` served (built on access: sampling itself does not pay for it)."""
+        """What the last ``sample()`` served from the online storage (built on access: sampling itself does not pay
+        for it); ``demonstrations.buffer.last_sample_info`` tells the demonstrations' rows."""
         last = self.__dict__.get("_last_sample")
         return None if last is None else last.info(self.num_goals, self.goal_shape, self.n_envs)
 

@@ -58,6 +58,7 @@ from sb3_hir.cli.common import (
 from sb3_hir.cli.memory import check_memory, env_memory, network_memory, observation_bytes
 from sb3_hir.cli.options import (
     add_command,
+    add_expert_option,
     add_history_options,
     add_relabel_option,
     add_run_env_options,
@@ -88,8 +89,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"{names('beta_schedule')}")
     p.add_argument("--beta-kwarg", action="append", default=[], metavar="KEY=VALUE",
                    help="beta schedule argument (repeatable), e.g. rampdown_rounds=4 for linear")
-    p.add_argument("--expert", default="shortest-path", metavar="NAME",
-                   help=f"expert plugin name (default shortest-path); installed: {names('expert')}")
+    add_expert_option(p, "expert plugin name")
     add_relabel_option(p, "relabel demos for goal-conditioned BC (default none)", default="none")
     p.add_argument("--steps-per-round", type=int, metavar="N", default=4_000,
                    help="labelled steps per round (default 4000)")

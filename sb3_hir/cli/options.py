@@ -92,6 +92,26 @@ def add_history_options(p: argparse.ArgumentParser, default: int, head: str, hea
     add_head_option(p, head, head_what)
 
 
+def add_expert_option(p: argparse.ArgumentParser, what: str) -> None:
+    """``--expert``: an expert plugin's name."""
+    p.add_argument("--expert", default="shortest-path", metavar="NAME",
+                   help=f"{what} (default shortest-path); installed: {names('expert')}")
+
+
+def add_demo_options(p: argparse.ArgumentParser) -> None:
+    """The demonstration options, in one group of ``--help``: where the episodes come from and their share."""
+    g = p.add_argument_group("demonstrations")
+    g.add_argument("--demos", type=int, metavar="N", default=0,
+                   help="N episodes of --expert, played in the training env (its wrappers included), go into the "
+                        "replay buffer's demonstration region before training (default 0)")
+    add_expert_option(g, "the expert playing --demos")  # type: ignore[arg-type]
+    g.add_argument("--demos-from", metavar="PATH",
+                   help="demonstrations from DAgger round files: a round file, a round directory or a scratch "
+                        "directory (sb3-hir dagger's --out/scratch); they must be observed as the training env is")
+    g.add_argument("--demo-ratio", type=float, metavar="X", default=0.5,
+                   help="share of each batch from the demonstrations (default 0.5: symmetric sampling)")
+
+
 def add_head_option(p: argparse.ArgumentParser, flag: str, what: str) -> None:
     """``--q-head`` / ``--policy-head``: the same choice for a Q network's outputs and a policy's logits."""
     p.add_argument(flag, default="standard", metavar="NAME",

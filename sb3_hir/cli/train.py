@@ -23,8 +23,10 @@ from stable_baselines3.common.logger import configure as configure_logger
 from tqdm import TqdmExperimentalWarning
 
 from sb3_hir import plugins as plugin_registry
+from sb3_hir import resolvers
 from sb3_hir.atomic import atomic_path
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.buffers.demonstrations import as_episodes, expert_episodes
 from sb3_hir.callbacks import InstructionEvalCallback
 from sb3_hir.cli.common import (
     ALGOS,
@@ -35,6 +37,7 @@ from sb3_hir.cli.common import (
     add_history,
     algo_class,
     check_algo_env,
+    check_expert,
     check_goal_spec,
     check_history,
     check_instruction_env_space,
@@ -61,10 +64,12 @@ from sb3_hir.cli.memory import check_memory, env_memory, network_memory, observa
 from sb3_hir.cli.options import (
     ArgumentParser,
     add_command,
+    add_demo_options,
     add_history_options,
     add_relabel_option,
     add_run_env_options,
 )
+from sb3_hir.episodes import Episode
 from sb3_hir.plots import plot_learning_curves
 
 Report = Callable[[dict[str, Any]], None]
@@ -90,6 +95,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, metavar="N", default=0, help="seed of envs, networks and relabeling (default 0)")
     p.add_argument("--eval-freq", type=int, metavar="N", help="evaluate every N timesteps (default timesteps/12)")
     p.add_argument("--eval-episodes", type=int, metavar="N", default=50, help="episodes per evaluation (default 50)")
+    add_demo_options(p)
     add_run_env_options(p, "train", "no progress bar",
                         "Box(-1, 1, (2,)) MazeRunner actions, for sac / tqc / recurrent-ppo")
 
@@ -132,7 +138,18 @@ def check_args(args: argparse.Namespace) -> tuple[str, dict[str, Any], list[str]
     if args.n_steps != 1 and not ALGOS[algo_name].off_policy:
         raise UsageError(f"--n-steps applies to off-policy algorithms; --algo {algo_name} is on-policy")
     check_seed(args.seed)
+    checked_int(args.demos, "--demos", 0)
+    if uses_demos(args):
+        if not ALGOS[algo_name].off_policy:
+            raise UsageError(f"--demos and --demos-from fill a replay buffer; --algo {algo_name} is on-policy and has "
+                             "none (use an off-policy algorithm: dqn, qrdqn, sac, tqc)")
+        if args.demos:
+            one_of("expert", args.expert, list(plugin_registry.available("expert")))
     return algo_name, env_kwargs(args), resolve_relabels(algo_name, args.relabel)
+
+
+def uses_demos(args: argparse.Namespace) -> bool:
+    return bool(args.demos or args.demos_from)
 
 
 def buffer_size(args: argparse.Namespace) -> int:
@@ -170,7 +187,28 @@ def probe_env(args: argparse.Namespace, algo_name: str, kwargs: dict[str, Any],
     if any(relabel != "none" for relabel in relabels):
         check_goal_spec(probe, args.env, spec, num_goals, spec_label)
     probe.close()
+    if args.demos:
+        check_expert(args.expert, args.env, kwargs)
     return num_goals, spec, spec_label
+
+
+def demo_episodes(args: argparse.Namespace, env_fn: Callable[[], Any]) -> list[Episode]:
+    """``--demos`` episodes of the expert in the training env (seeded apart from training and evaluation), then
+    ``--demos-from``'s; every run of the command gets the same ones."""
+    episodes: list[Episode] = []
+    if args.demos:
+        venv = make_vec_env(env_fn, n_envs=1, seed=args.seed + 20_000)
+        try:
+            expert = resolvers.resolve_expert(args.expert, venv=venv)
+            episodes += expert_episodes(expert, venv, args.demos, seed=args.seed)
+        finally:
+            venv.close()
+    if args.demos_from:
+        try:
+            episodes += as_episodes(args.demos_from)
+        except ValueError as exc:
+            raise UsageError(f"--demos-from: {' '.join(str(exc).split())}") from exc
+    return episodes
 
 
 # ---------------------------------------------------------------------------------------------------- one run
@@ -211,20 +249,22 @@ def model_kwargs(args: argparse.Namespace, algo_name: str, relabel: str, spec: A
         return kwargs
     kwargs.update(buffer_size=buffer_size(args), learning_starts=min(1_000, args.timesteps // 10), train_freq=1,
                   gradient_steps=max(1, args.n_envs // 2))
-    if relabel != "none" or args.n_steps != 1:
-        # With relabel none and n-step returns: the same buffer serving recorded rows only (SB3's own n-step
-        # buffer refuses Dict observations).
+    if relabel != "none" or args.n_steps != 1 or uses_demos(args):
+        # With relabel none and n-step returns or demonstrations: the same buffer serving recorded rows only (SB3's
+        # own n-step buffer refuses Dict observations, and it has no demonstrations).
         buffer_kwargs: dict[str, Any] = (
             dict(relabeler="hindsight-instruction", strategy=relabel, goal_spec=spec) if relabel in STRATEGIES
             else dict(relabeler=relabel))
         ratio = args.relabel_ratio if relabel != "none" else 0.0
         kwargs.update(replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(
-            relabel_ratio=ratio, seed=args.seed, n_steps=args.n_steps, gamma=kwargs["gamma"], **buffer_kwargs))
+            relabel_ratio=ratio, seed=args.seed, n_steps=args.n_steps, gamma=kwargs["gamma"],
+            demo_ratio=args.demo_ratio if uses_demos(args) else 0.0, **buffer_kwargs))
     return kwargs
 
 
 #: Library argument names as the CLI's options, for the errors a library object raises about them.
-OPTION_NAMES = {"relabel_ratio": "--relabel-ratio", "n_steps": "--n-steps", "learning_rate": "--learning-rate"}
+OPTION_NAMES = {"relabel_ratio": "--relabel-ratio", "n_steps": "--n-steps", "learning_rate": "--learning-rate",
+                "demo_ratio": "--demo-ratio"}
 
 
 def usage_error(exc: ValueError, label: str) -> UsageError:
@@ -236,16 +276,25 @@ def usage_error(exc: ValueError, label: str) -> UsageError:
     return UsageError(f"cannot build {label}: {detail}")
 
 
-def build_model(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, venv: Any) -> Any:
+def build_model(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, venv: Any,
+                demos: list[Episode]) -> Any:
+    """The run's model, its replay buffer holding ``demos``."""
     algo = ALGOS[algo_name]
     try:
-        return algo_class(algo_name)(policy_class(algo_name, args.q_head), venv, seed=args.seed, verbose=0,
-                                     **model_kwargs(args, algo_name, relabel, spec),
-                                     policy_kwargs=policy_kwargs(algo, args.hidden, args.history,
-                                                                 args.history_encoder, args.action_features,
-                                                                 args.q_head))
+        model = algo_class(algo_name)(policy_class(algo_name, args.q_head), venv, seed=args.seed, verbose=0,
+                                      **model_kwargs(args, algo_name, relabel, spec),
+                                      policy_kwargs=policy_kwargs(algo, args.hidden, args.history,
+                                                                  args.history_encoder, args.action_features,
+                                                                  args.q_head))
     except ValueError as exc:
         raise usage_error(exc, f"{algo_name}-{relabel}") from exc
+    if demos:
+        try:
+            model.replay_buffer.add_demonstrations(demos)
+        except ValueError as exc:
+            source = "--demos-from" if args.demos_from else "--demos"
+            raise UsageError(f"{source}: {' '.join(str(exc).split())}") from exc
+    return model
 
 
 def check_buffers(args: argparse.Namespace, algo_name: str, relabels: list[str], spec: Any, venv: Any) -> None:
@@ -301,8 +350,10 @@ def run_one(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, s
         algo=algo_name, env=args.env, env_kwargs=kwargs, relabel=relabel, goal_spec=spec_label,
         relabel_ratio=args.relabel_ratio, n_steps=args.n_steps, learning_rate=args.learning_rate,
         hidden=args.hidden, history=args.history, history_encoder=args.history_encoder,
-        action_features=args.action_features, q_head=args.q_head,
-        seed=args.seed, timesteps=args.timesteps, timesteps_done=int(model.num_timesteps), n_envs=args.n_envs,
+        action_features=args.action_features, q_head=args.q_head, demos=args.demos,
+        expert=args.expert if args.demos else None, demos_from=args.demos_from,
+        demo_ratio=args.demo_ratio if uses_demos(args) else 0.0, seed=args.seed, timesteps=args.timesteps,
+        timesteps_done=int(model.num_timesteps), n_envs=args.n_envs,
         interrupted=interrupted), indent=2) + "\n")
     history = callback.history
     try:
@@ -321,6 +372,12 @@ def run_one(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, s
                 minutes=round(minutes, 2), interrupted=interrupted, history=history)
 
 
+def demo_label(args: argparse.Namespace, demos: list[Episode]) -> str:
+    if not demos:
+        return ""
+    return f"{len(demos)} demonstrations ({sum(map(len, demos))} steps, {args.demo_ratio:g} of each batch), "
+
+
 def plot_run_curve(history: Any, run_dir: Path, num_goals: int, title: str, relabel: str) -> None:
     plot_learning_curves({f"relabel {relabel}": history}, run_dir / "learning_curve.png", num_goals=num_goals,
                          title=title)
@@ -333,6 +390,7 @@ def run(args: argparse.Namespace, report: Report | None = None) -> int:
     num_goals, spec, spec_label = probe_env(args, algo_name, kwargs, relabels)
     set_threads()
     env_fn = env_factory(args.env, kwargs, args.history, args.action_features)
+    demos = demo_episodes(args, env_fn)
     out: Path | None = None
     curves: dict[str, Any] = {}
     results: list[dict[str, Any]] = []
@@ -341,12 +399,12 @@ def run(args: argparse.Namespace, report: Report | None = None) -> int:
         venv = make_vec_env(env_fn, n_envs=args.n_envs, seed=args.seed)
         if out is None:
             check_buffers(args, algo_name, relabels, spec, venv)
-        model = build_model(args, algo_name, relabel, spec, venv)  # bad options fail before the run directory
+        model = build_model(args, algo_name, relabel, spec, venv, demos)  # bad options fail before the run directory
         if out is None:
             out, _lock_handle = prepare_out("train", args.out, args.overwrite)
             print(f"sb3-hir train: {algo_name} on {args.env} {kwargs}, {args.timesteps} timesteps x {len(relabels)} "
-                  f"runs ({', '.join(relabels)}), goal spec {spec_label}, {memory_label(args)}, seed {args.seed} "
-                  f"-> {out}")
+                  f"runs ({', '.join(relabels)}), goal spec {spec_label}, {memory_label(args)}, "
+                  f"{demo_label(args, demos)}seed {args.seed} -> {out}")
         row = run_one(args, algo_name, relabel, spec, spec_label, num_goals, out, model, venv, kwargs, report)
         history = row.pop("history")
         if history is None:

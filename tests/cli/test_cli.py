@@ -308,6 +308,15 @@ def test_train_with_a_relabeler_plugin_by_name(tmp_path):
         pytest.param(["dagger", "--beta-schedule", "linear", "--beta-kwarg", "rampdown_rounds=0"], ["rampdown_rounds"],
                      marks=pytest.mark.dagger),
         (["render", "missing.zip"], ["is not a file"]),
+        (["train", "--demos", "-1"], ["--demos must be an int >= 0"]),
+        (["train", "--demos", "2", "--algo", "recurrent-ppo", "--relabel", "none"],
+         ["--demos and --demos-from fill a replay buffer", "on-policy"]),
+        (["train", "--demos", "2", "--expert", "oracle"], ["unknown expert 'oracle'", "shortest-path"]),
+        pytest.param(["train", "--demos-from", "/nonexistent/scratch"],
+                     ["--demos-from: demonstrations path", "neither a DAgger round file nor a directory"],
+                     marks=pytest.mark.dagger),
+        pytest.param(["train", *TINY_ENV, "--demos", "1", "--demo-ratio", "2"],
+                     ["--demo-ratio must be a number in [0, 1]"], marks=pytest.mark.dagger),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, expected):
@@ -333,6 +342,29 @@ def test_render_rejects_a_model_of_another_algorithm(train_run, capsys):
     model = train_run[0] / "dqn-some" / "model.zip"
     assert cli.main(["render", str(model), "--algo", "sac"]) == 2
     assert "cannot load" in capsys.readouterr().err
+
+
+@pytest.mark.dagger
+def test_train_takes_expert_demonstrations_and_a_dagger_run_as_demonstrations(tmp_path, capsys):
+    """The two halves meet: ``sb3-hir dagger``'s round files are demonstrations for ``sb3-hir train``."""
+    dagger_out = tmp_path / "dagger"
+    assert cli.main(["dagger", "--rounds", "1", *TINY_DAGGER, "--out", str(dagger_out)]) == 0
+    out = tmp_path / "train"
+    assert cli.main(["train", *TINY_TRAIN, "--history", "0", "--relabel", "some", "--demos", "3",
+                     "--demos-from", str(dagger_out), "--demo-ratio", "0.25", "--no-progress", "--out",
+                     str(out)]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("sb3-hir train:"))
+    from sb3_hir.dagger import load_round_dir
+
+    dagger_episodes = len(load_round_dir(dagger_out / "demos" / "round-000"))
+    assert f"{3 + dagger_episodes} demonstrations" in header and "0.25 of each batch" in header
+    run = json.loads((out / "dqn-some" / "run.json").read_text())
+    assert (run["demos"], run["expert"], run["demos_from"], run["demo_ratio"]) == (
+        3, "shortest-path", str(dagger_out), 0.25)
+    # Demonstrations observed otherwise than the training env (here without its history window) are refused.
+    assert cli.main(["train", *TINY_TRAIN, "--demos-from", str(dagger_out), "--out", str(tmp_path / "t2")]) == 2
+    error = capsys.readouterr().err
+    assert "--demos-from: demonstrations[0] lacks the keys" in error and "history" in error
 
 
 def test_plugins_command_is_unchanged(capsys):

@@ -1,0 +1,301 @@
+"""Demonstrations: whole episodes kept apart from the circular storage and served as a share of every batch.
+
+HER plus a demonstration buffer is the classic recipe for pushing and stacking from sparse reward (Nair et al.,
+arXiv 1709.10089), and symmetric sampling (a fixed share of each batch from the demonstrations, as in RLPD, arXiv
+2302.02948) needs no change to the algorithm. SB3 never shipped it (SB3 issues #249, #278).
+
+The demonstrations live in a second buffer of the owner's class and settings (:class:`Demonstrations`), sized to hold
+them all and never wrapped: online data cannot overwrite them, and they are relabeled, served and n-stepped exactly
+as online episodes are, because the same code serves them. A batch of ``B`` takes ``floor(B * demo_ratio)`` rows from
+them, one more with probability of the remainder, so ``demo_ratio`` is the served share, with the least variance.
+
+Sources (:func:`as_episodes`): :class:`~sb3_hir.episodes.Episode`\\ s, imitation ``TrajectoryWithRew`` lists (with
+Dict observations, as :class:`~imitation.data.types.DictObs`), and DAgger round files or directories (a round file,
+a round directory, or a scratch directory with ``demos/round-NNN/``). A DAgger trajectory is stored with the actions
+that were executed, not the expert's labels, since those are what moved the env.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.type_aliases import DictReplayBufferSamples
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+from sb3_hir._validate import check_int, check_number
+from sb3_hir.episodes import TIMEOUT_INFO_KEY, Episode
+from sb3_hir.extras import require
+
+if TYPE_CHECKING:
+    from sb3_hir.buffers.hindsight import HindsightInstructionReplayBuffer
+
+__all__ = ["DemonstrationSource", "Demonstrations", "as_episodes", "concat_samples", "stored_episodes"]
+
+#: What ``add_demonstrations`` takes: one source or an iterable of them.
+DemonstrationSource = Any
+
+
+class Demonstrations:
+    """The demonstration region of a replay buffer: a buffer of its own, served as ``ratio`` of each batch.
+
+    :param ratio: share of each sampled batch served from the demonstrations (0: stored, never served).
+    :param make_buffer: builds an empty buffer of the owner's class and settings for ``capacity`` transitions of one
+        env, seeded with ``seed``.
+    """
+
+    def __init__(self, ratio: float, make_buffer: Callable[[int, int], HindsightInstructionReplayBuffer]) -> None:
+        self.ratio = ratio
+        self.make_buffer = make_buffer
+        #: the buffer holding the demonstrations (one env, never wrapped); None until the first is added.
+        self.buffer: HindsightInstructionReplayBuffer | None = None
+        self.num_episodes = 0
+
+    @property
+    def ratio(self) -> float:
+        return self._ratio
+
+    @ratio.setter
+    def ratio(self, value: float) -> None:
+        self._ratio = check_number(value, "demo_ratio", 0.0, 1.0, hint="the share of each batch from demonstrations")
+
+    @property
+    def num_transitions(self) -> int:
+        buffer = self.buffer
+        return 0 if buffer is None else (buffer.buffer_size if buffer.full else buffer.pos)
+
+    def __len__(self) -> int:
+        return self.num_episodes
+
+    def add(self, episodes: list[Episode], owner: HindsightInstructionReplayBuffer) -> None:
+        """Store ``episodes`` (checked against ``owner``'s spaces first, so a bad one adds nothing)."""
+        for number, episode in enumerate(episodes):
+            check_episode(episode, owner, number)
+        needed = self.num_transitions + sum(len(episode) for episode in episodes)
+        if self.buffer is None or needed > self.buffer.buffer_size:
+            self._grow(max(needed, 2 * (0 if self.buffer is None else self.buffer.buffer_size)), owner)
+        assert self.buffer is not None
+        for episode in episodes:
+            add_episode(self.buffer, episode)
+        self.num_episodes += len(episodes)
+
+    def _grow(self, capacity: int, owner: HindsightInstructionReplayBuffer) -> None:
+        """A larger buffer holding the stored episodes again (the region never wraps)."""
+        kept = [] if self.buffer is None else stored_episodes(self.buffer)
+        self.buffer = self.make_buffer(capacity, int(owner.rng.integers(2**31 - 1)))
+        self.buffer.env = owner.env
+        for episode in kept:
+            add_episode(self.buffer, episode)
+
+    def count(self, batch_size: int, rng: np.random.Generator, online_empty: bool) -> int:
+        """How many of ``batch_size`` rows the demonstrations serve: all of them while the online part is empty."""
+        if self.buffer is None or self.ratio == 0.0:
+            return 0
+        if online_empty:
+            return batch_size
+        expected = batch_size * self.ratio
+        whole = math.floor(expected)
+        return whole + int(rng.random() < expected - whole)
+
+    def sample(self, batch_size: int, env: VecNormalize | None, terminates_on_success: bool) -> DictReplayBufferSamples:
+        """``batch_size`` rows, relabeled successes terminal exactly when the owner's are (GoalEnv mode)."""
+        assert self.buffer is not None
+        self.buffer.terminate_on_success = terminates_on_success
+        return self.buffer.sample(batch_size, env)
+
+
+def check_episode(episode: Episode, buffer: HindsightInstructionReplayBuffer, number: int) -> None:
+    """Raise ``ValueError`` naming the demonstration, the key and what the buffer stores, unless ``episode`` fits."""
+    stored = list(buffer.observation_space.spaces)
+    missing = [key for key in stored if key not in episode.observations]
+    extra = [key for key in episode.observations if key not in buffer.observation_space.spaces]
+    if missing or extra:
+        what = f"lacks the keys {missing}" if missing else f"has keys the buffer does not store: {extra}"
+        raise ValueError(
+            f"demonstrations[{number}] {what}; the buffer stores {stored} (relabeling needs the achieved goals, "
+            "and the demonstrations must be observed as the training env is, wrappers included)"
+        )
+    for key in stored:
+        shape = episode.observations[key].shape[1:]
+        expected = tuple(buffer.obs_shape[key])
+        if shape != expected:
+            raise ValueError(
+                f"demonstrations[{number}].observations[{key!r}] must have shape (T+1, *{expected}), "
+                f"got {episode.observations[key].shape}"
+            )
+    actions = episode.actions
+    if actions.size != len(episode) * buffer.action_dim:
+        raise ValueError(
+            f"demonstrations[{number}].actions must have shape (T, {buffer.action_dim}) or hold T={len(episode)} "
+            f"actions of the action space {buffer.action_space}, got {actions.shape}"
+        )
+    if isinstance(buffer.action_space, spaces.Discrete):
+        low, n = int(buffer.action_space.start), int(buffer.action_space.n)
+        if ((actions < low) | (actions >= low + n)).any() or not np.array_equal(actions, np.round(actions)):
+            raise ValueError(
+                f"demonstrations[{number}].actions must be integers in [{low}, {low + n - 1}] "
+                f"({buffer.action_space}), got values in [{actions.min()}, {actions.max()}]"
+            )
+
+
+def add_episode(buffer: HindsightInstructionReplayBuffer, episode: Episode) -> None:
+    """Store ``episode`` through ``add()`` (one env), as a VecEnv would have handed it over; its last step ends it.
+
+    An episode cut without termination or time-out (a DAgger episode still running when its round ended) ends
+    as truncated, as ``truncate_last_trajectory`` ends an interrupted one.
+    """
+    length = len(episode)
+    actions = episode.actions.reshape(length, 1, -1)
+    truncated_last = bool(episode.truncated[-1] or not episode.terminated[-1])
+    for t in range(length):
+        last = t == length - 1
+        info = dict(episode.infos[t]) if episode.infos is not None else {}
+        info[TIMEOUT_INFO_KEY] = last and truncated_last
+        buffer.add(
+            {key: value[t : t + 1] for key, value in episode.observations.items()},
+            {key: value[t + 1 : t + 2] for key, value in episode.observations.items()},
+            actions[t],
+            episode.rewards[t : t + 1],
+            np.array([last]),
+            [info],
+        )
+
+
+def stored_episodes(buffer: HindsightInstructionReplayBuffer) -> list[Episode]:
+    """The finished episodes of a one-env buffer that never wrapped, in order, as ``add_episode`` stored them."""
+    upper = buffer.buffer_size if buffer.full else buffer.pos
+    ends = np.flatnonzero(buffer.dones[:upper, 0])
+    episodes, start = [], 0
+    for end in ends.tolist():
+        rows = slice(start, end + 1)
+        observations = {
+            key: np.concatenate([buffer.observations[key][rows, 0], buffer.next_observations[key][end : end + 1, 0]])
+            for key in buffer.observations
+        }
+        timeout = bool(buffer.timeouts[end, 0])
+        flags = np.zeros((2, end + 1 - start), dtype=bool)
+        flags[0, -1], flags[1, -1] = not timeout, timeout
+        infos = None if buffer.infos is None else [dict(info) for info in buffer.infos[rows, 0]]
+        episodes.append(Episode(observations, buffer.actions[rows, 0], buffer.rewards[rows, 0], flags[0], flags[1],
+                                infos))
+        start = end + 1
+    return episodes
+
+
+def as_episodes(source: DemonstrationSource) -> list[Episode]:
+    """``source`` as episodes: an :class:`~sb3_hir.episodes.Episode`, an imitation trajectory, a DAgger round file or
+    directory, or an iterable of these."""
+    if isinstance(source, (str, os.PathLike)):
+        return [_from_trajectory(traj, f"{source}[{i}]") for i, traj in enumerate(_load_dagger(source))]
+    if isinstance(source, Episode) or _is_trajectory(source):
+        source = [source]
+    if not isinstance(source, Iterable) or isinstance(source, Mapping):
+        raise ValueError(
+            "demonstrations must be Episodes, imitation TrajectoryWithRew objects or DAgger round files / directories "
+            f"(or a list of them); got {type(source).__name__}"
+        )
+    episodes: list[Episode] = []
+    for number, item in enumerate(source):
+        if isinstance(item, Episode):
+            episodes.append(item)
+        elif _is_trajectory(item):
+            episodes.append(_from_trajectory(item, f"demonstrations[{number}]"))
+        elif isinstance(item, (str, os.PathLike)):
+            episodes.extend(as_episodes(item))
+        else:
+            raise ValueError(
+                f"demonstrations[{number}] must be an Episode, an imitation TrajectoryWithRew or a DAgger round file "
+                f"or directory; got {type(item).__name__}"
+            )
+    return episodes
+
+
+def expert_episodes(expert: Any, venv: VecEnv, n_episodes: int, seed: int) -> list[Episode]:
+    """``n_episodes`` episodes an expert plays in ``venv``, collected by imitation's ``generate_trajectories``.
+
+    imitation finishes the episodes running when it has enough and shuffles them, so the first ``n_episodes`` are not
+    biased toward short ones.
+
+    :param expert: a policy with SB3's ``predict`` (an expert plugin, e.g. MazeRunner's shortest-path expert).
+    :param seed: seed of the collector's generator (the env is seeded by whoever built ``venv``).
+    """
+    check_int(n_episodes, "n_episodes", 1)
+    rollout = require("imitation.data.rollout", "demonstrations from an expert")
+    trajectories = rollout.generate_trajectories(
+        expert, venv, rollout.make_sample_until(min_episodes=n_episodes), rng=np.random.default_rng(seed),
+        deterministic_policy=True,
+    )
+    return [Episode.from_trajectory(traj) for traj in trajectories[:n_episodes]]
+
+
+def _is_trajectory(item: Any) -> bool:
+    return all(hasattr(item, name) for name in ("obs", "acts", "terminal"))
+
+
+def _from_trajectory(traj: Any, name: str) -> Episode:
+    """One imitation trajectory as an episode; a DAgger trajectory with its executed actions and its truncation."""
+    if getattr(traj, "rews", None) is None:
+        raise ValueError(
+            f"{name} is an imitation Trajectory without rewards; the buffer serves recorded rewards, so pass "
+            "TrajectoryWithRew (what imitation's rollouts and DAgger's round files hold) or Episodes"
+        )
+    if not hasattr(traj.obs, "unwrap"):
+        raise ValueError(
+            f"{name}.obs must be an imitation DictObs: the buffer stores Dict observations with the achieved goals "
+            f"relabeling needs; got {type(traj.obs).__name__}"
+        )
+    if not hasattr(traj, "executed_acts"):
+        return Episode.from_trajectory(traj)
+    length = len(traj.acts)
+    terminated = np.zeros(length, dtype=bool)
+    truncated = np.zeros(length, dtype=bool)
+    terminated[-1] = bool(traj.terminal)
+    truncated[-1] = bool(traj.truncated) or not traj.complete
+    return Episode(
+        observations=traj.obs.unwrap(),
+        actions=traj.acts if traj.executed_acts is None else traj.executed_acts,
+        rewards=traj.rews,
+        terminated=terminated,
+        truncated=truncated,
+        infos=None if traj.infos is None else list(traj.infos),
+    )
+
+
+def _load_dagger(path: str | os.PathLike[str]) -> list[Any]:
+    """The trajectories of a DAgger round file, round directory, or scratch directory (every round, in order)."""
+    storage = require("sb3_hir.dagger.storage", "demonstrations from DAgger round files")
+    path = pathlib.Path(path)
+    if path.is_file():
+        return storage.load_trajectories(path)
+    if not path.is_dir():
+        raise ValueError(f"demonstrations path {str(path)!r} is neither a DAgger round file nor a directory")
+    if storage.round_files(path):
+        return storage.load_round_dir(path)
+    demos = path / "demos" if (path / "demos").is_dir() else path
+    rounds = sorted(d for d in demos.glob("round-[0-9]*") if d.is_dir() and storage.round_files(d))
+    if not rounds:
+        raise ValueError(
+            f"demonstrations path {str(path)!r} holds no DAgger round files (looked for round files in it and in "
+            "its round-NNN/ or demos/round-NNN/ directories)"
+        )
+    return [traj for directory in rounds for traj in storage.load_round_dir(directory)]
+
+
+def concat_samples(first: DictReplayBufferSamples, second: DictReplayBufferSamples) -> DictReplayBufferSamples:
+    """One batch of two: ``first``'s rows, then ``second``'s."""
+
+    def join(a: Any, b: Any) -> Any:
+        if a is None or b is None:  # discounts: both parts have the same n_steps, so both or neither
+            assert a is None and b is None
+            return None
+        if isinstance(a, dict):
+            return {key: th.cat([a[key], b[key]]) for key in a}
+        return th.cat([a, b])
+
+    return DictReplayBufferSamples(*(join(a, b) for a, b in zip(first, second, strict=True)))
