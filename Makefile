@@ -4,7 +4,7 @@
 #   .venv          "dagger":  gymnasium 0.29 with imitation 1.0 (the 'dagger' extra) and gymnasium-robotics 1.2;
 #                             everything, the main job included.
 #   Both install the 'sweep' extra (Ray Tune, Optuna) for `sb3-hir sweep`.
-#   .venv-current  "current": the newest SB3 / sb3-contrib and gymnasium 1.x with gymnasium-robotics 1.4, plus
+#   .venv-current  "current": the newest SB3 / sb3-contrib and gymnasium 1.x with gymnasium-robotics 1.4 and SBX, plus
 #                             DAgger as a user of that stack gets it: the 'dagger-gymnasium1' extra (imitation's
 #                             runtime needs there) and `pip install --no-deps imitation==1.0.0`, since imitation 1.0
 #                             pins gymnasium 0.29. The DAgger tests run in both profiles; `make test` checks that
@@ -33,7 +33,7 @@ $(VENV)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml) .ci/cons
 	$(call install_profile,$(VENV),test$(comma)dagger$(comma)sweep,.ci/constraints-dagger.txt)
 
 $(VENV_CURRENT)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml) .ci/constraints-current.txt
-	$(call install_profile,$(VENV_CURRENT),test$(comma)sweep$(comma)dagger-gymnasium1,.ci/constraints-current.txt,imitation)
+	$(call install_profile,$(VENV_CURRENT),test$(comma)sweep$(comma)dagger-gymnasium1$(comma)sbx,.ci/constraints-current.txt,imitation)
 
 comma := ,
 
@@ -48,6 +48,7 @@ test: install
 	  n=$$(echo $$venv | tr / _); \
 	  ( echo "== profile $$venv: $$($$venv/bin/python -c 'import gymnasium, stable_baselines3 as s, imitation; print("gymnasium", gymnasium.__version__, "SB3", s.__version__, "imitation", imitation.__version__)')"; \
 	    $$venv/bin/python -c 'import sb3_hir.dagger' || { echo "sb3_hir.dagger does not import in $$venv: its DAgger tests would skip" >&2; echo 1 > $$logs/$$n.import; }; \
+	    if [ $$venv = $(VENV_CURRENT) ]; then $$venv/bin/python -c 'import sbx' || { echo "sbx does not import in $$venv: its SBX tests would skip" >&2; echo 1 > $$logs/$$n.import; }; fi; \
 	    start=$$(date +%s); $$venv/bin/python -m pytest $(PYTEST_ARGS); r=$$?; \
 	    echo "== profile $$venv: pytest took $$(( $$(date +%s) - start ))s, exit code $$r"; echo $$r > $$logs/$$n.rc \
 	  ) > $$logs/$$n.log 2>&1 & \
