@@ -174,9 +174,10 @@ def stored_episodes(buffer: HindsightInstructionReplayBuffer) -> list[Episode]:
     episodes, start = [], 0
     for end in ends.tolist():
         rows = slice(start, end + 1)
+        layout, flat = buffer._layout, np.arange(start, end + 1)  # one env: flat rows are rows
         observations = {
-            key: np.concatenate([buffer.observations[key][rows, 0], buffer.next_observations[key][end : end + 1, 0]])
-            for key in buffer.observations
+            key: np.concatenate([layout.obs_rows(buffer, key, flat), layout.next_rows(buffer, key, flat[-1:])])
+            for key in layout.keys(buffer)
         }
         timeout = bool(buffer.timeouts[end, 0])
         flags = np.zeros((2, end + 1 - start), dtype=bool)

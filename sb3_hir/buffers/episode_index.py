@@ -121,7 +121,7 @@ class EpisodeIndex:
         rows = (start + np.arange(length)) % buffer.buffer_size
         spec, k, field = buffer.goal_spec, buffer.num_goals, self.field
         achieved = achieved_at(buffer, rows, env_idx)  # steps 1..T
-        first = buffer.observations[spec.achieved_key][start, env_idx]
+        first = buffer._layout.obs_rows(buffer, spec.achieved_key, np.array([start * buffer.n_envs + env_idx]))[0]
         achieved_all = np.concatenate([spec.achieved_values(first[None], buffer.goal_shape), achieved])
         own_goals = buffer.observations[spec.goals_key][start, env_idx].reshape(k, *buffer.goal_shape)
         own_steps = buffer.relabeler.reach_steps(achieved_all, own_goals)
@@ -138,7 +138,8 @@ class EpisodeIndex:
 
     def _recorded_end(self, buffer: Storage, rows: np.ndarray, env_idx: int, other_end: bool) -> bool:
         """Whether the episode ended in a termination its goals did not cause (its k-th goal not reached)."""
-        last_goals = buffer.next_observations[buffer.goal_spec.goals_key][rows[-1], env_idx]
+        flat = np.array([int(rows[-1]) * buffer.n_envs + env_idx])
+        last_goals = buffer._layout.next_rows(buffer, buffer.goal_spec.goals_key, flat)[0]
         return other_end and not bool(buffer.goal_spec.is_masked(last_goals).all())
 
     def _note_episode(self, buffer: Storage, rows: np.ndarray, env_idx: int, own_steps: np.ndarray,

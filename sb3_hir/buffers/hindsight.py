@@ -61,6 +61,7 @@ from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, 
 
 from sb3_hir.buffers.demonstrations import Demonstrations, DemonstrationSource, as_episodes, concat_samples
 from sb3_hir.buffers.draws import DrawStrategy, FirstReachDraw, HerDraw, Relabeled, StoredDraws
+from sb3_hir.buffers.layout import CompactLayout, FullLayout
 from sb3_hir.buffers.legacy import is_legacy, upgrade
 from sb3_hir.buffers.options import (
     BufferOptions,
@@ -108,7 +109,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         ``compute_reward``. Not pickled: SB3 calls ``set_env`` when it loads a saved buffer.
     :param device: PyTorch device of the sampled tensors.
     :param n_envs: number of parallel environments.
-    :param optimize_memory_usage: not supported (as for ``DictReplayBuffer``); must be False.
+    :param optimize_memory_usage: store each observation once instead of twice (``layout.CompactLayout``), as SB3's
+        ``ReplayBuffer`` offers and its ``DictReplayBuffer`` and ``HerReplayBuffer`` refuse. The served rows are
+        identical; it saves nearly half the memory with large observations (images), at a small cost per sample.
     :param handle_timeout_termination: serve recorded time-limit truncations as non-terminal (SB3's default).
     :param n_sampled_goal: HER's name for ``relabel_ratio``: ``n_sampled_goal / (n_sampled_goal + 1)`` of the served
         transitions are relabeled. Giving both with different values is an error.
@@ -203,6 +206,10 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         DictReplayBuffer.__init__(self, buffer_size, observation_space, action_space, device=device, n_envs=n_envs,
                                   handle_timeout_termination=options.handle_timeout_termination)
         self.env = env
+        self.optimize_memory_usage = bool(optimize_memory_usage)
+        #: how observations are stored (``layout``): twice, as SB3 stores them, or once.
+        achieved_key = options.relabeler.goal_spec.achieved_key
+        self._layout = CompactLayout(self, achieved_key) if optimize_memory_usage else FullLayout()
         #: the env's compute_reward checked (GoalEnv mode): made once, at its first use (``serving``).
         self._reward_checked = False
         #: GoalEnv mode: ``observation`` / ``achieved_goal`` / ``desired_goal`` taken as they come (module docstring).
@@ -246,6 +253,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             goal_selection_strategy=goal_selection_strategy, copy_info_dict=copy_info_dict,
             terminate_on_success=self.terminate_on_success, relabel_ratio=relabel_ratio, goal_selection=goal_selection,
             n_steps=n_steps, gamma=gamma, draws_per_episode=draws_per_episode, max_redraws=max_redraws,
+            optimize_memory_usage=optimize_memory_usage,
             **(dict(goal_spec=goal_spec) if self.goal_env else dict(relabeler=self.relabeler)),
         )
         #: the demonstrations, apart from the circular storage (``demonstrations``).
@@ -276,6 +284,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self.env = None
         self.__dict__.setdefault("_last_sample", None)
         self.__dict__.setdefault("num_served_demos", 0)
+        self.__dict__.setdefault("_layout", FullLayout())
         if "demonstrations" not in state:  # pickled before demonstrations: none stored, none can be added
             self.demonstrations = Demonstrations(0.0, self._demonstration_buffer)
         self._reward_checked = False  # the env given back may not be the one checked
@@ -313,6 +322,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         """Empty the online storage, as SB3's ``reset``; the demonstrations stay."""
         super().reset()
         self._index.restart(self.n_envs)
+        self._layout.reset(self)
         self.num_served = 0
         self.num_served_relabeled = 0
         self.num_served_demos = 0
@@ -348,10 +358,13 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         index = self._index
         if index.num_adds and not self._continues(obs):
             self._close_spliced_episodes(obs)
+        layout = self._layout
+        layout.before_add(self, obs, index.running())
         index.record_step(self.pos)
         if self.infos is not None:
             self.infos[self.pos] = infos
         DictReplayBuffer.add(self, obs, next_obs, action, reward, done, infos)
+        layout.after_add(self, next_obs, done)
         done = np.asarray(done)
         if np.count_nonzero(done):  # cheaper than done.any() on the per-step path
             for env_idx in np.flatnonzero(done.reshape(self.n_envs)):
@@ -362,9 +375,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
         Compared in the stored dtype, so an env returning float64 for a float32 space is not seen as a splice.
         """
-        prev = self.pos - 1 if self.pos else self.buffer_size - 1
-        for key, stored in self.next_observations.items():
-            last = stored[prev]  # bytes: the cheapest exact comparison of a few values
+        layout = self._layout
+        for key in layout.keys(self):
+            last = layout.last_next(self, key)  # bytes: the cheapest exact comparison of a few values
             if np.asarray(obs[key], dtype=last.dtype).tobytes() != last.tobytes():
                 return False
         return True
@@ -376,15 +389,18 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         if not running.any():
             return
         spliced = np.zeros(self.n_envs, dtype=bool)
-        for key, stored in self.next_observations.items():
-            new = np.asarray(obs[key], dtype=stored.dtype).reshape(self.n_envs, -1)
-            spliced |= (new != stored[prev].reshape(self.n_envs, -1)).any(axis=1)
+        layout = self._layout
+        for key in layout.keys(self):
+            last = layout.last_next(self, key)
+            new = np.asarray(obs[key], dtype=last.dtype).reshape(self.n_envs, -1)
+            spliced |= (new != last.reshape(self.n_envs, -1)).any(axis=1)
         spliced &= running
         for env_idx in np.flatnonzero(spliced):
             # Not an actual time-out, but it ends the episode without a termination, as HER's
             # truncate_last_trajectory does.
             self.dones[prev, env_idx] = 1.0
             self.timeouts[prev, env_idx] = 1.0
+            layout.close(self, int(env_idx))
             self._index.end_episode(self, int(env_idx))
 
     def truncate_last_trajectory(self) -> None:
@@ -406,6 +422,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             self.dones[prev, env_idx] = 1.0
             if self.handle_timeout_termination:  # as HER: otherwise the truncation is served as a termination
                 self.timeouts[prev, env_idx] = 1.0
+            self._layout.close(self, env_idx)
             self._index.end_episode(self, env_idx)
 
     # -- sampling ---------------------------------------------------------------------------------

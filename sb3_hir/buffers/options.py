@@ -95,15 +95,11 @@ def resolve_options(
 ) -> BufferOptions:
     """Every argument checked once, and the mode with its relabeler; ``owner`` names the buffer class in messages,
     ``drop_in`` is whether it is the drop-in for SB3's ``HerReplayBuffer`` (which SB3 hands the env)."""
-    if optimize_memory_usage:
-        raise ValueError(
-            "optimize_memory_usage must be False: HindsightInstructionReplayBuffer is a "
-            "DictReplayBuffer, which does not support the memory-efficient variant"
-        )
     ratio = resolve_relabel_ratio(relabel_ratio, n_sampled_goal)
     selection = resolve_goal_selection(goal_selection, goal_selection_strategy)
     check_number(gamma, "gamma", 0.0, 1.0)
-    flags = {"copy_info_dict": copy_info_dict, "handle_timeout_termination": handle_timeout_termination}
+    flags = {"copy_info_dict": copy_info_dict, "handle_timeout_termination": handle_timeout_termination,
+             "optimize_memory_usage": optimize_memory_usage}
     for name, flag in flags.items():
         if not isinstance(flag, (bool, np.bool_)):
             raise ValueError(f"{name} must be a bool; got {flag!r}")

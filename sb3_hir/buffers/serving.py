@@ -115,7 +115,8 @@ class Serving:
         num_rel = 0 if relabeled is None else len(relabeled.flat)
         flat = recorded_flat if not num_rel else np.concatenate([recorded_flat, relabeled.flat])  # type: ignore[union-attr]
         batch = len(flat)
-        obs = {key: take_rows(arr, flat) for key, arr in buffer.observations.items()}
+        layout = buffer._layout
+        obs = layout.obs_batch(buffer, flat)
         actions = take_rows(buffer.actions, flat)
         # Window m and the flat row whose next observation ends it, per sample.
         window = np.ones(batch, dtype=np.int64)
@@ -129,7 +130,7 @@ class Serving:
         rel = slice(num_rec, batch)
         if relabeled is not None and num_rel:
             served = self._relabeled_windows(buffer, relabeled, window[rel], dones[rel], last_flat[rel])
-        next_obs = {key: take_rows(arr, last_flat) for key, arr in buffer.next_observations.items()}
+        next_obs = layout.next_batch(buffer, last_flat)
         if relabeled is not None and num_rel:
             self._relabeled_goals(buffer, relabeled, served, obs[goals_key][rel], next_obs[goals_key][rel])
             self._relabeled_rewards(buffer, relabeled, served, next_obs, rel, rewards[rel])

@@ -16,7 +16,21 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from sb3_hir.goals import GoalSpec, _pack_goals
 from sb3_hir.relabel import InstructionRelabeler
 
-__all__ = ["Storage", "achieved_at", "take_rows", "value_ids"]
+__all__ = ["Layout", "Storage", "achieved_at", "take_rows", "value_ids"]
+
+
+class Layout(Protocol):
+    """How the observations are stored (``layout``): what reads observations at rows goes through it."""
+
+    def keys(self, buffer: Any) -> list[str]: ...
+
+    def obs_rows(self, buffer: Any, key: str, flat: np.ndarray) -> np.ndarray: ...
+
+    def next_rows(self, buffer: Any, key: str, flat: np.ndarray) -> np.ndarray: ...
+
+    def obs_batch(self, buffer: Any, flat: np.ndarray) -> dict[str, np.ndarray]: ...
+
+    def next_batch(self, buffer: Any, flat: np.ndarray) -> dict[str, np.ndarray]: ...
 
 
 class Storage(Protocol):
@@ -49,6 +63,9 @@ class Storage(Protocol):
     env: VecEnv | None
     #: the env's ``compute_reward`` checked at its first use (``serving.GoalEnvServing``).
     _reward_checked: bool
+    #: how observations are stored: every key twice (SB3's layout) or once (``optimize_memory_usage``). The
+    #: achieved-goal key's ``next_observations`` and the goals key's ``observations`` are stored in both.
+    _layout: Layout
 
     @property
     def terminates_on_success(self) -> bool: ...

@@ -56,8 +56,8 @@ def test_construction_errors() -> None:
         HindsightInstructionReplayBuffer(10, missing, spaces.Discrete(2))
     with pytest.raises(ValueError, match="achieved"):
         HindsightInstructionReplayBuffer(10, make_space(2, achieved_shape=(3,)), spaces.Discrete(2))
-    with pytest.raises(ValueError, match="optimize_memory_usage"):
-        HindsightInstructionReplayBuffer(10, make_space(2), spaces.Discrete(2), optimize_memory_usage=True)
+    with pytest.raises(ValueError, match="optimize_memory_usage must be a bool"):
+        HindsightInstructionReplayBuffer(10, make_space(2), spaces.Discrete(2), optimize_memory_usage=1)
     for ratio in (-0.1, 1.5, "0.5"):
         with pytest.raises(ValueError, match="relabel_ratio"):
             HindsightInstructionReplayBuffer(10, make_space(2), spaces.Discrete(2), relabel_ratio=ratio)

@@ -75,9 +75,10 @@ class StoredDraws(DrawStrategy):
 
 def stored_episode(buffer: Storage, env_idx: int, rows: np.ndarray) -> Episode:
     """The stored episode, with observations ``[obs_0, next_obs_0, ..., next_obs_{T-1}]``."""
+    layout, flat = buffer._layout, np.asarray(rows) * buffer.n_envs + env_idx
     observations = {
-        key: np.concatenate((obs[rows[:1], env_idx], buffer.next_observations[key][rows, env_idx]))
-        for key, obs in buffer.observations.items()
+        key: np.concatenate((layout.obs_rows(buffer, key, flat[:1]), layout.next_rows(buffer, key, flat)))
+        for key in layout.keys(buffer)
     }
     timeouts = buffer.timeouts[rows, env_idx].astype(bool)
     dones = buffer.dones[rows, env_idx].astype(bool)
