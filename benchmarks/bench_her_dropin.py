@@ -29,6 +29,19 @@ the policy sees the same keys. Nothing is tuned for our side. Suites (``--suite`
   no ``compute_terminated``; ours finds its radius on ``env.task``, and with continuous actions serves HER's
   recorded ``dones`` by default (``terminate_on_success=None``; see the buffer's docstring).
 
+* ``push``: FetchPush, the canonical HER task, with rl-zoo3's tuned TQC config (``hyperparams/tqc.yml``,
+  ``FetchPush-v1: &her-defaults``: ``buffer_size=1e6``, ``batch_size=2048``, ``gamma=0.95``, ``learning_rate=1e-3``,
+  ``tau=0.05``, ``net_arch=[512, 512, 512]``, ``n_critics=2``, ``future``, ``n_sampled_goal=4``, no normalization,
+  SB3's ``learning_starts=100``), on ``--framework sb3`` (sb3-contrib's TQC) or ``sbx`` (SBX's, the JAX fast path;
+  the same settings). ``--net-arch`` and ``--batch-size`` shrink the networks or the batch for a 2-core budget; the
+  change applies to every side and the output says so. Four sides, every other setting equal: SB3's HER, ours as a
+  pure swap (``ours``), ours with ``n_steps=3`` (``ours-n3``), and ours with ``--demos`` episodes of the scripted
+  pusher (``fetch_push_expert.py``, seeded apart from training) served as ``--demo-ratio`` of each batch
+  (``ours-demos``). Scored as ``fetch``, every ``--budget-step`` env steps up to ``--max-push-steps``; the table
+  shows 1/4, 1/2 and 1x of B, the first budget where HER's mean reaches 0.5 success, and for each other side the
+  first budget where its mean reaches HER's at B, as a share of B (targets: 0.7 for ``ours-n3``, 0.3 for
+  ``ours-demos``).
+
 * ``grid``: the setting grid that picked ``terminate_on_success``'s default for discrete actions: HER against ours
   as it ships (``ours``: HER's recorded ``dones``) and ours with ``terminate_on_success=None``
   (``ours-env-terminations``: terminations served where the env terminates on success), on
@@ -48,7 +61,7 @@ Every (suite, buffer, seed) run is one function call; ``--ray`` runs them as Ray
 each), with the same printed table. A target holds when ours is not below HER by more than the spread (the larger
 of the two standard deviations) at every budget.
 
-Usage: ``python benchmarks/bench_her_dropin.py --suite perf|bitflip|fetch [--seeds 0 1 2 3 4] [--ray]``
+Usage: ``python benchmarks/bench_her_dropin.py --suite perf|bitflip|fetch|panda|push|grid [--seeds 0 1 2 3 4] [--ray]``
 """
 
 from __future__ import annotations
@@ -61,6 +74,7 @@ import bench_args
 import gymnasium as gym
 import numpy as np
 import torch as th
+from fetch_push_expert import push_demos, push_env_id
 from ray_trials import run_all
 from stable_baselines3 import DQN, SAC, HerReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
@@ -71,6 +85,13 @@ from stable_baselines3.common.vec_env import VecNormalize
 from sb3_hir import buffers as hir
 
 BUFFERS = {"HER": HerReplayBuffer, "ours": hir.HerReplayBuffer}
+#: the push suite's sides: (buffer class, extra ``replay_buffer_kwargs``); demonstrations are added to ``ours-demos``.
+PUSH_SIDES: dict[str, tuple[Any, dict[str, Any]]] = {
+    "HER": (HerReplayBuffer, {}),
+    "ours": (hir.HerReplayBuffer, {}),
+    "ours-n3": (hir.HerReplayBuffer, dict(n_steps=3, gamma=0.95)),
+    "ours-demos": (hir.HerReplayBuffer, {}),
+}
 # SB3 2.9's ``tests/test_her.py::test_performance_her`` (besides the env, the buffer and ``n_sampled_goal=5``).
 PERF_TEST: dict[str, Any] = dict(
     learning_rate=2e-3, train_freq=1, gradient_steps=2, learning_starts=20, exploration_final_eps=0.02,
@@ -156,6 +177,8 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
     th.manual_seed(seed)
     if args.suite == "grid":
         return run_grid(config, args)
+    if args.suite == "push":
+        return run_push(config, args)
     buffer_class = BUFFERS[config["buffer"]]
     if args.suite == "perf":
         venv = make_vec_env(lambda: BitFlippingEnv(n_bits=10, continuous=False), n_envs=2, seed=seed)
@@ -206,6 +229,79 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
     begin = time.perf_counter()
     model.learn(total_timesteps=max(budgets), callback=callback)
     return {"scores": {str(b): v for b, v in callback.results.items()}, "seconds": time.perf_counter() - begin}
+
+
+def push_budgets(args: argparse.Namespace) -> list[int]:
+    return list(range(args.budget_step, args.max_push_steps + 1, args.budget_step))
+
+
+def run_push(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """One side of the push suite: rl-zoo3's FetchPush TQC, evaluated at every budget of one run."""
+    seed, side = config["seed"], config["buffer"]
+    buffer_class, extra = PUSH_SIDES[side]
+    if args.framework == "sbx":
+        import sbx
+
+        algo, device = sbx.TQC, {}
+    else:
+        from sb3_contrib import TQC
+
+        algo, device = TQC, dict(device="cpu")
+    env_id = push_env_id()
+    venv = make_vec_env(env_id, n_envs=1, seed=seed)
+    kwargs = dict(goal_selection_strategy="future", n_sampled_goal=4, **extra)
+    if side == "ours-demos":
+        kwargs["demo_ratio"] = args.demo_ratio
+    model = algo("MultiInputPolicy", venv, replay_buffer_class=buffer_class, replay_buffer_kwargs=kwargs,
+                 buffer_size=1_000_000, batch_size=args.batch_size, gamma=0.95, learning_rate=1e-3, tau=0.05,
+                 policy_kwargs=dict(net_arch=args.net_arch, n_critics=2), seed=seed, **device)
+    if side == "ours-demos":
+        model.replay_buffer.add_demonstrations(push_demos(args.demos, seed=100_000 + 1_000 * seed))
+    callback = AtBudgets(push_budgets(args), deterministic_success(lambda: gym.make(env_id), args.eval_episodes,
+                                                                   seed))
+    begin = time.perf_counter()
+    model.learn(total_timesteps=args.max_push_steps, callback=callback)
+    return {"scores": {str(b): v for b, v in callback.results.items()}, "seconds": time.perf_counter() - begin}
+
+
+def push_table(configs: list[dict[str, Any]], outs: list[dict[str, Any]], args: argparse.Namespace) -> bool:
+    """HER against each side at 1/4, 1/2 and 1x of B, and each side's env steps to HER's success at B."""
+    budgets = push_budgets(args)
+    scores = {side: {b: [] for b in budgets} for side in PUSH_SIDES}
+    for config, out in zip(configs, outs, strict=True):
+        for budget in budgets:
+            if str(budget) in out["scores"]:
+                scores[config["buffer"]][budget].append(out["scores"][str(budget)])
+    mean = {side: {b: float(np.mean(v)) if v else float("nan") for b, v in per.items()} for side, per in scores.items()}
+    reaching = [b for b in budgets if mean["HER"][b] >= 0.5]
+    top = reaching[0] if reaching else budgets[-1]
+    # The largest evaluated budget at or below each fraction of B (B itself is one).
+    shown = sorted({max(b for b in budgets if b <= top * f) for f in (0.25, 0.5, 1.0) if budgets[0] <= top * f})
+    changed = [] if args.net_arch == [512, 512, 512] else [f"net_arch {args.net_arch}"]
+    changed += [] if args.batch_size == 2048 else [f"batch_size {args.batch_size}"]
+    note = f"; changed on every side: {', '.join(changed)}" if changed else ""
+    print(f"\n{push_env_id()}, rl-zoo3 TQC ({args.framework}){note}; {len(args.seeds)} seeds (mean ± std); "
+          f"B = {top} ({'HER first reaches 0.5' if reaching else 'HER never reaches 0.5: the largest budget'})")
+    print("| budget | " + " | ".join(PUSH_SIDES) + " |")
+    print("|---:|" + "---:|" * len(PUSH_SIDES))
+    met = True
+    for budget in shown:
+        cells = [summary(scores[side][budget]) for side in PUSH_SIDES]
+        print(f"| {budget} | " + " | ".join(cells) + " |")
+        hers, ours = np.asarray(scores["HER"][budget]), np.asarray(scores["ours"][budget])
+        met &= bool(ours.mean() >= hers.mean() - max(hers.std(), ours.std()))
+    print(f"pure swap >= HER within the spread at 1/4, 1/2, 1x of B: {'met' if met else 'MISSED'}")
+    level = mean["HER"][top]
+    for side, target in (("ours-n3", 0.7), ("ours-demos", 0.3)):
+        first = next((b for b in budgets if mean[side][b] >= level), None)
+        share = float("nan") if first is None else first / top
+        ok = first is not None and share <= target
+        met &= ok
+        where = "never within the budgets" if first is None else f"at {first} env steps, {share:.2f}x B"
+        print(f"{side} reaches HER's {level:.2f} at B {where} (target <= {target}x): {'met' if ok else 'MISSED'}")
+    print("full curves: " + "; ".join(f"{b}: " + " ".join(f"{s} {mean[s][b]:.2f}" for s in PUSH_SIDES)
+                                      for b in budgets))
+    return met
 
 
 def run_grid(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
@@ -297,7 +393,15 @@ def table(title: str, budgets: list[int], scores: dict[str, dict[int, list[float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--suite", choices=["perf", "bitflip", "fetch", "panda", "grid"], required=True)
+    parser.add_argument("--suite", choices=["perf", "bitflip", "fetch", "panda", "push", "grid"], required=True)
+    parser.add_argument("--framework", choices=["sb3", "sbx"], default="sb3", help="push suite: whose TQC")
+    parser.add_argument("--net-arch", type=int, nargs="+", default=[512, 512, 512],
+                        help="push suite: hidden layers of every side (rl-zoo3: 512 512 512)")
+    parser.add_argument("--batch-size", type=int, default=2048, help="push suite: every side's (rl-zoo3: 2048)")
+    parser.add_argument("--budget-step", type=int, default=25_000, help="push suite: env steps between evaluations")
+    parser.add_argument("--max-push-steps", type=int, default=400_000, help="push suite: env steps per run")
+    parser.add_argument("--demos", type=int, default=100, help="push suite: scripted episodes for ours-demos")
+    parser.add_argument("--demo-ratio", type=float, default=0.5, help="push suite: ours-demos's share of each batch")
     parser.add_argument("--settings", nargs="+", choices=list(GRID), default=list(GRID), help="grid suite")
     bench_args.add_seeds(parser, [0, 1, 2, 3, 4])
     bench_args.add_budgets(parser, None, help="perf: default 1000 1500 2500; fetch, panda: default 5000 10000 20000")
@@ -320,7 +424,8 @@ def main() -> None:
         variants = [dict(n_bits=n) for n in args.n_bits]
     elif args.suite == "perf":
         variants = [dict(budget=b) for b in args.budgets]
-    configs = [dict(buffer=b, seed=s, options=options, **v) for v in variants for s in args.seeds for b in BUFFERS]
+    configs = [dict(buffer=b, seed=s, options=options, **v) for v in variants for s in args.seeds
+               for b in (PUSH_SIDES if args.suite == "push" else BUFFERS)]
     if args.suite == "grid":
         configs = [dict(setting=g, buffer=b, seed=s, options=options)
                    for g in args.settings for s in args.seeds for b in GRID_SIDES]
@@ -332,6 +437,11 @@ def main() -> None:
         extra = f" n_bits={config['n_bits']}" if "n_bits" in config else ""
         extra += f" {config['setting']}" if "setting" in config else ""
         print(f"{args.suite}{extra} seed {config['seed']} {config['buffer']:<14} {curve}  ({out['seconds']:.0f}s)")
+    if args.suite == "push":
+        met = push_table(configs, outs, args)
+        print(f"\ntargets: {'met' if met else 'MISSED'}")
+        print(f"wall time {time.perf_counter() - began:.0f} s")
+        return
     if args.suite == "grid":
         met = grid_table(configs, outs, args.seeds)
         print(f"\ntarget 'ours >= HER within the spread at every cell': {'met' if met else 'MISSED'}")
