@@ -33,7 +33,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir.action_features import ACTION_FEATURES_KEY, EFFECTS_KEY, ActionEffectWrapper, ActionFeaturesWrapper
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
-from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.buffers.demonstrations import expert_episodes
+from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
 from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
 from sb3_hir.history import HistoryWrapper
 from sb3_hir.policies import PerActionDQNPolicy
@@ -143,6 +144,9 @@ def make_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--n-steps", type=int, default=3, help="n-step hindsight returns of the buffer")
     parser.add_argument("--relaxed-draw", action="store_true",
                         help="relabel under the relaxed reach rule (relaxed_draw.RelaxedReachBuffer), to measure it")
+    parser.add_argument("--demos", type=int, default=0,
+                        help="shortest-path episodes in the buffer's demonstration region (collected on the clock)")
+    parser.add_argument("--demo-ratio", type=float, default=0.5, help="share of each batch from --demos")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="moonshot")
     return parser
@@ -186,7 +190,8 @@ def build_model(args: argparse.Namespace) -> DQN:
                replay_buffer_class=RelaxedReachBuffer if getattr(args, "relaxed_draw", False)
                else HindsightInstructionReplayBuffer,
                replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8, seed=args.seed, n_steps=args.n_steps,
-                                         gamma=args.gamma),
+                                         gamma=args.gamma,
+                                         demo_ratio=args.demo_ratio if getattr(args, "demos", 0) else 0.0),
                policy_kwargs=dict(net_arch=[256, 256], **extractor, **head), seed=args.seed, verbose=0, device="cpu")
 
 
@@ -197,6 +202,12 @@ def train(args: argparse.Namespace, out: Path) -> WallClock:
     model = build_model(args)
     print(f"moonshot: {vars(args)}", flush=True)
     clock = WallClock(args, out)
+    if getattr(args, "demos", 0):  # on the clock: collecting them is part of what demonstrations cost
+        venv = make_venv(args, args.seed + 20_000, 1)
+        demos = expert_episodes(ShortestPathExpert(venv), venv, args.demos, seed=args.seed)
+        model.replay_buffer.add_demonstrations(demos)
+        print(f"{args.demos} shortest-path demonstrations ({sum(map(len, demos))} steps) in "
+              f"{time.perf_counter() - clock.start:.1f} s", flush=True)
     model.learn(args.steps, callback=clock)
     if not clock.curve or clock.curve[-1]["timesteps"] != model.num_timesteps:
         clock.record()  # the final policy, unless the limit fell on an evaluation

@@ -1,0 +1,122 @@
+"""Wall time to a success level on FetchReach: SB3 or SBX (SB3 in JAX), each with SB3's ``HerReplayBuffer`` or
+``sb3_hir.HerReplayBuffer``, only the class and the import swapped.
+
+Every run uses rl-zoo3's tuned FetchReach SAC config (``hyperparams/sac.yml``: ``VecNormalize``, ``ent_coef="auto"``,
+``batch_size=256``, ``gamma=0.95``, ``learning_rate=1e-3``, ``learning_starts=1000``, ``net_arch=[64, 64]``,
+``future``, ``n_sampled_goal=4``), on one CPU thread. Every ``--eval-every`` env steps the training pauses for
+``--eval-episodes`` deterministic episodes scored by FetchReach's ``is_success`` at the last step; the clock stops
+during them, so the time is training time: env steps, buffer, updates, and SBX's JIT compilation, which is part of
+what SBX costs. The table gives, per (framework, buffer), the training seconds and env steps until the first
+evaluation at or above ``--level``, mean ± std over seeds, and the ratio to SB3 + HER.
+
+Runs are Ray Tune trials with ``--ray`` (one CPU each, two at a time on 2 cores).
+
+Usage: ``python benchmarks/bench_sbx_reach.py [--seeds 0 1 2] [--level 0.9] [--ray]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import bench_args
+import gymnasium as gym
+import numpy as np
+import torch as th
+from bench_her_dropin import deterministic_success, fetch_id
+from ray_trials import run_all
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecNormalize
+
+SIDES = [("sb3", "HER"), ("sb3", "ours"), ("sbx", "HER"), ("sbx", "ours")]
+
+
+class UntilLevel(BaseCallback):
+    """Scores the policy every ``every`` steps with the clock stopped; stops training at ``level``."""
+
+    def __init__(self, every: int, level: float, score: Any) -> None:
+        super().__init__()
+        self.every, self.level, self.score = every, level, score
+        self.training_seconds = 0.0
+        self.curve: list[tuple[int, float, float]] = []
+
+    def _on_training_start(self) -> None:
+        self.resumed = time.perf_counter()
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps % self.every:
+            return True
+        self.training_seconds += time.perf_counter() - self.resumed
+        success = float(self.score(self.model))
+        self.curve.append((self.num_timesteps, round(self.training_seconds, 2), success))
+        self.resumed = time.perf_counter()
+        return success < self.level
+
+
+def run(config: dict[str, Any]) -> dict[str, Any]:
+    args = argparse.Namespace(**config["options"])
+    seed, framework, buffer = config["seed"], config["framework"], config["buffer"]
+    th.manual_seed(seed)
+    th.set_num_threads(1)
+    if buffer == "HER":
+        from stable_baselines3 import HerReplayBuffer
+    else:
+        from sb3_hir import HerReplayBuffer
+    if framework == "sbx":
+        import jax  # noqa: F401  (imported before the clock starts, as SB3's torch is)
+        from sbx import SAC
+    else:
+        from stable_baselines3 import SAC
+    env_id = fetch_id()
+    venv = VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=0.95)
+    model = SAC("MultiInputPolicy", venv, replay_buffer_class=HerReplayBuffer,
+                replay_buffer_kwargs=dict(goal_selection_strategy="future", n_sampled_goal=4),
+                buffer_size=1_000_000, ent_coef="auto", batch_size=256, gamma=0.95, learning_rate=1e-3,
+                learning_starts=1000, policy_kwargs=dict(net_arch=[64, 64]), seed=seed)
+    callback = UntilLevel(args.eval_every, args.level,
+                          deterministic_success(lambda: gym.make(env_id), args.eval_episodes, seed, normalize=venv))
+    model.learn(total_timesteps=args.max_steps, callback=callback)
+    reached = next(((steps, seconds) for steps, seconds, success in callback.curve if success >= args.level), None)
+    return dict(curve=callback.curve, reached=reached)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    bench_args.add_seeds(parser, [0, 1, 2])
+    parser.add_argument("--level", type=float, default=0.9, help="success level to reach")
+    parser.add_argument("--eval-every", type=int, default=1000, help="env steps between evaluations")
+    parser.add_argument("--max-steps", type=int, default=20_000, help="env steps at most (rl-zoo3's budget)")
+    bench_args.add_eval_episodes(parser, 20)
+    bench_args.add_ray(parser)
+    args = parser.parse_args()
+    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
+    configs = [dict(framework=f, buffer=b, seed=s, options=options) for f, b in SIDES for s in args.seeds]
+    began = time.perf_counter()
+    outs = list(run_all(run, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,
+                        name="bench_sbx_reach"))
+    for config, out in zip(configs, outs, strict=True):
+        curve = " ".join(f"{steps}:{success:.2f}@{seconds:.0f}s" for steps, seconds, success in out["curve"])
+        print(f"{config['framework']}+{config['buffer']} seed {config['seed']}: {curve}")
+    print(f"\n{fetch_id()}, rl-zoo3 SAC config, training seconds to success >= {args.level} "
+          f"({args.eval_episodes} deterministic episodes every {args.eval_every} steps); {len(args.seeds)} seeds")
+    print("| framework + buffer | seeds reaching it | training seconds | env steps | seconds / SB3 + HER |")
+    print("|---|---:|---:|---:|---:|")
+    base = None
+    for framework, buffer in SIDES:
+        reached = [out["reached"] for c, out in zip(configs, outs, strict=True)
+                   if (c["framework"], c["buffer"]) == (framework, buffer) and out["reached"] is not None]
+        if not reached:
+            print(f"| {framework} + {buffer} | 0 of {len(args.seeds)} | - | - | - |")
+            continue
+        steps, seconds = np.array([r[0] for r in reached]), np.array([r[1] for r in reached])
+        base = seconds.mean() if base is None and (framework, buffer) == ("sb3", "HER") else base
+        ratio = f"{seconds.mean() / base:.2f}x" if base else "-"
+        print(f"| {framework} + {buffer} | {len(reached)} of {len(args.seeds)} | {seconds.mean():.0f} ± "
+              f"{seconds.std():.0f} | {steps.mean():.0f} ± {steps.std():.0f} | {ratio} |")
+    print(f"wall time {time.perf_counter() - began:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
