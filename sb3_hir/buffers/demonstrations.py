@@ -21,7 +21,7 @@ import math
 import os
 import pathlib
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch as th
@@ -30,16 +30,29 @@ from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from sb3_hir._validate import check_int, check_number
+from sb3_hir.buffers.serving import Served
+from sb3_hir.buffers.storage import Storage
 from sb3_hir.episodes import TIMEOUT_INFO_KEY, Episode
 from sb3_hir.extras import require
-
-if TYPE_CHECKING:
-    from sb3_hir.buffers.hindsight import HindsightInstructionReplayBuffer
 
 __all__ = ["DemonstrationSource", "Demonstrations", "as_episodes", "concat_samples", "stored_episodes"]
 
 #: What ``add_demonstrations`` takes: one source or an iterable of them.
 DemonstrationSource = Any
+
+
+class DemonstrationBuffer(Storage, Protocol):
+    """What the demonstrations read of a buffer: its storage, spaces, ``add`` and ``sample``."""
+
+    action_space: spaces.Space
+    action_dim: int
+    terminate_on_success: bool | None
+    _last_sample: Served | None
+
+    def add(self, obs: dict[str, np.ndarray], next_obs: dict[str, np.ndarray], action: np.ndarray,
+            reward: np.ndarray, done: np.ndarray, infos: list[dict[str, Any]]) -> None: ...
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples: ...
 
 
 class Demonstrations:
@@ -50,11 +63,11 @@ class Demonstrations:
         env, seeded with ``seed``.
     """
 
-    def __init__(self, ratio: float, make_buffer: Callable[[int, int], HindsightInstructionReplayBuffer]) -> None:
+    def __init__(self, ratio: float, make_buffer: Callable[[int, int], DemonstrationBuffer]) -> None:
         self.ratio = ratio
         self.make_buffer = make_buffer
         #: the buffer holding the demonstrations (one env, never wrapped); None until the first is added.
-        self.buffer: HindsightInstructionReplayBuffer | None = None
+        self.buffer: DemonstrationBuffer | None = None
         self.num_episodes = 0
 
     @property
@@ -73,7 +86,7 @@ class Demonstrations:
     def __len__(self) -> int:
         return self.num_episodes
 
-    def add(self, episodes: list[Episode], owner: HindsightInstructionReplayBuffer) -> None:
+    def add(self, episodes: list[Episode], owner: DemonstrationBuffer) -> None:
         """Store ``episodes`` (checked against ``owner``'s spaces first, so a bad one adds nothing)."""
         for number, episode in enumerate(episodes):
             check_episode(episode, owner, number)
@@ -85,7 +98,7 @@ class Demonstrations:
             add_episode(self.buffer, episode)
         self.num_episodes += len(episodes)
 
-    def _grow(self, capacity: int, owner: HindsightInstructionReplayBuffer) -> None:
+    def _grow(self, capacity: int, owner: DemonstrationBuffer) -> None:
         """A larger buffer holding the stored episodes again (the region never wraps)."""
         kept = [] if self.buffer is None else stored_episodes(self.buffer)
         self.buffer = self.make_buffer(capacity, int(owner.rng.integers(2**31 - 1)))
@@ -110,7 +123,7 @@ class Demonstrations:
         return self.buffer.sample(batch_size, env)
 
 
-def check_episode(episode: Episode, buffer: HindsightInstructionReplayBuffer, number: int) -> None:
+def check_episode(episode: Episode, buffer: DemonstrationBuffer, number: int) -> None:
     """Raise ``ValueError`` naming the demonstration, the key and what the buffer stores, unless ``episode`` fits."""
     stored = list(buffer.observation_space.spaces)
     missing = [key for key in stored if key not in episode.observations]
@@ -144,7 +157,7 @@ def check_episode(episode: Episode, buffer: HindsightInstructionReplayBuffer, nu
             )
 
 
-def add_episode(buffer: HindsightInstructionReplayBuffer, episode: Episode) -> None:
+def add_episode(buffer: DemonstrationBuffer, episode: Episode) -> None:
     """Store ``episode`` through ``add()`` (one env), as a VecEnv would have handed it over; its last step ends it.
 
     An episode cut without termination or time-out (a DAgger episode still running when its round ended) ends
@@ -167,7 +180,7 @@ def add_episode(buffer: HindsightInstructionReplayBuffer, episode: Episode) -> N
         )
 
 
-def stored_episodes(buffer: HindsightInstructionReplayBuffer) -> list[Episode]:
+def stored_episodes(buffer: DemonstrationBuffer) -> list[Episode]:
     """The finished episodes of a one-env buffer that never wrapped, in order, as ``add_episode`` stored them."""
     upper = buffer.buffer_size if buffer.full else buffer.pos
     ends = np.flatnonzero(buffer.dones[:upper, 0])

@@ -24,14 +24,11 @@ observations (the keys that change at the last step, plus the achieved goal).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from sb3_hir.buffers.storage import take_rows
-
-if TYPE_CHECKING:
-    from sb3_hir.buffers.hindsight import HindsightInstructionReplayBuffer
+from sb3_hir.buffers.storage import Storage, take_rows
 
 __all__ = ["CompactLayout", "FullLayout", "SparseRows"]
 
@@ -39,39 +36,39 @@ __all__ = ["CompactLayout", "FullLayout", "SparseRows"]
 class FullLayout:
     """SB3's layout: ``observations`` and ``next_observations`` hold every key."""
 
-    def keys(self, buffer: HindsightInstructionReplayBuffer) -> list[str]:
+    def keys(self, buffer: Storage) -> list[str]:
         return list(buffer.observations)
 
-    def obs_rows(self, buffer: HindsightInstructionReplayBuffer, key: str, flat: np.ndarray) -> np.ndarray:
+    def obs_rows(self, buffer: Storage, key: str, flat: np.ndarray) -> np.ndarray:
         return take_rows(buffer.observations[key], flat)
 
-    def next_rows(self, buffer: HindsightInstructionReplayBuffer, key: str, flat: np.ndarray) -> np.ndarray:
+    def next_rows(self, buffer: Storage, key: str, flat: np.ndarray) -> np.ndarray:
         return take_rows(buffer.next_observations[key], flat)
 
-    def obs_batch(self, buffer: HindsightInstructionReplayBuffer, flat: np.ndarray) -> dict[str, np.ndarray]:
+    def obs_batch(self, buffer: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
         """Every key's observation at rows ``flat`` (what ``sample()`` serves)."""
         return {key: take_rows(value, flat) for key, value in buffer.observations.items()}
 
-    def next_batch(self, buffer: HindsightInstructionReplayBuffer, flat: np.ndarray) -> dict[str, np.ndarray]:
+    def next_batch(self, buffer: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
         """Every key's next observation at rows ``flat``."""
         return {key: take_rows(value, flat) for key, value in buffer.next_observations.items()}
 
-    def last_next(self, buffer: HindsightInstructionReplayBuffer, key: str) -> np.ndarray:
+    def last_next(self, buffer: Storage, key: str) -> np.ndarray:
         """Every sub-env's newest stored next observation of ``key``, ``(n_envs, *shape)``."""
         return buffer.next_observations[key][(buffer.pos - 1) % buffer.buffer_size]
 
-    def before_add(self, buffer: HindsightInstructionReplayBuffer, obs: dict[str, np.ndarray],
+    def before_add(self, buffer: Storage, obs: dict[str, np.ndarray],
                    running: np.ndarray) -> None:
         """Called by ``add()`` before it stores row ``pos``."""
 
-    def after_add(self, buffer: HindsightInstructionReplayBuffer, next_obs: dict[str, np.ndarray],
+    def after_add(self, buffer: Storage, next_obs: dict[str, np.ndarray],
                   done: np.ndarray) -> None:
         """Called by ``add()`` after it stored row ``pos - 1``, before it closes the episodes that ended there."""
 
-    def close(self, buffer: HindsightInstructionReplayBuffer, env_idx: int) -> None:
+    def close(self, buffer: Storage, env_idx: int) -> None:
         """The running episode of ``env_idx`` ends at the newest row without a ``done`` from the env (a splice)."""
 
-    def reset(self, buffer: HindsightInstructionReplayBuffer) -> None:
+    def reset(self, buffer: Storage) -> None:
         """The buffer's ``reset``."""
 
     def nbytes(self) -> int:
@@ -133,7 +130,7 @@ class CompactLayout(FullLayout):
     kept ones.
     """
 
-    def __init__(self, buffer: HindsightInstructionReplayBuffer, achieved_key: str) -> None:
+    def __init__(self, buffer: Storage, achieved_key: str) -> None:
         self.achieved = achieved_key
         self.order = list(buffer.observations)
         self.others = [key for key in self.order if key != achieved_key]
@@ -152,10 +149,10 @@ class CompactLayout(FullLayout):
         self.pending = {key: np.zeros((n_envs, *buffer.obs_shape[key]), dtype=spaces[key].dtype)
                         for key in self.others}
 
-    def keys(self, buffer: HindsightInstructionReplayBuffer) -> list[str]:
+    def keys(self, buffer: Storage) -> list[str]:
         return self.order
 
-    def obs_rows(self, buffer: HindsightInstructionReplayBuffer, key: str, flat: np.ndarray) -> np.ndarray:
+    def obs_rows(self, buffer: Storage, key: str, flat: np.ndarray) -> np.ndarray:
         if key != self.achieved:
             return take_rows(buffer.observations[key], flat)
         n_envs = buffer.n_envs
@@ -167,16 +164,16 @@ class CompactLayout(FullLayout):
             values[has] = self.starts.take(key, slots[has])
         return values
 
-    def next_rows(self, buffer: HindsightInstructionReplayBuffer, key: str, flat: np.ndarray) -> np.ndarray:
+    def next_rows(self, buffer: Storage, key: str, flat: np.ndarray) -> np.ndarray:
         return self._next(buffer, [key], flat)[key]
 
-    def obs_batch(self, buffer: HindsightInstructionReplayBuffer, flat: np.ndarray) -> dict[str, np.ndarray]:
+    def obs_batch(self, buffer: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
         return {key: self.obs_rows(buffer, key, flat) for key in self.order}
 
-    def next_batch(self, buffer: HindsightInstructionReplayBuffer, flat: np.ndarray) -> dict[str, np.ndarray]:
+    def next_batch(self, buffer: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
         return self._next(buffer, self.order, flat)
 
-    def _next(self, buffer: HindsightInstructionReplayBuffer, keys: list[str], flat: np.ndarray
+    def _next(self, buffer: Storage, keys: list[str], flat: np.ndarray
               ) -> dict[str, np.ndarray]:
         """The next observations of ``keys`` at rows ``flat``: the rows' successors, ends and the newest row are
         found once for all keys."""
@@ -206,12 +203,12 @@ class CompactLayout(FullLayout):
             out[key] = values
         return out
 
-    def last_next(self, buffer: HindsightInstructionReplayBuffer, key: str) -> np.ndarray:
+    def last_next(self, buffer: Storage, key: str) -> np.ndarray:
         if key == self.achieved:
             return super().last_next(buffer, key)
         return self.pending[key]
 
-    def before_add(self, buffer: HindsightInstructionReplayBuffer, obs: dict[str, np.ndarray],
+    def before_add(self, buffer: Storage, obs: dict[str, np.ndarray],
                    running: np.ndarray) -> None:
         pos = buffer.pos
         if buffer.full:  # row pos is overwritten: the row after it keeps its achieved observation as a start entry
@@ -236,7 +233,7 @@ class CompactLayout(FullLayout):
             store.release(held)
             slots[row] = -1
 
-    def after_add(self, buffer: HindsightInstructionReplayBuffer, next_obs: dict[str, np.ndarray],
+    def after_add(self, buffer: Storage, next_obs: dict[str, np.ndarray],
                   done: np.ndarray) -> None:
         for key in self.others:
             self.pending[key][:] = np.asarray(next_obs[key]).reshape(self.pending[key].shape)
@@ -244,10 +241,10 @@ class CompactLayout(FullLayout):
         if len(ended):
             self._end(buffer, ended)
 
-    def close(self, buffer: HindsightInstructionReplayBuffer, env_idx: int) -> None:
+    def close(self, buffer: Storage, env_idx: int) -> None:
         self._end(buffer, np.array([env_idx]))
 
-    def _end(self, buffer: HindsightInstructionReplayBuffer, envs: np.ndarray) -> None:
+    def _end(self, buffer: Storage, envs: np.ndarray) -> None:
         """End entries for the newest row of ``envs``: their pending next observations that differ from the row's."""
         row = (buffer.pos - 1) % buffer.buffer_size
         for key in self.others:
@@ -256,7 +253,7 @@ class CompactLayout(FullLayout):
             if differ.any():
                 self.end_slot[key][row, envs[differ]] = self.ends[key].put({key: pending[differ]})
 
-    def reset(self, buffer: HindsightInstructionReplayBuffer) -> None:
+    def reset(self, buffer: Storage) -> None:
         self.start_slot.fill(-1)
         self.starts.clear()
         for key in self.others:

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import torch as th
+from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from sb3_hir.goals import GoalSpec, _pack_goals
@@ -40,6 +41,10 @@ class Storage(Protocol):
     buffer_size: int
     n_envs: int
     pos: int
+    full: bool
+    observation_space: spaces.Dict
+    #: each key's shape of one observation (SB3's ``get_obs_shape``).
+    obs_shape: dict[str, tuple[int, ...]]
     device: th.device
     observations: dict[str, np.ndarray]
     next_observations: dict[str, np.ndarray]
