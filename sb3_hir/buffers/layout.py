@@ -185,19 +185,19 @@ class CompactLayout(FullLayout):
         if len(ended) and len(newest):
             newest = np.setdiff1d(newest, ended, assume_unique=True)
         last = flat[ended]
+        source = successor  # an episode's last row holds its own observation unless an end slot says otherwise
+        source[ended] = last
         out = {}
         for key in keys:
             if key == self.achieved:
                 out[key] = take_rows(buffer.next_observations[key], flat)
                 continue
-            values = take_rows(buffer.observations[key], successor)
+            values = take_rows(buffer.observations[key], source)
             if len(ended):
-                own = take_rows(buffer.observations[key], last)
                 slots = self.end_slot[key].reshape(-1)[last]
                 has = slots >= 0
                 if has.any():
-                    own[has] = self.ends[key].take(key, slots[has])
-                values[ended] = own
+                    values[ended[has]] = self.ends[key].take(key, slots[has])
             if len(newest):
                 values[newest] = self.pending[key][envs[newest]]
             out[key] = values
