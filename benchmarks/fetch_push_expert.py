@@ -80,24 +80,8 @@ def push_demos(n_episodes: int, seed: int) -> list[Episode]:
     pusher = ScriptedPusher()
     episodes = []
     for i in range(n_episodes):
-        obs, _ = env.reset(seed=seed + i)
         pusher.reset()
-        seen: dict[str, list[np.ndarray]] = {key: [value] for key, value in obs.items()}
-        actions, rewards, terminated, truncated, infos = [], [], [], [], []
-        done = False
-        while not done:
-            action = pusher(obs)
-            obs, reward, term, trunc, info = env.step(action)
-            done = term or trunc
-            for key, value in obs.items():
-                seen[key].append(value)
-            actions.append(action)
-            rewards.append(reward)
-            terminated.append(term)
-            truncated.append(trunc)
-            infos.append({key: value for key, value in info.items() if key == "is_success"})
-        episodes.append(Episode({k: np.array(v) for k, v in seen.items()}, np.array(actions), np.array(rewards),
-                                np.array(terminated), np.array(truncated), infos))
+        episodes.append(Episode.record(env, pusher, seed=seed + i, info_keys=("is_success",)))
     env.close()
     return episodes
 

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +16,7 @@ import numpy as np
 from sb3_hir.extras import require
 
 if TYPE_CHECKING:
+    import gymnasium as gym
     from imitation.data.types import TrajectoryWithRew
 
 __all__ = ["Episode"]
@@ -161,3 +162,34 @@ class Episode:
             truncated=truncated,
             infos=infos,
         )
+
+    @classmethod
+    def record(cls, env: gym.Env, policy: Callable[[dict[str, np.ndarray]], Any], *, seed: int | None = None,
+               info_keys: Sequence[str] = ()) -> Episode:
+        """Play one episode of ``env`` from ``env.reset(seed=seed)``, acting ``policy(observation)``.
+
+        How scripted experts become demonstrations: the env's own terminated / truncated flags are kept (a time
+        limit stays a truncation), and ``info_keys`` of each step's info are kept (infos are ``None`` without).
+
+        :raises ValueError: the env's observations are not dicts.
+        """
+        obs, _ = env.reset(seed=seed)
+        if not isinstance(obs, Mapping):
+            raise ValueError(f"env must have Dict observations to record an Episode, got {type(obs).__name__} "
+                             f"observations from {env.observation_space}")
+        seen: dict[str, list[np.ndarray]] = {key: [value] for key, value in obs.items()}
+        actions, rewards, terminated, truncated, infos = [], [], [], [], []
+        done = False
+        while not done:
+            action = policy(obs)
+            obs, reward, term, trunc, info = env.step(action)
+            done = bool(term or trunc)
+            for key, value in obs.items():
+                seen[key].append(value)
+            actions.append(action)
+            rewards.append(reward)
+            terminated.append(term)
+            truncated.append(trunc)
+            infos.append({key: info[key] for key in info_keys if key in info})
+        return cls({key: np.array(values) for key, values in seen.items()}, np.array(actions), np.array(rewards),
+                   np.array(terminated), np.array(truncated), infos if info_keys else None)

@@ -186,3 +186,41 @@ def test_imitation_rollouts_of_mazerunner_become_faithful_episodes() -> None:
         np.testing.assert_array_equal(replayed.observations["goals"], episode.observations["goals"])
     assert ends == {True, False}  # both kinds of ending were exercised
     venv.close()
+
+
+def test_record_keeps_the_envs_steps_and_end_flags() -> None:
+    """A scripted BitFlipping expert ends by termination; a policy that never flips the right bit by truncation."""
+    from stable_baselines3.common.envs import BitFlippingEnv
+
+    env = BitFlippingEnv(n_bits=5, continuous=False, max_steps=5)
+
+    def expert(obs: dict) -> int:
+        differ = np.flatnonzero(obs["achieved_goal"] != obs["desired_goal"])
+        return int(differ[0]) if len(differ) else 0
+
+    seed = next(s for s in range(100) if (env.reset(seed=s)[0]["achieved_goal"] == 0).sum() >= 2)
+    episode = Episode.record(env, expert, seed=seed, info_keys=("is_success",))
+    start, _ = env.reset(seed=seed)
+    assert np.array_equal(episode.observations["desired_goal"][0], start["desired_goal"])
+    assert len(episode) == int((start["achieved_goal"] != start["desired_goal"]).sum())
+    assert episode.terminated[-1] and not episode.truncated[-1]
+    assert np.array_equal(episode.observations["achieved_goal"][-1], episode.observations["desired_goal"][-1])
+    assert episode.infos is not None and episode.infos[-1] == {"is_success": True}
+    # the transitions are the env's: replaying the actions from the same reset reproduces every observation
+    env.reset(seed=seed)
+    for t, action in enumerate(episode.actions):
+        obs, reward, *_ = env.step(int(action))
+        assert np.array_equal(obs["achieved_goal"], episode.observations["achieved_goal"][t + 1])
+        assert reward == episode.rewards[t]
+
+    stuck = Episode.record(env, lambda obs: 0, seed=seed)
+    # flipping bit 0 back and forth never fixes the other differing bit: the time limit cuts the episode
+    assert len(stuck) == 5 and stuck.infos is None
+    assert stuck.truncated[-1] and not stuck.terminated[-1]
+
+
+def test_record_refuses_an_env_without_dict_observations() -> None:
+    import gymnasium as gym
+
+    with pytest.raises(ValueError, match="Dict observations"):
+        Episode.record(gym.make("CartPole-v1"), lambda obs: 0, seed=0)

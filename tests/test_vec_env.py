@@ -58,15 +58,6 @@ def tiny_recurrent_ppo(venv, seed: int = 0, memory_gain: float = 1.0) -> Recurre
     return model
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny networks on shared cores: one thread avoids oversubscription."""
-    before = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(before)
-
-
 # -- the wrapper --------------------------------------------------------------------------------------------------
 def test_hidden_keys_leave_the_space_and_the_observations_but_travel_in_infos():
     venv = VecHideKeys(maze_venv(time_limit=5), keys="achieved")

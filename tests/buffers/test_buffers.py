@@ -34,16 +34,6 @@ from sb3_hir.extractors import KeySelectExtractor
 from sb3_hir.goals import ExactGoalSpec, ToleranceGoalSpec
 from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler
 
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny networks gain nothing from intra-op threads, and on shared cores spinning threads cost 10-50x."""
-    threads = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(threads)
-
-
 # -- construction ----------------------------------------------------------------------------------------
 
 

@@ -18,14 +18,6 @@ from sb3_hir.buffers.demonstrations import stored_episodes
 from sb3_hir.episodes import Episode
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    threads = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(threads)
-
-
 def recorded(rng: np.random.Generator, n: int, k: int = 2, fall_rate: float = 0.2) -> tuple[list[Recorded], dict]:
     recs, falls = [], {}
     for _ in range(n):
@@ -245,26 +237,12 @@ def test_bad_demonstrations_raise_clear_errors_and_add_nothing() -> None:
 
 def bit_flipping_demos(env: BitFlippingEnv, n: int) -> list[Episode]:
     """A scripted expert: flip the first bit that differs from the goal."""
-    episodes = []
-    for seed in range(n):
-        obs, _ = env.reset(seed=seed)
-        seen = {key: [value] for key, value in obs.items()}
-        actions, rewards, terminated, truncated = [], [], [], []
-        done = False
-        while not done:
-            differ = np.flatnonzero(obs["achieved_goal"] != obs["desired_goal"])
-            action = int(differ[0]) if len(differ) else 0
-            obs, reward, term, trunc, _ = env.step(action)
-            done = term or trunc
-            for key, value in obs.items():
-                seen[key].append(value)
-            actions.append(action)
-            rewards.append(reward)
-            terminated.append(term)
-            truncated.append(trunc)
-        episodes.append(Episode({k: np.array(v) for k, v in seen.items()}, np.array(actions), np.array(rewards),
-                                np.array(terminated), np.array(truncated)))
-    return episodes
+
+    def flip_first_difference(obs: dict[str, np.ndarray]) -> int:
+        differ = np.flatnonzero(obs["achieved_goal"] != obs["desired_goal"])
+        return int(differ[0]) if len(differ) else 0
+
+    return [Episode.record(env, flip_first_difference, seed=seed) for seed in range(n)]
 
 
 def test_her_drop_in_with_dqn_trains_on_demonstrations_and_saves_them(tmp_path) -> None:
