@@ -40,7 +40,8 @@ the policy sees the same keys. Nothing is tuned for our side. Suites (``--suite`
   (``ours-demos``). Scored as ``fetch``, every ``--budget-step`` env steps up to ``--max-push-steps``; the table
   shows 1/4, 1/2 and 1x of B, the first budget where HER's mean reaches 0.5 success, and for each other side the
   first budget where its mean reaches HER's at B, as a share of B (targets: 0.7 for ``ours-n3``, 0.3 for
-  ``ours-demos``).
+  ``ours-demos``; not judged if HER never reaches 0.5). Each finished run is kept in ``results/push_runs/`` (a
+  JSON file per settings, side and seed); ``--resume`` reuses the kept runs and runs only the missing ones.
 
 * ``grid``: the setting grid that picked ``terminate_on_success``'s default for discrete actions: HER against ours
   as it ships (``ours``: HER's recorded ``dones``) and ours with ``terminate_on_success=None``
@@ -67,7 +68,9 @@ Usage: ``python benchmarks/bench_her_dropin.py --suite perf|bitflip|fetch|panda|
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 import bench_args
@@ -83,6 +86,7 @@ from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_hir import buffers as hir
+from sb3_hir.atomic import atomic_path
 
 BUFFERS = {"HER": HerReplayBuffer, "ours": hir.HerReplayBuffer}
 #: the push suite's sides: (buffer class, extra ``replay_buffer_kwargs``); demonstrations are added to ``ours-demos``.
@@ -231,6 +235,20 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
     return {"scores": {str(b): v for b, v in callback.results.items()}, "seconds": time.perf_counter() - begin}
 
 
+#: each finished push run, one JSON file per (settings, side, seed): a push run takes a quarter of an hour on one
+#: core, so runs cut short by the end of a working session are resumed (``--resume``), not redone.
+PUSH_RUNS = Path(__file__).resolve().parent / "results" / "push_runs"
+
+
+def push_run_path(config: dict[str, Any], args: argparse.Namespace) -> Path:
+    """Where the push run ``config`` is kept: its name holds every setting that changes its result."""
+    settings = (f"{args.framework}-net{'x'.join(map(str, args.net_arch))}-batch{args.batch_size}-"
+                f"{args.max_push_steps}steps-every{args.budget_step}-eval{args.eval_episodes}")
+    if config["buffer"] == "ours-demos":
+        settings += f"-demos{args.demos}-ratio{args.demo_ratio}"
+    return PUSH_RUNS / f"{settings}-{config['buffer']}-seed{config['seed']}.json"
+
+
 def push_budgets(args: argparse.Namespace) -> list[int]:
     return list(range(args.budget_step, args.max_push_steps + 1, args.budget_step))
 
@@ -261,7 +279,10 @@ def run_push(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]
                                                                    seed))
     begin = time.perf_counter()
     model.learn(total_timesteps=args.max_push_steps, callback=callback)
-    return {"scores": {str(b): v for b, v in callback.results.items()}, "seconds": time.perf_counter() - begin}
+    out = {"scores": {str(b): v for b, v in callback.results.items()}, "seconds": time.perf_counter() - begin}
+    with atomic_path(push_run_path(config, args)) as path:
+        path.write_text(json.dumps(dict(config={k: v for k, v in config.items() if k != "options"}, **out)))
+    return out
 
 
 def push_table(configs: list[dict[str, Any]], outs: list[dict[str, Any]], args: argparse.Namespace) -> bool:
@@ -293,6 +314,12 @@ def push_table(configs: list[dict[str, Any]], outs: list[dict[str, Any]], args: 
     print(f"pure swap >= HER within the spread at 1/4, 1/2, 1x of B: {'met' if met else 'MISSED'}")
     level = mean["HER"][top]
     for side, target in (("ours-n3", 0.7), ("ours-demos", 0.3)):
+        if not reaching:  # B is where HER first reaches 0.5: without it the share of B is not defined
+            first = next((b for b in budgets if mean[side][b] >= 0.5), None)
+            where = "never" if first is None else f"first at {first} env steps"
+            print(f"{side}: not judged, HER never reaches 0.5 within the budgets ({side} reaches 0.5: {where})")
+            met = False
+            continue
         first = next((b for b in budgets if mean[side][b] >= level), None)
         share = float("nan") if first is None else first / top
         ok = first is not None and share <= target
@@ -402,6 +429,8 @@ def main() -> None:
     parser.add_argument("--max-push-steps", type=int, default=400_000, help="push suite: env steps per run")
     parser.add_argument("--demos", type=int, default=100, help="push suite: scripted episodes for ours-demos")
     parser.add_argument("--demo-ratio", type=float, default=0.5, help="push suite: ours-demos's share of each batch")
+    parser.add_argument("--resume", action="store_true",
+                        help="push suite: reuse the runs already kept in results/push_runs/ with the same settings")
     parser.add_argument("--settings", nargs="+", choices=list(GRID), default=list(GRID), help="grid suite")
     bench_args.add_seeds(parser, [0, 1, 2, 3, 4])
     bench_args.add_budgets(parser, None, help="perf: default 1000 1500 2500; fetch, panda: default 5000 10000 20000")
@@ -418,7 +447,7 @@ def main() -> None:
     if len(args.max_steps) != len(args.n_bits):
         parser.error("--max-steps needs one entry per --n-bits entry")
     th.set_num_threads(1)
-    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
+    options = {k: v for k, v in vars(args).items() if k not in (*bench_args.RAY_OPTIONS, "resume")}
     variants: list[dict[str, Any]] = [{}]
     if args.suite == "bitflip":
         variants = [dict(n_bits=n) for n in args.n_bits]
@@ -430,8 +459,16 @@ def main() -> None:
         configs = [dict(setting=g, buffer=b, seed=s, options=options)
                    for g in args.settings for s in args.seeds for b in GRID_SIDES]
     began = time.perf_counter()
-    outs = list(run_all(run, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,
-                   name=f"bench_her_dropin_{args.suite}"))
+    kept: dict[int, dict[str, Any]] = {}
+    if args.suite == "push" and args.resume:
+        for i, config in enumerate(configs):
+            if (path := push_run_path(config, args)).exists():
+                kept[i] = json.loads(path.read_text())
+        print(f"resumed {len(kept)} of {len(configs)} push runs from {PUSH_RUNS}")
+    todo = [config for i, config in enumerate(configs) if i not in kept]
+    ran = iter(run_all(run, todo, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,
+                       name=f"bench_her_dropin_{args.suite}") if todo else [])
+    outs = [kept[i] if i in kept else next(ran) for i in range(len(configs))]
     for config, out in zip(configs, outs, strict=True):
         curve = " ".join(f"{b}:{v:.2f}" for b, v in out["scores"].items())
         extra = f" n_bits={config['n_bits']}" if "n_bits" in config else ""
