@@ -155,13 +155,14 @@ class CompactLayout(FullLayout):
     def obs_rows(self, buffer: Storage, key: str, flat: np.ndarray) -> np.ndarray:
         if key != self.achieved:
             return take_rows(buffer.observations[key], flat)
-        n_envs = buffer.n_envs
-        rows, envs = np.divmod(flat, n_envs)
-        values = take_rows(buffer.next_observations[key], ((rows - 1) % buffer.buffer_size) * n_envs + envs)
+        # flat indices step by n_envs per row, so the previous row is n_envs back, wrapping around the buffer
+        previous = flat - buffer.n_envs
+        previous[previous < 0] += buffer.buffer_size * buffer.n_envs
+        values = take_rows(buffer.next_observations[key], previous)
         slots = self.start_slot.reshape(-1)[flat]
-        has = slots >= 0
-        if has.any():
-            values[has] = self.starts.take(key, slots[has])
+        starts = np.flatnonzero(slots >= 0)
+        if len(starts):
+            values[starts] = self.starts.take(key, slots[starts])
         return values
 
     def next_rows(self, buffer: Storage, key: str, flat: np.ndarray) -> np.ndarray:
@@ -177,15 +178,16 @@ class CompactLayout(FullLayout):
               ) -> dict[str, np.ndarray]:
         """The next observations of ``keys`` at rows ``flat``: the rows' successors, ends and the newest row are
         found once for all keys."""
-        n_envs, size = buffer.n_envs, buffer.buffer_size
-        rows, envs = np.divmod(flat, n_envs)
-        successor = ((rows + 1) % size) * n_envs + envs
-        ended = np.flatnonzero(buffer.dones.reshape(-1)[flat] > 0)  # every episode's last row, and only those
-        newest = np.flatnonzero(rows == (buffer.pos - 1) % size)
-        if len(ended) and len(newest):
-            newest = np.setdiff1d(newest, ended, assume_unique=True)
+        n_envs, total = buffer.n_envs, buffer.buffer_size * buffer.n_envs
+        is_last = buffer.dones.reshape(-1)[flat] > 0  # every episode's last row, and only those
+        ended = np.flatnonzero(is_last)
+        newest_row = ((buffer.pos - 1) % buffer.buffer_size) * n_envs
+        newest = np.flatnonzero((flat >= newest_row) & (flat < newest_row + n_envs) & ~is_last)
         last = flat[ended]
-        source = successor  # an episode's last row holds its own observation unless an end slot says otherwise
+        # the successor row while the episode continues; an episode's last row holds its own observation unless
+        # an end slot says otherwise
+        source = flat + n_envs
+        source[source >= total] -= total
         source[ended] = last
         out = {}
         for key in keys:
@@ -195,11 +197,11 @@ class CompactLayout(FullLayout):
             values = take_rows(buffer.observations[key], source)
             if len(ended):
                 slots = self.end_slot[key].reshape(-1)[last]
-                has = slots >= 0
-                if has.any():
+                has = np.flatnonzero(slots >= 0)
+                if len(has):
                     values[ended[has]] = self.ends[key].take(key, slots[has])
             if len(newest):
-                values[newest] = self.pending[key][envs[newest]]
+                values[newest] = self.pending[key][flat[newest] - newest_row]
             out[key] = values
         return out
 
