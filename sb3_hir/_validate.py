@@ -12,9 +12,12 @@ from collections.abc import Iterable
 from numbers import Integral, Real
 from typing import Any, TypeVar
 
+import numpy as np
+from gymnasium import spaces
+
 T = TypeVar("T")
 
-__all__ = ["check_choice", "check_int", "check_keys", "check_number"]
+__all__ = ["check_choice", "check_int", "check_keys", "check_number", "check_space_values"]
 
 
 def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | None = None, hint: str = "") -> int:
@@ -82,6 +85,69 @@ def check_keys(keys: str | Iterable[str], available: Iterable[str], name: str = 
     if unknown:
         raise ValueError(f"{name} {unknown} are not in the observation space; available keys: {present}")
     return selected
+
+
+def check_space_values(values: Any, space: spaces.Space, name: str, *, bounds: bool = True) -> np.ndarray:
+    """``values`` (a batch: one leading axis) as an array, unless a value is one ``space`` would never hold.
+
+    Shapes are the caller's business; this checks values, where a cast would hide the error: a fraction stored in an
+    integer key becomes 0, a NaN trains a critic on NaN, an action outside the space is one SB3 never stores.
+
+    :param bounds: also hold Box values to the space's bounds (actions); else only finite, and integral for integer
+        dtypes (observations, whose declared bounds are often loose).
+    """
+    array = np.asarray(values)
+    if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+        raise ValueError(f"{name} must hold numbers of {space}; got an array of dtype {array.dtype}")
+    if array.size == 0:
+        return array
+    flat = array.reshape(len(array), -1) if array.ndim else array.reshape(1, 1)
+    if np.issubdtype(array.dtype, np.inexact) and not np.isfinite(flat).all():
+        _refuse(name, space, ~np.isfinite(flat), flat, "finite values")
+    dtype = getattr(space, "dtype", None)
+    integral = dtype is not None and (np.issubdtype(dtype, np.integer) or dtype == np.bool_)
+    if integral and np.issubdtype(array.dtype, np.inexact) and not (flat == np.round(flat)).all():
+        _refuse(name, space, flat != np.round(flat), flat, f"integers (the space stores {np.dtype(dtype)})")
+    low, high = _limits(space, bounds)
+    if low is not None and high is not None:
+        low, high = np.broadcast_to(low, flat.shape[1:]), np.broadcast_to(high, flat.shape[1:])
+        outside = (flat < low) | (flat > high)
+        if outside.any():
+            _refuse(name, space, outside, flat, f"values in [{_short(low)}, {_short(high)}]")
+    return array
+
+
+def _limits(space: spaces.Space, bounds: bool) -> tuple[Any, Any]:
+    """The inclusive value range ``space`` holds, flattened per item (None where any value goes)."""
+    if isinstance(space, spaces.Discrete):
+        return int(space.start), int(space.start) + int(space.n) - 1
+    if isinstance(space, spaces.MultiDiscrete):
+        start = getattr(space, "start", np.zeros_like(space.nvec))
+        return np.ravel(start), np.ravel(start + space.nvec - 1)
+    if isinstance(space, spaces.MultiBinary):
+        return 0, 1
+    if isinstance(space, spaces.Box):
+        if np.issubdtype(space.dtype, np.integer) or space.dtype == np.bool_:
+            info = np.iinfo(space.dtype) if space.dtype != np.bool_ else None
+            low = np.ravel(space.low) if bounds or info is None else info.min
+            high = np.ravel(space.high) if bounds or info is None else info.max
+            return low, high
+        if bounds:
+            return np.ravel(space.low), np.ravel(space.high)
+    return None, None
+
+
+def _refuse(name: str, space: spaces.Space, bad: np.ndarray, flat: np.ndarray, accepted: str) -> None:
+    row, column = (int(i) for i in np.argwhere(bad)[0])
+    raise ValueError(
+        f"{name} must hold {accepted} of {space}; got {flat[row, column].item()!r} at [{row}] "
+        f"({int(bad.any(axis=1).sum())} of {len(flat)} entries are outside it)"
+    )
+
+
+def _short(bound: np.ndarray) -> str:
+    values = np.unique(np.asarray(bound))
+    return f"{values[0]:g}" if len(values) == 1 else np.array2string(np.asarray(bound), precision=3)
 
 
 def _bounds(minimum: int | None, maximum: int | None) -> str:

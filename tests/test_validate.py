@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from gymnasium import spaces
 
-from sb3_hir._validate import check_choice
+from sb3_hir._validate import check_choice, check_space_values
 
 
 def test_check_choice_returns_the_value_and_names_the_argument_the_choices_and_the_hint() -> None:
@@ -32,3 +34,24 @@ def test_check_keys_names_the_argument_and_what_is_accepted(keys, match):
     with pytest.raises(ValueError, match=match):
         check_keys(keys, ["obs", "goals"])
     assert check_keys("goals", ["obs", "goals"]) == ["goals"]
+
+
+@pytest.mark.parametrize(("values", "space", "bounds", "match"), [
+    ([[0.5, 3.0]], spaces.Box(-2, 2, (2,)), True, r"^a must hold values in \[-2, 2\] of Box.*got 3\.0 at \[0\]"),
+    ([[0.5]], spaces.MultiBinary(1), False, r"^a must hold integers \(the space stores int8\) of MultiBinary\(1\)"),
+    ([[2]], spaces.MultiBinary(1), False, r"^a must hold values in \[0, 1\] of MultiBinary\(1\); got 2"),
+    ([[np.nan]], spaces.Box(-np.inf, np.inf, (1,)), False, r"^a must hold finite values of Box.*got nan"),
+    ([0, 5], spaces.Discrete(3), True, r"^a must hold values in \[0, 2\] of Discrete\(3\); got 5 at \[1\]"),
+    ([[300.0]], spaces.Box(-1, 1, (1,), dtype=np.int8), False, r"^a must hold values in \[-128, 127\] of Box"),
+    ([["x"]], spaces.Box(-1, 1, (1,)), True, r"^a must hold numbers of Box.*dtype <U1"),
+])
+def test_check_space_values_names_the_argument_the_space_and_the_first_bad_value(values, space, bounds, match):
+    with pytest.raises(ValueError, match=match):
+        check_space_values(np.array(values), space, "a", bounds=bounds)
+
+
+def test_check_space_values_passes_values_the_space_holds_and_loose_observation_bounds() -> None:
+    values = np.array([[0.5, 100.0]])
+    assert check_space_values(values, spaces.Box(-1, 1, (2,)), "obs", bounds=False) is values
+    check_space_values(np.array([[1, 3]]), spaces.MultiDiscrete([2, 4]), "a")
+    check_space_values(np.array([3]), spaces.Discrete(2, start=2), "a")
