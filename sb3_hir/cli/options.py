@@ -108,8 +108,9 @@ def add_demo_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--demos-from", metavar="PATH",
                    help="demonstrations from DAgger round files: a round file, a round directory or a scratch "
                         "directory (sb3-hir dagger's --out/scratch); they must be observed as the training env is")
-    g.add_argument("--demo-ratio", type=float, metavar="X", default=0.5,
-                   help="share of each batch from the demonstrations (default 0.5: symmetric sampling)")
+    g.add_argument("--demo-ratio", type=float, metavar="X", default=None,
+                   help="share of each batch from the demonstrations, in [0, 1] (default 0.5 with --demos or "
+                        "--demos-from: symmetric sampling; without either it is refused, as nothing would be served)")
 
 
 def add_head_option(p: argparse.ArgumentParser, flag: str, what: str) -> None:

@@ -24,6 +24,7 @@ from tqdm import TqdmExperimentalWarning
 
 from sb3_hir import plugins as plugin_registry
 from sb3_hir import resolvers
+from sb3_hir._validate import check_number
 from sb3_hir.atomic import atomic_path
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.buffers.demonstrations import as_episodes, expert_episodes
@@ -58,6 +59,7 @@ from sb3_hir.cli.common import (
     save_episode_pictures,
     seed_everything,
     set_threads,
+    usage,
     write_text,
 )
 from sb3_hir.cli.memory import check_memory, env_memory, network_memory, observation_bytes
@@ -139,6 +141,7 @@ def check_args(args: argparse.Namespace) -> tuple[str, dict[str, Any], list[str]
         raise UsageError(f"--n-steps applies to off-policy algorithms; --algo {algo_name} is on-policy")
     check_seed(args.seed)
     checked_int(args.demos, "--demos", 0)
+    check_demo_ratio(args)
     if uses_demos(args):
         if not ALGOS[algo_name].off_policy:
             raise UsageError(f"--demos and --demos-from fill a replay buffer; --algo {algo_name} is on-policy and has "
@@ -146,6 +149,22 @@ def check_args(args: argparse.Namespace) -> tuple[str, dict[str, Any], list[str]
         if args.demos:
             one_of("expert", args.expert, list(plugin_registry.available("expert")))
     return algo_name, env_kwargs(args), resolve_relabels(algo_name, args.relabel)
+
+
+#: ``--demo-ratio`` with demonstrations and no ratio given: symmetric sampling (RLPD).
+DEFAULT_DEMO_RATIO = 0.5
+
+
+def check_demo_ratio(args: argparse.Namespace) -> None:
+    """``--demo-ratio`` in [0, 1] and only with demonstrations to serve; resolved in ``args`` (0 without any)."""
+    if args.demo_ratio is not None:
+        with usage():
+            check_number(args.demo_ratio, "--demo-ratio", 0.0, 1.0, hint="the share of each batch from demonstrations")
+        if not uses_demos(args):
+            raise UsageError(f"--demo-ratio {args.demo_ratio:g} is the share of each batch served from demonstrations, "
+                             "and none are given: add --demos N or --demos-from PATH, or drop --demo-ratio")
+    else:
+        args.demo_ratio = DEFAULT_DEMO_RATIO if uses_demos(args) else 0.0
 
 
 def uses_demos(args: argparse.Namespace) -> bool:
@@ -258,7 +277,7 @@ def model_kwargs(args: argparse.Namespace, algo_name: str, relabel: str, spec: A
         ratio = args.relabel_ratio if relabel != "none" else 0.0
         kwargs.update(replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(
             relabel_ratio=ratio, seed=args.seed, n_steps=args.n_steps, gamma=kwargs["gamma"],
-            demo_ratio=args.demo_ratio if uses_demos(args) else 0.0, **buffer_kwargs))
+            demo_ratio=args.demo_ratio, **buffer_kwargs))
     return kwargs
 
 
@@ -352,7 +371,7 @@ def run_one(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, s
         hidden=args.hidden, history=args.history, history_encoder=args.history_encoder,
         action_features=args.action_features, q_head=args.q_head, demos=args.demos,
         expert=args.expert if args.demos else None, demos_from=args.demos_from,
-        demo_ratio=args.demo_ratio if uses_demos(args) else 0.0, seed=args.seed, timesteps=args.timesteps,
+        demo_ratio=args.demo_ratio, seed=args.seed, timesteps=args.timesteps,
         timesteps_done=int(model.num_timesteps), n_envs=args.n_envs,
         interrupted=interrupted), indent=2) + "\n")
     history = callback.history

@@ -317,6 +317,10 @@ def test_train_with_a_relabeler_plugin_by_name(tmp_path):
                      marks=pytest.mark.dagger),
         pytest.param(["train", *TINY_ENV, "--demos", "1", "--demo-ratio", "2"],
                      ["--demo-ratio must be a number in [0, 1]"], marks=pytest.mark.dagger),
+        # Validated whether or not demonstrations are given, and refused without them: nothing would be served.
+        (["train", "--demo-ratio", "2"], ["--demo-ratio must be a number in [0, 1]"]),
+        (["train", "--demo-ratio", "nan"], ["--demo-ratio must be a number in [0, 1]"]),
+        (["train", "--demo-ratio", "0.5"], ["--demo-ratio 0.5 is the share", "none are given", "--demos N"]),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, expected):
