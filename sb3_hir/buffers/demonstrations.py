@@ -17,9 +17,12 @@ that were executed, not the expert's labels, since those are what moved the env.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 import os
 import pathlib
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -29,13 +32,16 @@ from gymnasium import spaces
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from sb3_hir._validate import check_int, check_number
+from sb3_hir._validate import check_int, check_number, check_space_values
 from sb3_hir.buffers.serving import Served
 from sb3_hir.buffers.storage import Storage
 from sb3_hir.episodes import TIMEOUT_INFO_KEY, Episode
 from sb3_hir.extras import require
 
-__all__ = ["DemonstrationSource", "Demonstrations", "as_episodes", "concat_samples", "stored_episodes"]
+__all__ = [
+    "DemonstrationSource", "Demonstrations", "as_episodes", "concat_samples", "prepare_episode", "stored_episodes",
+    "to_buffer_units", "to_env_units",
+]
 
 #: What ``add_demonstrations`` takes: one source or an iterable of them.
 DemonstrationSource = Any
@@ -69,6 +75,8 @@ class Demonstrations:
         #: the buffer holding the demonstrations (one env, never wrapped); None until the first is added.
         self.buffer: DemonstrationBuffer | None = None
         self.num_episodes = 0
+        #: whether ``count`` warned that ``ratio > 0`` serves nothing, since nothing was added (once per buffer).
+        self.warned_empty = False
 
     @property
     def ratio(self) -> float:
@@ -87,28 +95,44 @@ class Demonstrations:
         return self.num_episodes
 
     def add(self, episodes: list[Episode], owner: DemonstrationBuffer) -> None:
-        """Store ``episodes`` (checked against ``owner``'s spaces first, so a bad one adds nothing)."""
-        for number, episode in enumerate(episodes):
-            check_episode(episode, owner, number)
-        needed = self.num_transitions + sum(len(episode) for episode in episodes)
-        if self.buffer is None or needed > self.buffer.buffer_size:
-            self._grow(max(needed, 2 * (0 if self.buffer is None else self.buffer.buffer_size)), owner)
-        assert self.buffer is not None
-        for episode in episodes:
-            add_episode(self.buffer, episode)
-        self.num_episodes += len(episodes)
+        """Store ``episodes``, all or none: every one is checked against ``owner``'s spaces first, and they are
+        stored into a staged copy that replaces the region only once all are in, so a rejected call leaves the
+        region, its counters and ``owner``'s generator as they were."""
+        prepared = [prepare_episode(episode, owner, number) for number, episode in enumerate(episodes)]
+        if not prepared:
+            return
+        state = owner.rng.bit_generator.state
+        try:
+            staged = self._staged(self.num_transitions + sum(len(episode) for episode in prepared), owner)
+            for episode in prepared:
+                add_episode(staged, episode)
+        except BaseException:
+            owner.rng.bit_generator.state = state
+            raise
+        self.buffer = staged
+        self.num_episodes += len(prepared)
 
-    def _grow(self, capacity: int, owner: DemonstrationBuffer) -> None:
-        """A larger buffer holding the stored episodes again (the region never wraps)."""
-        kept = [] if self.buffer is None else stored_episodes(self.buffer)
-        self.buffer = self.make_buffer(capacity, int(owner.rng.integers(2**31 - 1)))
-        self.buffer.env = owner.env
-        for episode in kept:
-            add_episode(self.buffer, episode)
+    def _staged(self, needed: int, owner: DemonstrationBuffer) -> DemonstrationBuffer:
+        """A copy of the region with room for ``needed`` transitions: the same capacity if they fit, else a larger
+        buffer holding the stored episodes again (the region never wraps)."""
+        if self.buffer is not None and needed <= self.buffer.buffer_size:
+            staged = copy.deepcopy(self.buffer)  # the env is not pickled: given back below
+        else:
+            capacity = max(needed, 2 * (0 if self.buffer is None else self.buffer.buffer_size))
+            staged = self.make_buffer(capacity, int(owner.rng.integers(2**31 - 1)))
+            for episode in [] if self.buffer is None else stored_episodes(self.buffer, env_units=False):
+                add_episode(staged, episode)
+        staged.env = owner.env
+        return staged
 
     def count(self, batch_size: int, rng: np.random.Generator, online_empty: bool) -> int:
         """How many of ``batch_size`` rows the demonstrations serve: all of them while the online part is empty."""
         if self.buffer is None or self.ratio == 0.0:
+            if self.buffer is None and self.ratio > 0.0 and not online_empty and not self.__dict__.get("warned_empty"):
+                self.warned_empty = True
+                warnings.warn(f"demo_ratio is {self.ratio:g} but no demonstrations were added: every batch comes from "
+                              "the online storage; add them with add_demonstrations() before learning, or set "
+                              "demo_ratio=0", UserWarning, stacklevel=4)
             return 0
         if online_empty:
             return batch_size
@@ -123,42 +147,78 @@ class Demonstrations:
         return self.buffer.sample(batch_size, env)
 
 
+def prepare_episode(episode: Episode, buffer: DemonstrationBuffer, number: int) -> Episode:
+    """``episode`` checked against ``buffer``'s spaces and with its actions in the buffer's units.
+
+    Raises ``ValueError`` naming the demonstration, the field and what the buffer accepts. Box actions are scaled
+    to [-1, 1] by the rule SB3's off-policy algorithms apply before they store an online action
+    (``policy.scale_action`` in ``_sample_action``), so a critic sees one action scale.
+    """
+    check_episode(episode, buffer, number)
+    actions = episode.actions.reshape(len(episode), buffer.action_dim)
+    return dataclasses.replace(episode, actions=to_buffer_units(actions, buffer.action_space))
+
+
 def check_episode(episode: Episode, buffer: DemonstrationBuffer, number: int) -> None:
-    """Raise ``ValueError`` naming the demonstration, the key and what the buffer stores, unless ``episode`` fits."""
+    """Raise ``ValueError`` naming the demonstration, the key and what the buffer stores, unless ``episode`` fits:
+    keys, shapes and values (finite, integral for integer keys, actions in the action space), rewards and infos."""
+    name = f"demonstrations[{number}]"
     stored = list(buffer.observation_space.spaces)
     missing = [key for key in stored if key not in episode.observations]
     extra = [key for key in episode.observations if key not in buffer.observation_space.spaces]
     if missing or extra:
         what = f"lacks the keys {missing}" if missing else f"has keys the buffer does not store: {extra}"
         raise ValueError(
-            f"demonstrations[{number}] {what}; the buffer stores {stored} (relabeling needs the achieved goals, "
+            f"{name} {what}; the buffer stores {stored} (relabeling needs the achieved goals, "
             "and the demonstrations must be observed as the training env is, wrappers included)"
         )
     for key in stored:
-        shape = episode.observations[key].shape[1:]
+        values = episode.observations[key]
         expected = tuple(buffer.obs_shape[key])
-        if shape != expected:
-            raise ValueError(
-                f"demonstrations[{number}].observations[{key!r}] must have shape (T+1, *{expected}), "
-                f"got {episode.observations[key].shape}"
-            )
+        if values.shape[1:] != expected:
+            raise ValueError(f"{name}.observations[{key!r}] must have shape (T+1, *{expected}), got {values.shape}")
+        check_space_values(values, buffer.observation_space.spaces[key], f"{name}.observations[{key!r}]",
+                           bounds=False)
     actions = episode.actions
     if actions.size != len(episode) * buffer.action_dim:
         raise ValueError(
-            f"demonstrations[{number}].actions must have shape (T, {buffer.action_dim}) or hold T={len(episode)} "
+            f"{name}.actions must have shape (T, {buffer.action_dim}) or hold T={len(episode)} "
             f"actions of the action space {buffer.action_space}, got {actions.shape}"
         )
-    if isinstance(buffer.action_space, spaces.Discrete):
-        low, n = int(buffer.action_space.start), int(buffer.action_space.n)
-        if ((actions < low) | (actions >= low + n)).any() or not np.array_equal(actions, np.round(actions)):
-            raise ValueError(
-                f"demonstrations[{number}].actions must be integers in [{low}, {low + n - 1}] "
-                f"({buffer.action_space}), got values in [{actions.min()}, {actions.max()}]"
-            )
+    space = buffer.action_space
+    check_space_values(actions.reshape(len(episode), -1), space, f"{name}.actions")
+    if isinstance(space, spaces.Box) and not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
+        raise ValueError(
+            f"{name}.actions: the action space {space} is unbounded, and SB3 stores Box actions scaled to [-1, 1] "
+            "by its bounds; give the env a bounded action space (as SB3's off-policy algorithms expect)"
+        )
+    check_space_values(episode.rewards[:, None], spaces.Box(-np.inf, np.inf, (1,)), f"{name}.rewards")
+    if episode.infos is not None:
+        for t, info in enumerate(episode.infos):
+            if not isinstance(info, Mapping):
+                raise ValueError(f"{name}.infos[{t}] must be a dict (a Mapping), got {type(info).__name__}")
+
+
+def to_buffer_units(actions: np.ndarray, space: spaces.Space) -> np.ndarray:
+    """Actions ``(T, action_dim)`` as SB3 stores them: Box actions scaled to [-1, 1] (in the space's dtype, as
+    ``BasePolicy.scale_action`` computes them on the policy's actions), others as they are."""
+    if not isinstance(space, spaces.Box):
+        return actions
+    low, high = space.low.reshape(-1), space.high.reshape(-1)
+    return 2.0 * ((actions.astype(space.dtype) - low) / (high - low)) - 1.0
+
+
+def to_env_units(actions: np.ndarray, space: spaces.Space) -> np.ndarray:
+    """The inverse of :func:`to_buffer_units` (``BasePolicy.unscale_action``): stored actions in the env's units."""
+    if not isinstance(space, spaces.Box):
+        return actions
+    low, high = space.low.reshape(-1), space.high.reshape(-1)
+    return low + (0.5 * (actions + 1.0) * (high - low))
 
 
 def add_episode(buffer: DemonstrationBuffer, episode: Episode) -> None:
-    """Store ``episode`` through ``add()`` (one env), as a VecEnv would have handed it over; its last step ends it.
+    """Store ``episode`` (checked, actions in the buffer's units: :func:`prepare_episode`) through ``add()`` (one
+    env), as a VecEnv would have handed it over; its last step ends it.
 
     An episode cut without termination or time-out (a DAgger episode still running when its round ended) ends
     as truncated, as ``truncate_last_trajectory`` ends an interrupted one.
@@ -180,8 +240,11 @@ def add_episode(buffer: DemonstrationBuffer, episode: Episode) -> None:
         )
 
 
-def stored_episodes(buffer: DemonstrationBuffer) -> list[Episode]:
-    """The finished episodes of a one-env buffer that never wrapped, in order, as ``add_episode`` stored them."""
+def stored_episodes(buffer: DemonstrationBuffer, env_units: bool = True) -> list[Episode]:
+    """The finished episodes of a one-env buffer that never wrapped, in order, as ``add_episode`` stored them.
+
+    :param env_units: Box actions in the env's units, as they were given (else as stored: scaled to [-1, 1]).
+    """
     upper = buffer.buffer_size if buffer.full else buffer.pos
     ends = np.flatnonzero(buffer.dones[:upper, 0])
     episodes, start = [], 0
@@ -196,8 +259,10 @@ def stored_episodes(buffer: DemonstrationBuffer) -> list[Episode]:
         flags = np.zeros((2, end + 1 - start), dtype=bool)
         flags[0, -1], flags[1, -1] = not timeout, timeout
         infos = None if buffer.infos is None else [dict(info) for info in buffer.infos[rows, 0]]
-        episodes.append(Episode(observations, buffer.actions[rows, 0], buffer.rewards[rows, 0], flags[0], flags[1],
-                                infos))
+        actions = buffer.actions[rows, 0]
+        if env_units:
+            actions = to_env_units(actions, buffer.action_space)
+        episodes.append(Episode(observations, actions, buffer.rewards[rows, 0], flags[0], flags[1], infos))
         start = end + 1
     return episodes
 

@@ -332,15 +332,20 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
         Online data never overwrites them; they are relabeled and served as online episodes are, as ``demo_ratio``
         of each batch. They must be observed as the training env is (the buffer's keys and shapes, the achieved
-        goals included) and carry their rewards; one that does not raises ``ValueError`` and nothing is added.
+        goals included) and carry their rewards; one that does not raises ``ValueError`` and nothing is added: the
+        call stores all its episodes or none. Box actions are given in the env's units and stored as SB3 stores
+        online ones, scaled to [-1, 1] by the action space's bounds.
 
         :param demonstrations: an :class:`~sb3_hir.episodes.Episode`, an imitation ``TrajectoryWithRew`` (Dict
             observations), a DAgger round file, round directory or scratch directory (every round), or a list of
             these. DAgger episodes are stored with the actions executed, not the expert's labels.
         """
         episodes = as_episodes(demonstrations)
+        if not episodes:
+            warnings.warn("add_demonstrations got no episodes: nothing was added", UserWarning, stacklevel=2)
+            return 0
         self.demonstrations.add(episodes, self)
-        if episodes and self.demo_ratio == 0.0:
+        if self.demo_ratio == 0.0:
             warnings.warn("demo_ratio is 0: the demonstrations are stored but not served; set demo_ratio "
                           "(replay_buffer_kwargs or buffer.demo_ratio)", UserWarning, stacklevel=2)
         return len(episodes)

@@ -215,7 +215,7 @@ def test_bad_demonstrations_raise_clear_errors_and_add_nothing() -> None:
     with pytest.raises(ValueError, match=r"observations\['goals'\] must have shape \(T\+1, \*\(2, 2\)\)"):
         buffer.add_demonstrations(wrong)
     bad_actions = Episode(good.observations, good.actions + 7, good.rewards, good.terminated, good.truncated)
-    with pytest.raises(ValueError, match=r"actions must be integers in \[0, 4\]"):
+    with pytest.raises(ValueError, match=r"actions must hold values in \[0, 4\] of Discrete\(5\)"):
         buffer.add_demonstrations(bad_actions)
     with pytest.raises(ValueError, match="must be an Episode, an imitation TrajectoryWithRew"):
         buffer.add_demonstrations([good, {"obs": 1}])
