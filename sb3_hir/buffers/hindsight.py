@@ -156,6 +156,10 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         ``np.random``, which SB3 seeds from the model's ``seed``.
     :param draws_per_episode: draws stored per episode for relabelers without a batched ``draw_goal_steps``.
     :param max_redraws: rounds of redrawing for relabeled transitions that are not admissible.
+    :param memory_layout: ``"compact"`` is ``optimize_memory_usage=True`` under a name no algorithm passes itself:
+        SBX's SAC, TQC, CrossQ and TD3 hand the buffer ``optimize_memory_usage=False`` and take no such argument, so
+        ``replay_buffer_kwargs=dict(memory_layout="compact")`` is how their users store observations once.
+        ``"full"`` stores them twice; None (default) follows ``optimize_memory_usage``.
     :param demo_ratio: share of each sampled batch served from the demonstrations added with
         :meth:`add_demonstrations` (0: stored, not served). While the online storage is still empty every row comes
         from them, so a model can be trained on demonstrations alone.
@@ -193,10 +197,12 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         draws_per_episode: int = 4,
         max_redraws: int = 8,
         demo_ratio: float = 0.0,
+        memory_layout: str | None = None,
     ) -> None:
         options = resolve_options(
             observation_space, env, type(self).__name__, self._her_drop_in, buffer_size=buffer_size, n_envs=n_envs,
-            optimize_memory_usage=optimize_memory_usage, handle_timeout_termination=handle_timeout_termination,
+            optimize_memory_usage=optimize_memory_usage, memory_layout=memory_layout,
+            handle_timeout_termination=handle_timeout_termination,
             n_sampled_goal=n_sampled_goal, goal_selection_strategy=goal_selection_strategy,
             copy_info_dict=copy_info_dict, terminate_on_success=terminate_on_success, relabeler=relabeler,
             strategy=strategy, goal_spec=goal_spec, relabel_ratio=relabel_ratio, goal_selection=goal_selection,
@@ -206,10 +212,10 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         DictReplayBuffer.__init__(self, buffer_size, observation_space, action_space, device=device, n_envs=n_envs,
                                   handle_timeout_termination=options.handle_timeout_termination)
         self.env = env
-        self.optimize_memory_usage = bool(optimize_memory_usage)
+        self.optimize_memory_usage = options.compact
         #: how observations are stored (``layout``): twice, as SB3 stores them, or once.
         achieved_key = options.relabeler.goal_spec.achieved_key
-        self._layout = CompactLayout(self, achieved_key) if optimize_memory_usage else FullLayout()
+        self._layout = CompactLayout(self, achieved_key) if options.compact else FullLayout()
         #: the env's compute_reward checked (GoalEnv mode): made once, at its first use (``serving``).
         self._reward_checked = False
         #: GoalEnv mode: ``observation`` / ``achieved_goal`` / ``desired_goal`` taken as they come (module docstring).
@@ -253,7 +259,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             goal_selection_strategy=goal_selection_strategy, copy_info_dict=copy_info_dict,
             terminate_on_success=self.terminate_on_success, relabel_ratio=relabel_ratio, goal_selection=goal_selection,
             n_steps=n_steps, gamma=gamma, draws_per_episode=draws_per_episode, max_redraws=max_redraws,
-            optimize_memory_usage=optimize_memory_usage,
+            optimize_memory_usage=options.compact,
             **(dict(goal_spec=goal_spec) if self.goal_env else dict(relabeler=self.relabeler)),
         )
         #: the demonstrations, apart from the circular storage (``demonstrations``).

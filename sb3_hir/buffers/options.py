@@ -18,7 +18,7 @@ import numpy as np
 from gymnasium import spaces
 
 from sb3_hir import resolvers
-from sb3_hir._validate import check_int, check_number
+from sb3_hir._validate import check_choice, check_int, check_number
 from sb3_hir.buffers.draws import DrawStrategy, ExactIndexDraw, FirstReachDraw, HerDraw, StoredDraws, WindowDraw
 from sb3_hir.buffers.episode_index import EpisodeIndex, GoalEnvEpisodeIndex
 from sb3_hir.buffers.goal_env import (
@@ -66,6 +66,24 @@ class BufferOptions:
     max_redraws: int
     copy_info_dict: bool
     handle_timeout_termination: bool
+    #: each observation stored once (``layout.CompactLayout``), from ``optimize_memory_usage`` or ``memory_layout``.
+    compact: bool = False
+
+
+#: ``memory_layout`` values: observations stored twice, as SB3 stores them, or once.
+MEMORY_LAYOUTS = ("full", "compact")
+
+
+def resolve_memory_layout(memory_layout: str | None, optimize_memory_usage: bool) -> bool:
+    """Whether observations are stored once. ``memory_layout`` reaches the layout where the algorithm does not
+    forward ``optimize_memory_usage`` (SBX's SAC, TQC, CrossQ and TD3 always pass False, and the name taken in
+    ``replay_buffer_kwargs`` collides with theirs); None follows ``optimize_memory_usage``."""
+    if memory_layout is None:
+        return bool(optimize_memory_usage)
+    check_choice(memory_layout, "memory_layout", MEMORY_LAYOUTS, hint="None: as optimize_memory_usage says")
+    if optimize_memory_usage and memory_layout == "full":
+        raise ValueError("memory_layout='full' contradicts optimize_memory_usage=True; give one of them")
+    return memory_layout == "compact"
 
 
 def resolve_options(
@@ -77,6 +95,7 @@ def resolve_options(
     buffer_size: int,
     n_envs: int,
     optimize_memory_usage: bool,
+    memory_layout: str | None = None,
     handle_timeout_termination: bool,
     n_sampled_goal: int | None,
     goal_selection_strategy: Any,
@@ -108,6 +127,7 @@ def resolve_options(
                          f"{terminate_on_success!r}")
     check_int(buffer_size, "buffer_size", 1)
     check_int(n_envs, "n_envs", 1)
+    compact = resolve_memory_layout(memory_layout, optimize_memory_usage)
     counts = dict(
         n_steps=check_int(n_steps, "n_steps", 1),
         draws_per_episode=check_int(draws_per_episode, "draws_per_episode", 1),
@@ -137,6 +157,7 @@ def resolve_options(
         gamma=float(gamma),
         copy_info_dict=bool(copy_info_dict),
         handle_timeout_termination=bool(handle_timeout_termination),
+        compact=compact,
         **counts,
     )
 

@@ -15,6 +15,7 @@ from stable_baselines3 import HerReplayBuffer as SB3HerReplayBuffer
 from stable_baselines3.common.envs import BitFlippingEnv
 
 from sb3_hir import HerReplayBuffer
+from sb3_hir.episodes import Episode
 
 sbx = pytest.importorskip("sbx", reason="SBX test: needs sbx-rl (the 'sbx' extra, installed in the current profile)")
 
@@ -70,3 +71,37 @@ def test_sbx_reads_our_n_step_discounts() -> None:
     window = model.replay_buffer.last_sample_info.window
     np.testing.assert_allclose(sample.discounts.numpy()[:, 0], 0.95 ** window, rtol=1e-6)
     assert (window > 1).any()
+
+
+def test_sbx_reaches_the_compact_layout_through_memory_layout() -> None:
+    """SBX's algorithms pass ``optimize_memory_usage=False`` themselves and take no such argument, so the name in
+    ``replay_buffer_kwargs`` collides; ``memory_layout="compact"`` reaches the layout, and serves what the full
+    layout serves."""
+    with pytest.raises(TypeError, match="multiple values for keyword argument 'optimize_memory_usage'"):
+        make_model("SAC", HerReplayBuffer, optimize_memory_usage=True)
+    models = {layout: make_model("SAC", HerReplayBuffer, memory_layout=layout) for layout in ("compact", "full")}
+    for model in models.values():
+        model.learn(120)
+    compact, full = models["compact"].replay_buffer, models["full"].replay_buffer
+    assert compact.optimize_memory_usage and not full.optimize_memory_usage
+    assert set(compact.observations) == {"observation", "desired_goal"} and set(compact.next_observations) == {
+        "achieved_goal"}
+    for key in full.observations:  # the same stream, so the same rows when served
+        np.testing.assert_array_equal(compact._layout.obs_rows(compact, key, np.arange(120)),
+                                      full.observations[key][:120, 0])
+    with pytest.raises(ValueError, match="memory_layout must be one of 'full', 'compact'; got 'small'"):
+        make_model("SAC", HerReplayBuffer, memory_layout="small")
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_sbx_trains_on_demonstrations_served_as_demo_ratio(algo: str) -> None:
+    """Demonstrations reach SBX as they reach SB3: stored scaled as SBX stores its own actions, served as
+    ``demo_ratio`` of each batch."""
+    model = make_model(algo, HerReplayBuffer, demo_ratio=0.25)
+    env = make_env()
+    expert = [Episode.record(env, lambda obs: np.where(obs["achieved_goal"] != obs["desired_goal"], 1.0, -1.0)
+                             .astype(np.float32), seed=seed) for seed in range(5)]
+    assert model.replay_buffer.add_demonstrations(expert) == 5
+    model.learn(120)
+    assert abs(model.replay_buffer.served_demo_share - 0.25) < 0.02
+    assert model.replay_buffer.demonstrations.buffer.actions[:4, 0].max() <= 1.0
