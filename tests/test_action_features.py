@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -304,3 +306,96 @@ def test_generic_table_works_on_an_env_without_declarations():
     np.testing.assert_array_equal(obs["effects"][1], [1, 1, 1, 1, 0])
     obs, *_ = env.step(1)  # no change again: the effect stays known
     np.testing.assert_array_equal(obs["effects"][1], [1, 1, 1, 1, 1])
+
+
+def snapshot(tracker) -> dict:
+    """Every attribute of a tracker, copied, to assert that a refused call changed nothing."""
+    return copy.deepcopy(vars(tracker))
+
+
+def assert_unchanged(tracker, before: dict) -> None:
+    after = vars(tracker)
+    assert after.keys() == before.keys()
+    for name, value in before.items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(after[name], value, err_msg=name)
+        else:
+            assert after[name] == value, name
+
+
+def test_move_belief_on_an_env_that_is_no_mazerunner_names_the_missing_obs_key():
+    from stable_baselines3.common.envs import BitFlippingEnv
+
+    env = ActionFeaturesWrapper(BitFlippingEnv(n_bits=5), lambda env: MoveBelief(7))
+    belief = env.features
+    before = snapshot(belief)
+    with pytest.raises(ValueError, match=r"MoveBelief needs MazeRunner's observation, a dict with an 'obs' key .*"
+                                         r"got keys \['observation', 'achieved_goal', 'desired_goal'\]"):
+        env.reset(seed=0)
+    assert_unchanged(belief, before)
+    with pytest.raises(RuntimeError, match="before reset"):  # the wrapper did not start either
+        env.step(0)
+    with pytest.raises(ValueError, match=r"a dict with an 'obs' key .*got a ndarray"):
+        belief.reset(np.zeros(7, np.float32))
+    with pytest.raises(ValueError, match=r"obs\['obs'\] must be MazeRunner's.*got shape \(2, 7\)"):
+        belief.reset({"obs": np.zeros((2, 7), np.float32)})
+    with pytest.raises(ValueError, match=r"obs\['obs'\] must be MazeRunner's.*got shape \(7,\), dtype <U1"):
+        belief.reset({"obs": np.array(list("abcdefg"))})
+    assert_unchanged(belief, before)
+
+
+def test_move_belief_of_another_maze_size_names_the_envs():
+    env = ActionFeaturesWrapper(MazeRunnerEnv(maze_dim=9, num_goals=2), lambda env: MoveBelief(7))
+    before = snapshot(env.features)
+    with pytest.raises(ValueError, match=r"maze_dim=7 does not match the env's maze: obs\['obs'\]\[:6\] \* 7 = "
+                                         r"\[5\.444, .*not cells of a 7x7 maze; it fits maze_dim=9"):
+        env.reset(seed=0)
+    assert_unchanged(env.features, before)
+    # a multiple of the env's side fits every position; the first move (3 of its cells) gives it away
+    env = MazeRunnerEnv(maze_dim=5, num_goals=2, randomized_actions=False)
+    obs, _ = env.reset(seed=0)
+    belief = MoveBelief(15)
+    belief.reset(obs)
+    north = 1  # the spawn area of a 5x5 maze is open to the north
+    obs, *_ = env.step(north)
+    before = snapshot(belief)
+    with pytest.raises(ValueError, match=r"maze_dim=15 does not match the env's maze: action 1 moved the agent by "
+                                         r"\(-3, 0\) cells, and MazeRunner's moves are one cell"):
+        belief.update(north, obs)
+    assert_unchanged(belief, before)
+    right = MoveBelief(5)
+    right.reset(env.reset(seed=0)[0])
+    assert right.update(north, env.step(north)[0])[north].tolist() == [0, 1, 0, 0, 0, 1]
+
+
+@pytest.mark.parametrize(("args", "match"), [
+    ((7.0,), r"maze_dim must be an int >= 5; got 7\.0 \(the env's maze_dim\)"),
+    ((3,), r"maze_dim must be an int >= 5; got 3"),
+    ((True,), r"maze_dim must be an int >= 5; got True"),
+    ((8,), r"maze_dim must be odd, as MazeRunner's are"),
+    ((7, 5.0), r"n_actions must be 5 \(MazeRunner's moves\); got 5\.0"),
+    ((7, 4), r"n_actions must be 5 \(MazeRunner's moves\); got 4"),
+])
+def test_move_belief_bad_arguments(args, match):
+    with pytest.raises(ValueError, match=match):
+        MoveBelief(*args)
+
+
+def test_move_belief_update_refuses_a_bad_action_or_a_missing_key_and_changes_nothing():
+    env = MazeRunnerEnv(maze_dim=7, num_goals=2)
+    obs, _ = env.reset(seed=0)
+    belief = MoveBelief(7)
+    with pytest.raises(RuntimeError, match=r"MoveBelief\.update\(\) was called before reset\(\)"):
+        belief.update(0, obs)
+    belief.reset(obs)
+    obs, *_ = env.step(1)
+    before = snapshot(belief)
+    for action in (5, -1, 1.0, True, "1", None):
+        with pytest.raises(ValueError, match=r"action must be an int in \[0, 5\); got"):
+            belief.update(action, obs)
+        assert_unchanged(belief, before)
+    with pytest.raises(ValueError, match=r"MoveBelief needs MazeRunner's observation, a dict with an 'obs' key; got "
+                                         r"\['goals'\]"):
+        belief.update(1, {"goals": obs["goals"]})
+    assert_unchanged(belief, before)
+    assert belief.update(np.int64(1), obs)[1, -1] == 1.0  # numpy ints are ints
