@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sb3_hir._validate import check_int, check_space_values
 from sb3_hir.extras import require
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class Episode:
     :param rewards: shape ``(T,)``, stored as float32.
     :param terminated: shape ``(T,)`` bool; only the last step may be True.
     :param truncated: shape ``(T,)`` bool; only the last step may be True.
-    :param infos: one info dict per transition, or None.
+    :param infos: one info dict (any Mapping) per transition, or None.
     """
 
     observations: dict[str, np.ndarray]
@@ -87,6 +88,9 @@ class Episode:
             self.infos = list(self.infos)
             if len(self.infos) != length:
                 raise ValueError(f"infos must hold T = {length} dicts or be None, got {len(self.infos)}")
+            for t, info in enumerate(self.infos):
+                if not isinstance(info, Mapping):
+                    raise ValueError(f"infos[{t}] must be a dict (a Mapping), got {type(info).__name__}")
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -165,14 +169,33 @@ class Episode:
 
     @classmethod
     def record(cls, env: gym.Env, policy: Callable[[dict[str, np.ndarray]], Any], *, seed: int | None = None,
-               info_keys: Sequence[str] = ()) -> Episode:
+               info_keys: Sequence[str] = (), max_steps: int | None = None) -> Episode:
         """Play one episode of ``env`` from ``env.reset(seed=seed)``, acting ``policy(observation)``.
 
         How scripted experts become demonstrations: the env's own terminated / truncated flags are kept (a time
         limit stays a truncation), and ``info_keys`` of each step's info are kept (infos are ``None`` without).
+        Every action is checked against ``env.action_space`` before the env is stepped with it, so a demonstration
+        never holds an action the learner could not take.
 
-        :raises ValueError: the env's observations are not dicts.
+        :param info_keys: info keys to keep, e.g. ``("is_success",)`` (a sequence: a bare str would be its letters).
+        :param max_steps: the most steps to play; when reached before the env ends, the last step is truncated, as
+            gymnasium's ``TimeLimit`` marks it. Default: the ``max_episode_steps`` of a ``TimeLimit`` in the env's
+            wrapper chain (or its ``spec``), so an env that never ends cannot fill memory.
+        :raises ValueError: the env's observations are not dicts, no step limit is known, an argument is malformed,
+            or the policy gives an action outside the action space.
         """
+        if isinstance(info_keys, str) or not isinstance(info_keys, Sequence) \
+                or not all(isinstance(key, str) for key in info_keys):
+            hint = f"; to keep one key write ({info_keys!r},)" if isinstance(info_keys, str) else ""
+            raise ValueError(f"info_keys must be a sequence of str info keys, such as ('is_success',); "
+                             f"got {info_keys!r}{hint}")
+        limit = _time_limit(env) if max_steps is None else check_int(max_steps, "max_steps", 1)
+        if limit is None:
+            raise ValueError(
+                f"max_steps is needed: {type(env.unwrapped).__name__} has no TimeLimit wrapper or "
+                "spec.max_episode_steps, so an episode that never ends would be recorded until memory runs out; "
+                "pass max_steps=... or wrap the env in gymnasium.wrappers.TimeLimit"
+            )
         obs, _ = env.reset(seed=seed)
         if not isinstance(obs, Mapping):
             raise ValueError(f"env must have Dict observations to record an Episode, got {type(obs).__name__} "
@@ -182,7 +205,10 @@ class Episode:
         done = False
         while not done:
             action = policy(obs)
+            _check_action(action, env.action_space, f"policy's action at step {len(actions)}")
             obs, reward, term, trunc, info = env.step(action)
+            if not (term or trunc) and len(actions) + 1 >= limit:
+                trunc = True  # the cap reached: a time limit, as TimeLimit would mark it
             done = bool(term or trunc)
             for key, value in obs.items():
                 seen[key].append(value)
@@ -193,3 +219,35 @@ class Episode:
             infos.append({key: info[key] for key in info_keys if key in info})
         return cls({key: np.array(values) for key, values in seen.items()}, np.array(actions), np.array(rewards),
                    np.array(terminated), np.array(truncated), infos if info_keys else None)
+
+
+def _time_limit(env: gym.Env) -> int | None:
+    """The tightest ``TimeLimit`` in ``env``'s wrapper chain, else ``env.spec.max_episode_steps``, else None."""
+    from gymnasium.wrappers import TimeLimit
+
+    limits, current = [], env
+    while current is not None:
+        if isinstance(current, TimeLimit):
+            limits.append(int(current._max_episode_steps))
+        current = getattr(current, "env", None)
+    spec = getattr(env, "spec", None)
+    if not limits and spec is not None and spec.max_episode_steps is not None:
+        limits.append(int(spec.max_episode_steps))
+    return min(limits) if limits else None
+
+
+def _check_action(action: Any, space: gym.Space, name: str) -> None:
+    """Refuse ``action`` unless ``space`` holds it: the shape, then the values (finite, integral, within bounds)."""
+    from gymnasium import spaces
+
+    if isinstance(space, spaces.Discrete):
+        if np.size(action) != 1:
+            raise ValueError(f"{name} must be one int of {space}; got {action!r}")
+    elif isinstance(space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
+        if np.shape(action) != space.shape:
+            raise ValueError(f"{name} must have the shape {space.shape} of {space}; got shape {np.shape(action)}")
+    else:
+        if not space.contains(action):
+            raise ValueError(f"{name} must be in the action space {space}; got {action!r}")
+        return
+    check_space_values(np.asarray(action)[None], space, name, bounds=True)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pickle
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -304,3 +307,217 @@ def test_generic_table_works_on_an_env_without_declarations():
     np.testing.assert_array_equal(obs["effects"][1], [1, 1, 1, 1, 0])
     obs, *_ = env.step(1)  # no change again: the effect stays known
     np.testing.assert_array_equal(obs["effects"][1], [1, 1, 1, 1, 1])
+
+
+def snapshot(tracker) -> bytes:
+    """Every attribute of a tracker, pickled, to assert that a refused call changed nothing."""
+    return pickle.dumps(tracker)
+
+
+def assert_unchanged(tracker, before: bytes) -> None:
+    assert pickle.dumps(tracker) == before
+
+
+def test_move_belief_on_an_env_that_is_no_mazerunner_names_the_missing_obs_key():
+    from stable_baselines3.common.envs import BitFlippingEnv
+
+    env = ActionFeaturesWrapper(BitFlippingEnv(n_bits=5), lambda env: MoveBelief(7))
+    belief = env.features
+    before = snapshot(belief)
+    with pytest.raises(ValueError, match=r"MoveBelief needs MazeRunner's observation, a dict with an 'obs' key .*"
+                                         r"got keys \['observation', 'achieved_goal', 'desired_goal'\]"):
+        env.reset(seed=0)
+    assert_unchanged(belief, before)
+    with pytest.raises(RuntimeError, match="before reset"):  # the wrapper did not start either
+        env.step(0)
+    with pytest.raises(ValueError, match=r"a dict with an 'obs' key .*got a ndarray"):
+        belief.reset(np.zeros(7, np.float32))
+    with pytest.raises(ValueError, match=r"obs\['obs'\] must be MazeRunner's.*got shape \(2, 7\)"):
+        belief.reset({"obs": np.zeros((2, 7), np.float32)})
+    with pytest.raises(ValueError, match=r"obs\['obs'\] must be MazeRunner's.*got shape \(7,\), dtype <U1"):
+        belief.reset({"obs": np.array(list("abcdefg"))})
+    assert_unchanged(belief, before)
+
+
+def test_move_belief_of_another_maze_size_names_the_envs():
+    env = ActionFeaturesWrapper(MazeRunnerEnv(maze_dim=9, num_goals=2), lambda env: MoveBelief(7))
+    before = snapshot(env.features)
+    with pytest.raises(ValueError, match=r"maze_dim=7 does not match the env's maze: obs\['obs'\]\[:6\] \* 7 = "
+                                         r"\[5\.444, .*not cells of a 7x7 maze; it fits maze_dim=9"):
+        env.reset(seed=0)
+    assert_unchanged(env.features, before)
+    # a multiple of the env's side fits every position; the first move (3 of its cells) gives it away
+    env = MazeRunnerEnv(maze_dim=5, num_goals=2, randomized_actions=False)
+    obs, _ = env.reset(seed=0)
+    belief = MoveBelief(15)
+    belief.reset(obs)
+    north = 1  # the spawn area of a 5x5 maze is open to the north
+    obs, *_ = env.step(north)
+    before = snapshot(belief)
+    with pytest.raises(ValueError, match=r"maze_dim=15 does not match the env's maze: action 1 moved the agent by "
+                                         r"\(-3, 0\) cells, and MazeRunner's moves are one cell"):
+        belief.update(north, obs)
+    assert_unchanged(belief, before)
+    right = MoveBelief(5)
+    right.reset(env.reset(seed=0)[0])
+    assert right.update(north, env.step(north)[0])[north].tolist() == [0, 1, 0, 0, 0, 1]
+
+
+@pytest.mark.parametrize(("args", "match"), [
+    ((7.0,), r"maze_dim must be an int >= 5; got 7\.0 \(the env's maze_dim\)"),
+    ((3,), r"maze_dim must be an int >= 5; got 3"),
+    ((True,), r"maze_dim must be an int >= 5; got True"),
+    ((8,), r"maze_dim must be odd, as MazeRunner's are"),
+    ((7, 5.0), r"n_actions must be 5 \(MazeRunner's moves\); got 5\.0"),
+    ((7, 4), r"n_actions must be 5 \(MazeRunner's moves\); got 4"),
+])
+def test_move_belief_bad_arguments(args, match):
+    with pytest.raises(ValueError, match=match):
+        MoveBelief(*args)
+
+
+def test_move_belief_update_refuses_a_bad_action_or_a_missing_key_and_changes_nothing():
+    env = MazeRunnerEnv(maze_dim=7, num_goals=2)
+    obs, _ = env.reset(seed=0)
+    belief = MoveBelief(7)
+    with pytest.raises(RuntimeError, match=r"MoveBelief\.update\(\) was called before reset\(\)"):
+        belief.update(0, obs)
+    belief.reset(obs)
+    obs, *_ = env.step(1)
+    before = snapshot(belief)
+    for action in (5, -1, 1.0, True, "1", None):
+        with pytest.raises(ValueError, match=r"action must be an int in \[0, 5\); got"):
+            belief.update(action, obs)
+        assert_unchanged(belief, before)
+    with pytest.raises(ValueError, match=r"MoveBelief needs MazeRunner's observation, a dict with an 'obs' key; got "
+                                         r"\['goals'\]"):
+        belief.update(1, {"goals": obs["goals"]})
+    assert_unchanged(belief, before)
+    assert belief.update(np.int64(1), obs)[1, -1] == 1.0  # numpy ints are ints
+
+
+# ---------------------------------------------------------------------------------------------------- clock columns
+class AmagoMazeRunner(MazeRunnerEnv):
+    """MazeRunner as AMAGO ships it: ``timer / time_limit`` in ``obs[6]`` and no declared effect columns."""
+
+    effect_columns = None
+
+
+def test_effect_table_leaves_a_clock_out_and_reads_a_blocked_try_as_without_effect():
+    """Without declared columns the clock in obs[6] moved on every step, so a wall bump read as an effect and
+    overwrote the action's known move; found as a clock, it leaves the table that declared columns give."""
+    env = ActionEffectWrapper(AmagoMazeRunner(maze_dim=7, num_goals=2, time_limit=40, randomized_actions=True))
+    declared_columns = EffectTable(env.unwrapped, columns=range(6))  # row, column and the four wall sensors
+    every_column = EffectTable(env.unwrapped, columns=range(7))  # the table before: the clock counts
+    rng = np.random.default_rng(0)
+    found_at, blocked_after_a_move, differs = None, 0, 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for episode in range(4):
+            obs, _ = env.reset(seed=episode)
+            declared_columns.reset(obs)
+            every_column.reset(obs)
+            done, step = False, 0
+            while not done:
+                action = int(rng.integers(5))
+                before, row = obs["obs"], obs["effects"][action].copy()
+                row_is_clean = bool(env.features.clock_columns)  # built without the clock
+                obs, _, terminated, truncated, _ = env.step(action)
+                expected = declared_columns.update(action, obs)
+                differs += not np.array_equal(every_column.update(action, obs), expected)
+                step += 1
+                if found_at is None and env.features.clock_columns:
+                    found_at = (episode, step)
+                if found_at is not None:
+                    np.testing.assert_array_equal(obs["effects"], expected)
+                    # a known move, then a bump: seen without effect, the move kept
+                    if row_is_clean and row[8] == 1.0 and np.array_equal(obs["obs"][:6], before[:6]):
+                        assert obs["effects"][action, 9] == 1.0
+                        np.testing.assert_array_equal(obs["effects"][action, :9], row[:9])
+                        blocked_after_a_move += 1
+                done = terminated or truncated
+    assert found_at == (0, 8)  # the first CLOCK_STEPS steps
+    assert env.features.clock_columns == (6,)
+    clock_warnings = [w for w in caught if "a clock, not an effect" in str(w.message)]
+    assert len(clock_warnings) == 1
+    assert "columns [6] of keys ['obs'] changed by the same amount on each of the first 8 steps" in \
+        str(clock_warnings[0].message)
+    assert blocked_after_a_move >= 5 and differs >= 5  # the case, and the fault it had without the search
+
+
+def test_effect_table_finds_no_clock_where_none_is_and_stays_as_it_was():
+    """The achieved cell has no clock: after the search every column still counts, byte for byte as given."""
+    env = ActionEffectWrapper(MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=30, randomized_actions=True),
+                              keys=("achieved",))
+    given = EffectTable(env.unwrapped, keys=("achieved",), columns=[0, 1])
+    rng = np.random.default_rng(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for episode in range(2):
+            obs, _ = env.reset(seed=episode)
+            np.testing.assert_array_equal(given.reset(obs), obs["effects"])
+            done = False
+            while not done:
+                action = int(rng.integers(5))
+                obs, _, terminated, truncated, _ = env.step(action)
+                np.testing.assert_array_equal(given.update(action, obs), obs["effects"])
+                done = terminated or truncated
+    assert env.features.clock_columns == () and env.features.columns.tolist() == [0, 1]
+    env = ActionEffectWrapper(AmagoMazeRunner(maze_dim=7, num_goals=2), columns=[0, 1])  # columns given: no search
+    env.reset(seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for action in [0, 1, 2, 3, 4] * 4:
+            env.step(action)
+    assert env.features.clock_columns == ()
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    (dict(columns=[[0, 1]]), ValueError, r"columns must be one or more int indices into the 7 flattened columns"),
+    (dict(columns=3), ValueError, r"columns must be one or more int indices.*got 3"),
+    (dict(columns="01"), ValueError, r"columns must be one or more int indices.*got '01'"),
+    (dict(columns=[0.0, 1.0]), ValueError, r"columns must be one or more int indices"),
+    (dict(columns=[True, False]), ValueError, r"columns must be one or more int indices"),
+    (dict(atol=-1.0), ValueError, r"atol must be a finite number >= 0; got -1\.0"),
+    (dict(atol=True), ValueError, r"atol must be a finite number >= 0; got True"),
+    (dict(atol=float("inf")), ValueError, r"atol must be a finite number >= 0; got inf"),
+])
+def test_effect_table_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        EffectTable(MazeRunnerEnv(maze_dim=7, num_goals=2), **kwargs)
+
+
+def test_effect_table_reset_and_update_refuse_bad_input_and_change_nothing():
+    env = MazeRunnerEnv(maze_dim=7, num_goals=2)
+    table = EffectTable(env)
+    obs, _ = env.reset(seed=0)
+    with pytest.raises(RuntimeError, match=r"EffectTable\.update\(\) was called before reset\(\)"):
+        table.update(0, obs)
+    table.reset(obs)
+    obs, *_ = env.step(1)
+    table.update(1, obs)
+    before = snapshot(table)
+    for bad in ({"goals": obs["goals"]}, {"obs": np.zeros(3, np.float32)}, np.zeros(7, np.float32)):
+        with pytest.raises(ValueError, match=r"obs must be a dict holding the keys \['obs'\] with 7 numbers in all"):
+            table.reset(bad)
+        assert_unchanged(table, before)
+    with pytest.raises(ValueError, match=r"with 7 numbers in all, as the env's observation space gave them; got 1 "
+                                         r"numbers"):
+        table.update(0, {"obs": np.zeros(1, np.float32)})  # broadcast silently before
+    for action in (5, -1, 1.0, True, "1"):
+        with pytest.raises(ValueError, match=r"action must be an int in \[0, 5\) \(the env's Discrete actions\)"):
+            table.update(action, obs)
+    assert_unchanged(table, before)
+    assert table.update(np.int64(1), obs)[1, 7] == 1.0
+    with pytest.raises(TypeError, match=r"env must be a gymnasium\.Env; got str"):
+        EffectTable("MazeRunner-v0")
+
+
+def test_features_wrapper_refuses_a_table_that_does_not_fit_the_env():
+    with pytest.raises(TypeError, match=r"env must be a gymnasium\.Env; got DummyVecEnv"):
+        ActionEffectWrapper(make_vec_env(lambda: MazeRunnerEnv(maze_dim=7, num_goals=2), n_envs=1))
+    with pytest.raises(ValueError, match=r"features gave a table of shape \(5, 6\), whose 5 rows must be the env's 2 "
+                                         r"actions \(Discrete\(2\)\)"):
+        ActionFeaturesWrapper(CartPoleDict(), lambda env: MoveBelief(7))
+    with pytest.raises(ValueError, match=r"env\.action_space must be Discrete to keep one row per action; got Box"):
+        ActionFeaturesWrapper(MazeRunnerEnv(maze_dim=7, num_goals=2, continuous=True), lambda env: MoveBelief(7))

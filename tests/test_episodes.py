@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium import spaces
+from gymnasium.envs.registration import EnvSpec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -83,6 +86,8 @@ def test_instruction_is_the_first_goal_observation() -> None:
         ({"terminated": np.array([0, 1, 0, 1], bool)}, r"terminated may only be True at the last step.*\[1\]"),
         ({"truncated": np.array([1, 0, 0, 0], bool)}, r"truncated may only be True at the last step.*\[0\]"),
         ({"infos": [{}] * 3}, "infos must hold T = 4"),
+        ({"infos": [{}, {}, ("is_success", True), {}]}, r"infos\[2\] must be a dict \(a Mapping\), got tuple"),
+        ({"infos": [{}, None, {}, {}]}, r"infos\[1\] must be a dict \(a Mapping\), got NoneType"),
     ],
 )
 def test_bad_shapes_name_the_field(change: dict, match: str) -> None:
@@ -199,7 +204,7 @@ def test_record_keeps_the_envs_steps_and_end_flags() -> None:
         return int(differ[0]) if len(differ) else 0
 
     seed = next(s for s in range(100) if (env.reset(seed=s)[0]["achieved_goal"] == 0).sum() >= 2)
-    episode = Episode.record(env, expert, seed=seed, info_keys=("is_success",))
+    episode = Episode.record(env, expert, seed=seed, info_keys=("is_success",), max_steps=env.max_steps)
     start, _ = env.reset(seed=seed)
     assert np.array_equal(episode.observations["desired_goal"][0], start["desired_goal"])
     assert len(episode) == int((start["achieved_goal"] != start["desired_goal"]).sum())
@@ -213,14 +218,117 @@ def test_record_keeps_the_envs_steps_and_end_flags() -> None:
         assert np.array_equal(obs["achieved_goal"], episode.observations["achieved_goal"][t + 1])
         assert reward == episode.rewards[t]
 
-    stuck = Episode.record(env, lambda obs: 0, seed=seed)
+    stuck = Episode.record(env, lambda obs: 0, seed=seed, max_steps=50)
     # flipping bit 0 back and forth never fixes the other differing bit: the time limit cuts the episode
     assert len(stuck) == 5 and stuck.infos is None
     assert stuck.truncated[-1] and not stuck.terminated[-1]
 
 
 def test_record_refuses_an_env_without_dict_observations() -> None:
-    import gymnasium as gym
-
     with pytest.raises(ValueError, match="Dict observations"):
         Episode.record(gym.make("CartPole-v1"), lambda obs: 0, seed=0)
+
+
+class Endless(gym.Env):
+    """A Dict env that never ends by itself and counts the calls made to it."""
+
+    observation_space = spaces.Dict({"obs": spaces.Box(0.0, np.inf, (1,), np.float32)})
+    action_space = spaces.Discrete(3)
+
+    def __init__(self) -> None:
+        self.resets = 0
+        self.actions: list = []
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.resets += 1
+        self.actions = []
+        return {"obs": np.zeros(1, np.float32)}, {"is_success": False}
+
+    def step(self, action):
+        self.actions.append(action)
+        return {"obs": np.full(1, len(self.actions), np.float32)}, 0.0, False, False, {"is_success": False}
+
+
+gym.register("sb3_hir_test/Endless-v0", entry_point=Endless, max_episode_steps=6)
+
+
+def test_record_caps_an_env_that_never_ends_and_marks_the_cut_truncated() -> None:
+    env = Endless()
+    episode = Episode.record(env, lambda obs: 1, seed=0, max_steps=7, info_keys=["is_success"])
+    assert len(episode) == 7 and len(env.actions) == 7
+    np.testing.assert_array_equal(episode.truncated, [False] * 6 + [True])
+    assert not episode.terminated.any()
+    np.testing.assert_array_equal(episode.observations["obs"][:, 0], np.arange(8))
+    assert episode.infos == [{"is_success": False}] * 7
+
+
+def test_record_takes_its_cap_from_the_time_limit_wrapper_or_the_spec() -> None:
+    wrapped = gym.wrappers.TimeLimit(gym.wrappers.TimeLimit(Endless(), 9), 4)  # the tighter limit holds
+    episode = Episode.record(wrapped, lambda obs: 0, seed=0)
+    assert len(episode) == 4 and episode.truncated[-1] and not episode.terminated[-1]
+    made = gym.make("sb3_hir_test/Endless-v0")
+    assert len(Episode.record(made, lambda obs: 0, seed=0)) == 6  # gym.make's TimeLimit
+    bare = Endless()  # an env that states its limit in its spec and has no TimeLimit to enforce it
+    bare.spec = EnvSpec("sb3_hir_test/Endless-v0", entry_point=Endless, max_episode_steps=6)
+    from_spec = Episode.record(bare, lambda obs: 0, seed=0)
+    assert len(from_spec) == 6 and from_spec.truncated[-1]  # no TimeLimit to cut it: the cap marks it
+    assert len(Episode.record(wrapped, lambda obs: 0, seed=0, max_steps=2)) == 2  # max_steps wins when tighter
+    assert len(Episode.record(wrapped, lambda obs: 0, seed=0, max_steps=100)) == 4  # the env's own limit first
+
+
+def test_record_without_a_step_limit_asks_for_max_steps_and_leaves_the_env_alone() -> None:
+    env = Endless()
+    with pytest.raises(ValueError, match=r"max_steps is needed: Endless has no TimeLimit.*pass max_steps=\.\.\. "
+                                         r"or wrap the env in gymnasium\.wrappers\.TimeLimit"):
+        Episode.record(env, lambda obs: 0, seed=0)
+    assert env.resets == 0
+
+
+@pytest.mark.parametrize("max_steps", [0, -3, 2.5, True, "10"])
+def test_record_max_steps_must_be_a_positive_int(max_steps) -> None:
+    env = Endless()
+    with pytest.raises(ValueError, match=r"max_steps must be an int >= 1; got"):
+        Episode.record(env, lambda obs: 0, max_steps=max_steps)
+    assert env.resets == 0
+
+
+@pytest.mark.parametrize(("info_keys", "match"), [
+    ("is_success", r"info_keys must be a sequence of str info keys.*got 'is_success'; to keep one key write "
+                   r"\('is_success',\)"),
+    ([1], r"info_keys must be a sequence of str info keys, such as \('is_success',\); got \[1\]"),
+    ({"is_success"}, r"info_keys must be a sequence of str info keys.*got \{'is_success'\}"),
+])
+def test_record_info_keys_must_be_a_sequence_of_str(info_keys, match: str) -> None:
+    env = Endless()
+    with pytest.raises(ValueError, match=match):
+        Episode.record(env, lambda obs: 0, info_keys=info_keys, max_steps=3)
+    assert env.resets == 0
+
+
+@pytest.mark.parametrize(("bad", "match"), [
+    (3, r"policy's action at step 2 must hold values in \[0, 2\] of Discrete\(3\); got 3"),
+    (-1, r"policy's action at step 2 must hold values in \[0, 2\] of Discrete\(3\); got -1"),
+    (1.5, r"policy's action at step 2 must hold integers .* of Discrete\(3\); got 1\.5"),
+    (np.array([1, 2]), r"policy's action at step 2 must be one int of Discrete\(3\)"),
+    ("1", r"policy's action at step 2 must hold numbers of Discrete\(3\)"),
+])
+def test_record_refuses_a_discrete_action_outside_the_space_before_stepping_with_it(bad, match: str) -> None:
+    env = Endless()
+    with pytest.raises(ValueError, match=match):
+        Episode.record(env, lambda obs: bad if obs["obs"][0] == 2 else 0, max_steps=10)
+    assert env.actions == [0, 0]  # the two good actions were played; the bad one never reached env.step
+
+
+@pytest.mark.parametrize(("bad", "match"), [
+    (np.array([1.0, 1.5, -1.0], np.float32), r"policy's action at step 0 must hold values in \[-1, 1\] of Box"),
+    (np.array([1.0, np.nan, -1.0], np.float32), r"policy's action at step 0 must hold finite values of Box"),
+    (np.ones(4, np.float32), r"policy's action at step 0 must have the shape \(3,\) of Box.*got shape \(4,\)"),
+])
+def test_record_refuses_a_box_action_outside_the_space(bad, match: str) -> None:
+    from stable_baselines3.common.envs import BitFlippingEnv
+
+    env = BitFlippingEnv(n_bits=3, continuous=True, max_steps=3)
+    with pytest.raises(ValueError, match=match):
+        Episode.record(env, lambda obs: bad, seed=0, max_steps=3)
+    assert env.current_step == 0  # reset, never stepped

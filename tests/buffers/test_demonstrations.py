@@ -242,7 +242,7 @@ def bit_flipping_demos(env: BitFlippingEnv, n: int) -> list[Episode]:
         differ = np.flatnonzero(obs["achieved_goal"] != obs["desired_goal"])
         return int(differ[0]) if len(differ) else 0
 
-    return [Episode.record(env, flip_first_difference, seed=seed) for seed in range(n)]
+    return [Episode.record(env, flip_first_difference, seed=seed, max_steps=env.max_steps) for seed in range(n)]
 
 
 def test_her_drop_in_with_dqn_trains_on_demonstrations_and_saves_them(tmp_path) -> None:

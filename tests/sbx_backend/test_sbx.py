@@ -100,7 +100,7 @@ def test_sbx_trains_on_demonstrations_served_as_demo_ratio(algo: str) -> None:
     model = make_model(algo, HerReplayBuffer, demo_ratio=0.25)
     env = make_env()
     expert = [Episode.record(env, lambda obs: np.where(obs["achieved_goal"] != obs["desired_goal"], 1.0, -1.0)
-                             .astype(np.float32), seed=seed) for seed in range(5)]
+                             .astype(np.float32), seed=seed, max_steps=env.max_steps) for seed in range(5)]
     assert model.replay_buffer.add_demonstrations(expert) == 5
     model.learn(120)
     assert abs(model.replay_buffer.served_demo_share - 0.25) < 0.02
