@@ -7,6 +7,7 @@ asked for: ``True`` is an ``int`` to Python but never a meant count.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable
 from numbers import Integral, Real
@@ -17,7 +18,7 @@ from gymnasium import spaces
 
 T = TypeVar("T")
 
-__all__ = ["check_choice", "check_int", "check_keys", "check_number", "check_space_values"]
+__all__ = ["check_choice", "check_int", "check_keys", "check_number", "check_space_values", "describe"]
 
 
 def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | None = None, hint: str = "") -> int:
@@ -98,7 +99,7 @@ def check_space_values(values: Any, space: spaces.Space, name: str, *, bounds: b
     """
     array = np.asarray(values)
     if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
-        raise ValueError(f"{name} must hold numbers of {space}; got an array of dtype {array.dtype}")
+        raise ValueError(f"{name} must hold numbers of {describe(space)}; got an array of dtype {array.dtype}")
     if array.size == 0:
         return array
     flat = array.reshape(len(array), -1) if array.ndim else array.reshape(1, 1)
@@ -115,6 +116,12 @@ def check_space_values(values: Any, space: spaces.Space, name: str, *, bounds: b
         if outside.any():
             _refuse(name, space, outside, flat, f"values in [{_short(low)}, {_short(high)}]")
     return array
+
+
+def describe(space: spaces.Space) -> str:
+    """``repr(space)`` without touching ``space``: gymnasium 1.x caches a Box's bound strings on it at the first
+    ``repr``, and a rejected call must leave the objects it was given byte for byte as they were."""
+    return repr(copy.copy(space))
 
 
 def _limits(space: spaces.Space, bounds: bool) -> tuple[Any, Any]:
@@ -140,7 +147,7 @@ def _limits(space: spaces.Space, bounds: bool) -> tuple[Any, Any]:
 def _refuse(name: str, space: spaces.Space, bad: np.ndarray, flat: np.ndarray, accepted: str) -> None:
     row, column = (int(i) for i in np.argwhere(bad)[0])
     raise ValueError(
-        f"{name} must hold {accepted} of {space}; got {flat[row, column].item()!r} at [{row}] "
+        f"{name} must hold {accepted} of {describe(space)}; got {flat[row, column].item()!r} at [{row}] "
         f"({int(bad.any(axis=1).sum())} of {len(flat)} entries are outside it)"
     )
 

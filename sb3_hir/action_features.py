@@ -34,7 +34,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from sb3_hir._validate import check_choice, check_number
+from sb3_hir._validate import check_choice, check_number, describe
 from sb3_hir.contract import ACTION_FEATURES, EFFECT_COLUMNS, declared
 from sb3_hir.history import goal_free_keys
 
@@ -117,7 +117,7 @@ class EffectTable:
             raise TypeError(f"env must be a gymnasium.Env; got {type(env).__name__}")
         if not isinstance(env.action_space, spaces.Discrete):
             raise ValueError(
-                f"env.action_space must be Discrete to keep one effect per action; got {env.action_space!r}"
+                f"env.action_space must be Discrete to keep one effect per action; got {describe(env.action_space)}"
             )
         self.keys, lows, highs = _flat_keys(env, keys)
         width = int(sum(low.size for low in lows))
@@ -247,7 +247,7 @@ class ActionFeaturesWrapper(gym.Wrapper):
         super().__init__(env)
         space = env.observation_space
         if not isinstance(space, spaces.Dict):
-            raise ValueError(f"env must have a Dict observation space to add a {key!r} key to; got {space!r}")
+            raise ValueError(f"env must have a Dict observation space to add a {key!r} key to; got {describe(space)}")
         if not isinstance(key, str) or key in space.spaces:
             raise ValueError(f"key must be a str not already in the observation space {list(space.spaces)}; "
                              f"got {key!r}")
@@ -257,10 +257,11 @@ class ActionFeaturesWrapper(gym.Wrapper):
             raise TypeError(f"features must give an ActionFeatures (space: a (n_actions, d) Box, reset, update); "
                             f"got {tracker!r}")
         if not isinstance(env.action_space, spaces.Discrete):
-            raise ValueError(f"env.action_space must be Discrete to keep one row per action; got {env.action_space!r}")
+            raise ValueError("env.action_space must be Discrete to keep one row per action; got "
+                             f"{describe(env.action_space)}")
         if tracker.space.shape[0] != env.action_space.n:
             raise ValueError(f"features gave a table of shape {tracker.space.shape}, whose {tracker.space.shape[0]} "
-                             f"rows must be the env's {env.action_space.n} actions ({env.action_space!r})")
+                             f"rows must be the env's {env.action_space.n} actions ({describe(env.action_space)})")
         self.features = tracker
         self.key = key
         self.observation_space = spaces.Dict({**space.spaces, key: tracker.space})

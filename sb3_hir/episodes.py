@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sb3_hir._validate import check_int, check_space_values
+from sb3_hir._validate import check_int, check_space_values, describe
 from sb3_hir.extras import require
 
 if TYPE_CHECKING:
@@ -242,12 +242,13 @@ def _check_action(action: Any, space: gym.Space, name: str) -> None:
 
     if isinstance(space, spaces.Discrete):
         if np.size(action) != 1:
-            raise ValueError(f"{name} must be one int of {space}; got {action!r}")
+            raise ValueError(f"{name} must be one int of {describe(space)}; got {action!r}")
     elif isinstance(space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
         if np.shape(action) != space.shape:
-            raise ValueError(f"{name} must have the shape {space.shape} of {space}; got shape {np.shape(action)}")
+            raise ValueError(f"{name} must have the shape {space.shape} of {describe(space)}; "
+                             f"got shape {np.shape(action)}")
     else:
         if not space.contains(action):
-            raise ValueError(f"{name} must be in the action space {space}; got {action!r}")
+            raise ValueError(f"{name} must be in the action space {describe(space)}; got {action!r}")
         return
     check_space_values(np.asarray(action)[None], space, name, bounds=True)

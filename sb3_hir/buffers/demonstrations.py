@@ -32,7 +32,7 @@ from gymnasium import spaces
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from sb3_hir._validate import check_int, check_number, check_space_values
+from sb3_hir._validate import check_int, check_number, check_space_values, describe
 from sb3_hir.buffers.serving import Served
 from sb3_hir.buffers.storage import Storage
 from sb3_hir.episodes import TIMEOUT_INFO_KEY, Episode
@@ -183,14 +183,14 @@ def check_episode(episode: Episode, buffer: DemonstrationBuffer, number: int) ->
     if actions.size != len(episode) * buffer.action_dim:
         raise ValueError(
             f"{name}.actions must have shape (T, {buffer.action_dim}) or hold T={len(episode)} "
-            f"actions of the action space {buffer.action_space}, got {actions.shape}"
+            f"actions of the action space {describe(buffer.action_space)}, got {actions.shape}"
         )
     space = buffer.action_space
     check_space_values(actions.reshape(len(episode), -1), space, f"{name}.actions")
     if isinstance(space, spaces.Box) and not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
         raise ValueError(
-            f"{name}.actions: the action space {space} is unbounded, and SB3 stores Box actions scaled to [-1, 1] "
-            "by its bounds; give the env a bounded action space (as SB3's off-policy algorithms expect)"
+            f"{name}.actions: the action space {describe(space)} is unbounded, and SB3 stores Box actions scaled "
+            "to [-1, 1] by its bounds; give the env a bounded action space (as SB3's off-policy algorithms expect)"
         )
     check_space_values(episode.rewards[:, None], spaces.Box(-np.inf, np.inf, (1,)), f"{name}.rewards")
     if episode.infos is not None:

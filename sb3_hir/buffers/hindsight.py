@@ -60,7 +60,7 @@ from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
 
-from sb3_hir._validate import check_int
+from sb3_hir._validate import check_int, describe
 from sb3_hir.buffers.demonstrations import Demonstrations, DemonstrationSource, as_episodes, concat_samples
 from sb3_hir.buffers.draws import DrawStrategy, FirstReachDraw, HerDraw, Relabeled, StoredDraws
 from sb3_hir.buffers.layout import CompactLayout, FullLayout
@@ -404,8 +404,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
                     raise ValueError(f"add(): {name}[{key!r}] must hold (n_envs, *{tuple(shape)}) = "
                                      f"{(n, *shape)} values; got shape {np.shape(value[key])}")
         if np.size(action) != n * self.action_dim:
-            raise ValueError(f"add(): action must hold (n_envs, {self.action_dim}) values of {self.action_space}; "
-                             f"got shape {np.shape(action)}")
+            raise ValueError(f"add(): action must hold (n_envs, {self.action_dim}) values of "
+                             f"{describe(self.action_space)}; got shape {np.shape(action)}")
         for name, value in (("reward", reward), ("done", done)):
             if np.size(value) != n:
                 raise ValueError(f"add(): {name} must hold one value per env (n_envs={n}); got shape {np.shape(value)}")
