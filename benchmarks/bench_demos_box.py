@@ -1,0 +1,157 @@
+"""Demonstrations on a Box action space that is not [-1, 1]: do expert episodes still help SAC + HER?
+
+SB3's off-policy algorithms store online Box actions scaled to [-1, 1] (``policy.scale_action``); demonstrations
+must be stored the same way, or the critic learns their actions at another scale than the policy's. On ``[-1, 1]``
+(FetchPush, ``bench_her_dropin.py --suite push``) both scales coincide, so that benchmark cannot tell. This one
+trains on ``PointMaze_UMaze-v3`` (``continuing_task=False``: the episode ends at the goal) wrapped in gymnasium's
+``RescaleAction(env, -2.0, 2.0)``, so the action space is ``Box(-2, 2)`` and the two scales differ by a factor 2.
+
+Two sides, the same in all else (seeds, budget, env, hyperparameters of ``bench_goalenv_her.py`` on PointMaze):
+SAC with ``sb3_hir.HerReplayBuffer`` (``goal_selection_strategy="future"``, ``n_sampled_goal=4``) without
+demonstrations, and with ``--demos`` episodes of the scripted expert (``pointmaze_expert.py``, recorded with
+``Episode.record`` on seeds apart from the evaluation's, actions in the env's units) added before training and
+served as ``--demo-ratio`` of each batch. Each run is evaluated at every budget of ``--budgets`` inside one
+training run, with ``sb3_hir.callbacks.evaluate_instruction_policy``: ``--eval-episodes`` deterministic episodes
+from a fixed seed; success = the env's ``is_success`` at the episode's last step, which is "at some step" here,
+since the episode ends at the first success. Prints a line per (seed, side), then mean ± std per budget and side
+and the difference; the whole output goes to ``--out`` (rewritten atomically after every run).
+
+Usage: ``OMP_NUM_THREADS=1 python benchmarks/bench_demos_box.py [--seeds 0 1 2] [--budgets 5000 10000 20000]
+[--demos 50] [--demo-ratio 0.25] [--eval-episodes 30] [--max-episode-steps 100]
+[--out benchmarks/results/bench_demos_box.txt]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+from pointmaze_expert import make_env, maze_demos
+from stable_baselines3 import SAC
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+
+from sb3_hir import HerReplayBuffer
+from sb3_hir.atomic import atomic_path
+from sb3_hir.callbacks import evaluate_instruction_policy
+
+ENV_ID = "PointMaze_UMaze-v3"
+SCALE = 2.0
+
+
+def eval_seed(seed: int) -> int:
+    """The evaluation episodes' seed (the same at every budget and on both sides)."""
+    return 100_000 + 1_000 * seed
+
+
+def demo_seed(seed: int) -> int:
+    """The first demonstration's seed; episode ``i`` uses ``demo_seed + i`` (apart from the evaluation seeds)."""
+    return 1_000_000 + 10_000 * seed
+
+
+class AtBudgets(BaseCallback):
+    """Evaluate once at each budget inside one training run."""
+
+    def __init__(self, budgets: list[int], evaluate: Any) -> None:
+        super().__init__()
+        self.budgets, self.evaluate = sorted(budgets), evaluate
+        self.results: dict[int, float] = {}
+
+    def _on_step(self) -> bool:
+        while self.budgets and self.num_timesteps >= self.budgets[0]:
+            self.results[self.budgets.pop(0)] = self.evaluate(self.model)
+        return True
+
+
+def stored_action_span(model: SAC) -> tuple[float, float]:
+    """Smallest and largest demonstration action as the buffer stores them (online ones are in [-1, 1])."""
+    region = model.replay_buffer.demonstrations
+    actions = region.buffer.actions[: region.num_transitions]
+    return float(actions.min()), float(actions.max())
+
+
+def run(seed: int, demos: int, args: argparse.Namespace) -> tuple[dict[int, float], float, str]:
+    """One training run; returns success per budget, training seconds and a note on the stored demonstrations."""
+    env_fn = lambda: make_env(ENV_ID, args.max_episode_steps, SCALE)  # noqa: E731
+    venv = make_vec_env(env_fn, n_envs=1, seed=seed)
+    buffer_kwargs: dict[str, Any] = dict(goal_selection_strategy="future", n_sampled_goal=4)
+    if demos:
+        buffer_kwargs["demo_ratio"] = args.demo_ratio
+    model = SAC("MultiInputPolicy", venv, learning_rate=1e-3, buffer_size=max(args.budgets[-1], 1000),
+                learning_starts=500, batch_size=128, tau=0.05, gamma=0.95, train_freq=1, gradient_steps=1,
+                ent_coef="auto", replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=buffer_kwargs,
+                policy_kwargs=dict(net_arch=[64, 64]), seed=seed, device="cpu")
+    note = ""
+    if demos:
+        demo_env = env_fn()
+        episodes = maze_demos(demo_env, demos, demo_seed(seed))
+        demo_env.close()
+        model.replay_buffer.add_demonstrations(episodes)
+        low, high = stored_action_span(model)
+        expert = np.mean([bool(ep.infos[-1]["is_success"]) for ep in episodes])
+        note = f"; demos: expert success {expert:.2f}, actions stored in [{low:.2f}, {high:.2f}]"
+    eval_env = make_vec_env(env_fn, n_envs=1)
+    callback = AtBudgets(args.budgets, lambda m: evaluate_instruction_policy(
+        m, eval_env, args.eval_episodes, deterministic=True, seed=eval_seed(seed)).success_rate)
+    begin = time.perf_counter()
+    model.learn(total_timesteps=args.budgets[-1], callback=callback)
+    seconds = time.perf_counter() - begin
+    eval_env.close()
+    venv.close()
+    return callback.results, seconds, note
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--budgets", type=int, nargs="+", default=[5000, 10000, 20000],
+                        help="env steps at which to evaluate; the last one is the training length")
+    parser.add_argument("--demos", type=int, default=50, help="expert episodes of the demonstrations side")
+    parser.add_argument("--demo-ratio", type=float, default=0.25, help="their share of each batch")
+    parser.add_argument("--eval-episodes", type=int, default=30)
+    parser.add_argument("--max-episode-steps", type=int, default=100)
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "bench_demos_box.txt")
+    args = parser.parse_args()
+    args.budgets = sorted(args.budgets)
+    th.set_num_threads(1)
+
+    sides = {"no demos": 0, f"{args.demos} demos": args.demos}
+    results = {name: {b: [] for b in args.budgets} for name in sides}
+    lines: list[str] = []
+
+    def emit(line: str = "") -> None:
+        print(line, flush=True)
+        lines.append(line)
+        with atomic_path(args.out) as path:
+            path.write_text("\n".join(lines) + "\n")
+
+    begin = time.perf_counter()
+    emit(f"{ENV_ID} continuing_task=False max_episode_steps={args.max_episode_steps}, RescaleAction to "
+         f"[-{SCALE}, {SCALE}]; SAC + sb3_hir.HerReplayBuffer (future, n_sampled_goal=4); demo_ratio="
+         f"{args.demo_ratio}; {args.eval_episodes} deterministic eval episodes per seed and budget")
+    for seed in args.seeds:
+        for name, demos in sides.items():
+            success, seconds, note = run(seed, demos, args)
+            for budget in args.budgets:
+                results[name][budget].append(success.get(budget, float("nan")))
+            curve = " ".join(f"{b}:{success.get(b, float('nan')):.2f}" for b in args.budgets)
+            emit(f"seed {seed} {name:<10} success at budgets {curve}  ({seconds:.0f}s){note}")
+
+    first, second = sides
+    emit()
+    emit(f"{len(args.seeds)} seeds (mean ± std)")
+    emit(f"| budget | {first} | {second} | difference |")
+    emit("|---:|---:|---:|---:|")
+    for budget in args.budgets:
+        a, b = (np.asarray(results[name][budget]) for name in sides)
+        emit(f"| {budget} | {a.mean():.3f} ± {a.std():.3f} | {b.mean():.3f} ± {b.std():.3f} | "
+             f"{b.mean() - a.mean():+.3f} |")
+    emit(f"wall time {time.perf_counter() - begin:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
