@@ -20,7 +20,7 @@ plugin can import this package cheaply.
 One module per check kind (:mod:`~sb3_hir.testing.env`, :mod:`~sb3_hir.testing.relabeler`,
 :mod:`~sb3_hir.testing.goal_spec`, :mod:`~sb3_hir.testing.expert`, :mod:`~sb3_hir.testing.beta_schedule`), each
 registering its plugin check in :mod:`~sb3_hir.testing.registry` for :func:`check_plugin`; shared rollouts and
-failure messages in :mod:`~sb3_hir.testing.rollout`.
+failure messages in :mod:`~sb3_hir.testing.rollout`. Toy GoalEnvs for tests in :mod:`~sb3_hir.testing.envs`.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from sb3_hir.testing.beta_schedule import check_beta_schedule
 from sb3_hir.testing.components import component_names, parametrize_components
 from sb3_hir.testing.components import current_allow_list as current_allow_list
 from sb3_hir.testing.env import check_instruction_env
+from sb3_hir.testing.envs import PointReachEnv
 from sb3_hir.testing.expert import check_expert
 from sb3_hir.testing.goal_spec import check_goal_spec
 from sb3_hir.testing.plugin import check_plugin
@@ -39,6 +40,7 @@ from sb3_hir.testing.rollout import DEFAULT_STEP_CAP as DEFAULT_STEP_CAP
 # ``X as X`` above: public without being in __all__, as before the split (the constants the docstrings refer to,
 # and the allow-list reader the pytest plugin used to import from here).
 __all__ = [
+    "PointReachEnv",
     "check_beta_schedule",
     "check_expert",
     "check_goal_spec",
