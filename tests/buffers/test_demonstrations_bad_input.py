@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 import torch as th
 from gymnasium import spaces
-from gymnasium_robotics.core import GoalEnv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from instruction_oracle import GRID, make_buffer, random_path, simulate
@@ -28,41 +27,16 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from sb3_hir import HerReplayBuffer
 from sb3_hir.buffers.demonstrations import stored_episodes
 from sb3_hir.episodes import Episode
-
-
-class WideReach(GoalEnv):
-    """A point in ``[-1, 1]^2`` moved by ``0.05 * action`` with actions in ``Box(-2, 2)``: a GoalEnv whose action
-    space is not SB3's [-1, 1], so stored actions differ from the env's."""
-
-    metadata = {"render_modes": []}
-
-    def __init__(self, radius: float = 0.1) -> None:
-        box = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float64)
-        self.observation_space = spaces.Dict({"observation": box, "achieved_goal": box, "desired_goal": box})
-        self.action_space = spaces.Box(-2.0, 2.0, shape=(2,), dtype=np.float32)
-        self.radius = radius
-
-    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
-        distance = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
-        return (distance <= self.radius).astype(np.float64)
-
-    def _obs(self) -> dict[str, np.ndarray]:
-        return {"observation": self.pos.copy(), "achieved_goal": self.pos.copy(), "desired_goal": self.goal.copy()}
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
-        self.pos = self.np_random.uniform(-1.0, 1.0, size=2)
-        self.goal = self.np_random.uniform(-1.0, 1.0, size=2)
-        return self._obs(), {"is_success": False}
-
-    def step(self, action: Any):
-        self.pos = np.clip(self.pos + 0.05 * np.asarray(action, dtype=np.float64), -1.0, 1.0)
-        success = bool(self.compute_reward(self.pos, self.goal, {}))
-        return self._obs(), float(success), False, False, {"is_success": success}
+from sb3_hir.testing import PointReachEnv
 
 
 def wide_env(steps: int = 40) -> gym.Env:
-    return gym.wrappers.TimeLimit(WideReach(radius=0.0), max_episode_steps=steps)  # radius 0: it never ends early
+    """A GoalEnv whose action space, ``Box(-2, 2)``, is not SB3's [-1, 1], so stored actions differ from the env's.
+
+    A radius of 0 is never reached, so no episode ends early.
+    """
+    return gym.wrappers.TimeLimit(PointReachEnv(step_size=0.05, action_bound=2.0, distance_threshold=0.0, reward="0/1",
+                                                terminate_on_success=False, dtype=np.float64), max_episode_steps=steps)
 
 
 def test_box_demonstration_actions_are_stored_byte_identically_to_the_same_actions_reached_online() -> None:
