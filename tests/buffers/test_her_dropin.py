@@ -12,7 +12,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium import spaces
 from stable_baselines3 import DDPG, DQN, SAC, TD3, HerReplayBuffer
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import BitFlippingEnv
@@ -25,6 +24,7 @@ from sb3_hir.envs import MazeRunnerEnv
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import ToleranceGoalSpec
 from sb3_hir.relabel import HindsightInstructionRelabeler
+from sb3_hir.testing import PointReachEnv
 
 ALGOS = {"dqn": DQN, "sac": SAC, "td3": TD3, "ddpg": DDPG}
 
@@ -36,53 +36,24 @@ def small(**overrides: Any) -> dict[str, Any]:
     return {**kwargs, **overrides}
 
 
-class PointGoalEnv(gym.Env):
-    """A continuous GoalEnv with float ``Box`` goals: a point moved by ``0.3 * action`` in ``[-1, 1]^2``.
-
-    Reward -1/0 (0 within ``distance_threshold``); ``terminate`` ends the episode on success and says so through
-    ``compute_terminated`` (gymnasium-robotics' API); ``info["scale"]`` multiplies the reward, so that a
-    ``compute_reward`` reading infos can be told apart from one that does not.
-    """
-
-    radius = 0.25
-    distance_threshold: float | None = radius  # the success radius, as Fetch and panda-gym's tasks expose it
-
-    #: ``discrete=True``: four moves (+x, -x, +y, -y) instead of a velocity, the action space DQN takes.
-    MOVES = np.array([[1, 0], [-1, 0], [0, 1], [0, -1]], dtype=np.float32)
+class PointGoalEnv(PointReachEnv):
+    """:class:`~sb3_hir.testing.PointReachEnv` as it comes (steps of 0.3, reward -1/0 within 0.25, float32 goals),
+    whose ``info["scale"]`` multiplies the reward, so that a ``compute_reward`` reading infos can be told apart from
+    one that does not. ``terminate`` ends the episode on success and says so through ``compute_terminated``."""
 
     def __init__(self, terminate: bool = True, scale: float = 1.0, discrete: bool = False) -> None:
-        box = spaces.Box(-1.0, 1.0, (2,), np.float32)
-        self.observation_space = spaces.Dict({"observation": box, "achieved_goal": box, "desired_goal": box})
-        self.action_space = spaces.Discrete(4) if discrete else spaces.Box(-1.0, 1.0, (2,), np.float32)
-        self.terminate, self.scale, self.discrete = terminate, scale, discrete
+        super().__init__(terminate_on_success=terminate, discrete=discrete, report_success=False)
+        self.scale = scale
 
     def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
-        distance = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
-        reward = -(distance > self.radius).astype(np.float32)
+        reward = super().compute_reward(achieved_goal, desired_goal, info)
         if isinstance(info, (list, np.ndarray)) and len(info) and isinstance(info[0], dict):
             reward = reward * np.array([i.get("scale", 1.0) for i in info], dtype=np.float32)
         return reward
 
-    def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> bool:
-        distance = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
-        return bool(self.terminate and (distance <= self.radius).all())
-
-    def _obs(self) -> dict[str, np.ndarray]:
-        return {"observation": self.pos.copy(), "achieved_goal": self.pos.copy(), "desired_goal": self.goal.copy()}
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
-        self.pos = self.np_random.uniform(-1, 1, 2).astype(np.float32)
-        self.goal = self.np_random.uniform(-1, 1, 2).astype(np.float32)
-        return self._obs(), {}
-
-    def step(self, action):
-        move = self.MOVES[int(action)] if self.discrete else np.asarray(action, dtype=np.float32)
-        self.pos = np.clip(self.pos + 0.3 * move, -1, 1).astype(np.float32)
-        info = {"scale": self.scale}
-        reward = float(self.compute_reward(self.pos, self.goal, None))
-        terminated = self.compute_terminated(self.pos, self.goal, info)
-        return self._obs(), reward * self.scale, terminated, False, info
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, _ = super().step(action)
+        return obs, reward * self.scale, terminated, truncated, {"scale": self.scale}
 
 
 def point_venv(n_envs: int = 1, **kwargs: Any):
@@ -308,7 +279,7 @@ def test_success_termination_from_compute_terminated_for_discrete_actions() -> N
         venv = point_venv(terminate=terminate, discrete=True)
         buffer = Buffer(100, venv.observation_space, venv.action_space, env=venv, terminate_on_success=None)
         assert buffer.terminate_on_success is terminate and buffer.terminates_on_success is terminate
-        assert buffer.goal_spec.tolerance == PointGoalEnv.distance_threshold  # the env's own success radius
+        assert buffer.goal_spec.tolerance == PointGoalEnv().distance_threshold  # the env's own success radius
 
 
 def test_continuous_actions_default_to_hers_dones_and_take_terminations_when_asked() -> None:
@@ -318,7 +289,7 @@ def test_continuous_actions_default_to_hers_dones_and_take_terminations_when_ask
     assert not Buffer(100, venv.observation_space, venv.action_space, env=venv,
                       terminate_on_success=None).terminates_on_success
     asked = Buffer(100, venv.observation_space, venv.action_space, env=venv, terminate_on_success=True)
-    assert asked.terminates_on_success and asked.goal_spec.tolerance == PointGoalEnv.distance_threshold
+    assert asked.terminates_on_success and asked.goal_spec.tolerance == PointGoalEnv().distance_threshold
     model = SAC("MultiInputPolicy", venv, replay_buffer_class=Buffer,
                 replay_buffer_kwargs=dict(terminate_on_success=True), **small())
     model.learn(400)
@@ -584,14 +555,19 @@ def test_a_radius_kept_on_the_envs_task_is_found_as_panda_gym_keeps_it() -> None
         distance_threshold = 0.25
 
     class TaskRadius(gym.Env):  # panda-gym's RobotTaskEnv: the radius lives on env.task, no compute_terminated
-        observation_space, action_space = PointGoalEnv().observation_space, PointGoalEnv().action_space
-        compute_reward, _obs, reset = PointGoalEnv.compute_reward, PointGoalEnv._obs, PointGoalEnv.reset
-        radius, scale, task = PointGoalEnv.radius, 1.0, Task()
+        def __init__(self) -> None:
+            self.point, self.task = PointReachEnv(), Task()  # terminates on success, reports is_success
+            self.observation_space, self.action_space = self.point.observation_space, self.point.action_space
+
+        def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+            return self.point.compute_reward(achieved_goal, desired_goal, info)
+
+        def reset(self, *, seed: int | None = None, options: dict | None = None):
+            super().reset(seed=seed)
+            return self.point.reset(seed=seed, options=options)
 
         def step(self, action: Any):
-            self.pos = np.clip(self.pos + 0.3 * np.asarray(action, dtype=np.float32), -1, 1).astype(np.float32)
-            reward = float(self.compute_reward(self.pos, self.goal, None))
-            return self._obs(), reward, reward == 0.0, False, {"is_success": reward == 0.0}
+            return self.point.step(action)
 
     venv = VecNormalize(make_vec_env(lambda: gym.wrappers.TimeLimit(TaskRadius(), 12), n_envs=2, seed=0))
     with warnings.catch_warnings():
@@ -603,7 +579,7 @@ def test_a_radius_kept_on_the_envs_task_is_found_as_panda_gym_keeps_it() -> None
 
 def test_float_goals_without_a_success_radius_are_served_hers_dones_with_a_warning() -> None:
     class NoRadius(PointGoalEnv):
-        distance_threshold = None
+        distance_threshold = None  # over PointReachEnv's property: still reaches within 0.25, no longer says so
 
     venv = make_vec_env(lambda: gym.wrappers.TimeLimit(NoRadius(), 12), n_envs=1, seed=0)
     with pytest.warns(UserWarning, match="cannot find where a relabeled goal is first reached"):
