@@ -92,12 +92,16 @@ class PointReachEnv(gym.Env):
         return np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
 
     def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        """The reward of each goal pair, batched over leading axes as HER's relabeling calls it; ``info`` is unread,
+        so a subclass can give it a part to play."""
         distance = self._distance(achieved_goal, desired_goal)
         if self.reward == "0/1":
             return (distance <= self.radius).astype(self.dtype)
         return -(distance > self.radius).astype(self.dtype)
 
     def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> bool:
+        """Whether reaching ``desired_goal`` ends the episode: buffers probe it to serve relabeled successes as
+        terminal only where the env would have ended there."""
         return bool(self.terminate_on_success and (self._distance(achieved_goal, desired_goal) <= self.radius).all())
 
     def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> bool:
