@@ -67,6 +67,33 @@ def test_box_demonstration_actions_are_stored_byte_identically_to_the_same_actio
     assert float(batch.actions.abs().max()) <= 1.0
 
 
+@pytest.mark.parametrize("space", [
+    spaces.Box(0.0, 1.0, (2,), np.float32),
+    spaces.Box(-3.0, 5.0, (2, 3), np.float32),
+    spaces.Box(np.array([-1.0, 0.0, -10.0]), np.array([1.0, 0.5, 10.0]), dtype=np.float64),
+])
+@pytest.mark.parametrize("algo", ["SAC", "TD3"])
+def test_box_scaling_is_the_policys_own_scale_action_on_any_box(space: spaces.Box, algo: str) -> None:
+    """Asymmetric, multi-dimensional and float64 Box spaces: stored as the algorithm's ``policy.scale_action`` stores
+    online actions (byte for byte), and given back in env units."""
+    from stable_baselines3 import TD3
+
+    from sb3_hir.buffers.demonstrations import to_buffer_units, to_env_units
+
+    observation = spaces.Dict({"observation": spaces.Box(-1, 1, (2,)), "achieved_goal": spaces.Box(-1, 1, (2,)),
+                               "desired_goal": spaces.Box(-1, 1, (2,))})
+    policy_class = {"SAC": SAC, "TD3": TD3}[algo].policy_aliases["MultiInputPolicy"]
+    policy = policy_class(observation, space, lambda _: 1e-3)
+    space.seed(0)
+    env_actions = np.stack([space.sample() for _ in range(16)])
+    flat = env_actions.reshape(16, -1)
+    stored = np.asarray(to_buffer_units(flat, space), dtype=np.float32)
+    expected = np.asarray(policy.scale_action(env_actions), dtype=np.float32).reshape(16, -1)
+    assert stored.tobytes() == expected.tobytes()
+    assert np.abs(stored).max() <= 1.0
+    np.testing.assert_allclose(to_env_units(stored, space), flat, rtol=1e-5, atol=1e-5)
+
+
 # -- a rejected call leaves no trace ------------------------------------------------------------------------------
 def corrupt(kind: str, episode: Episode) -> Episode:
     """``episode`` with one bad field, as a user gets it wrong (fields set after construction, which checks some)."""
