@@ -239,3 +239,27 @@ def test_demo_ratio_with_no_demonstrations_warns_once_at_the_first_sample() -> N
     for t in range(len(recs[0].episode)):
         add_step(quiet, [recs[0]], t)
     assert sample_quietly(lambda: quiet.sample(8)) == []
+
+
+def test_a_dagger_round_directory_with_one_bad_episode_is_named_and_adds_nothing(tmp_path) -> None:
+    """DAgger round files go through the same checks: a round with an executed action outside the action space is
+    refused whole, naming the episode, and the buffer is as before."""
+    pytest.importorskip("imitation")
+    from sb3_hir.dagger.storage import new_round_file, save_trajectories
+    from sb3_hir.dagger.trajectory import DAggerTrajectory
+
+    rng = np.random.default_rng(4)
+    buffer = make_buffer(2, size=40, demo_ratio=0.5)
+    directory = tmp_path / "demos" / "round-000"
+    directory.mkdir(parents=True)
+    for i, episode in enumerate(episodes(rng, 3)):
+        traj = episode.to_trajectory()
+        executed = episode.actions + (7 if i == 1 else 0)  # the second one executed actions the env never has
+        save_trajectories(new_round_file(directory, rng, index=i), [DAggerTrajectory(
+            obs=traj.obs, acts=episode.actions, infos=None, terminal=traj.terminal, rews=traj.rews,
+            truncated=bool(episode.truncated[-1]), complete=True, executed_acts=executed,
+            learner_mask=np.ones(len(executed), bool))])
+    before = state(buffer)
+    with pytest.raises(ValueError, match=r"demonstrations\[1\]\.actions must hold values in \[0, 4\] of Discrete\(5\)"):
+        buffer.add_demonstrations(tmp_path)
+    assert state(buffer) == before
