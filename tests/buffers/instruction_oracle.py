@@ -192,3 +192,17 @@ def check_served(stream: Stream, sample: DictReplayBufferSamples, spec: GoalSpec
         if n > 1:
             assert sample.discounts.numpy()[b, 0] == pytest.approx(gamma**m)
 
+
+
+def assert_serves_the_same(buffer, other, seed: int = 11, batches: int = 3) -> None:
+    """``buffer`` and ``other`` serve identical batches from the same global seed (each with its own generator)."""
+    import torch as th
+
+    for _ in range(batches):
+        np.random.seed(seed)
+        a = buffer.sample(16)
+        np.random.seed(seed)
+        b = other.sample(16)
+        for key in a.observations:
+            assert th.equal(a.observations[key], b.observations[key])
+        assert th.equal(a.actions, b.actions) and th.equal(a.rewards, b.rewards) and th.equal(a.dones, b.dones)

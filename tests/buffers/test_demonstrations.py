@@ -8,8 +8,16 @@ import warnings
 
 import numpy as np
 import pytest
-import torch as th
-from instruction_oracle import GRID, Recorded, Stream, check_served, make_buffer, random_path, simulate
+from instruction_oracle import (
+    GRID,
+    Recorded,
+    Stream,
+    assert_serves_the_same,
+    check_served,
+    make_buffer,
+    random_path,
+    simulate,
+)
 from stable_baselines3 import DQN
 from stable_baselines3.common.envs import BitFlippingEnv
 
@@ -151,14 +159,7 @@ def test_demonstrations_survive_wrap_around_growth_reset_and_pickling() -> None:
         np.random.seed(7)
         one.rng = np.random.default_rng(7)
         one.demonstrations.buffer.rng = np.random.default_rng(8)
-    for _ in range(3):
-        np.random.seed(9)
-        a = buffer.sample(16)
-        np.random.seed(9)
-        b = copy.sample(16)
-        for key in a.observations:
-            assert th.equal(a.observations[key], b.observations[key])
-        assert th.equal(a.rewards, b.rewards) and th.equal(a.dones, b.dones)
+    assert_serves_the_same(buffer, copy, seed=9)
 
 
 def test_sources_imitation_trajectories_and_dagger_round_files(tmp_path) -> None:

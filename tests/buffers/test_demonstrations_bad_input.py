@@ -16,11 +16,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
-import torch as th
 from gymnasium import spaces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from instruction_oracle import GRID, make_buffer, random_path, simulate
+from instruction_oracle import GRID, assert_serves_the_same, make_buffer, random_path, simulate
 from stable_baselines3 import SAC
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -134,17 +133,6 @@ def episodes(rng: np.random.Generator, n: int) -> list[Episode]:
 def state(buffer: Any) -> bytes:
     """Everything the buffer holds, its demonstrations' buffer and every generator included, as bytes."""
     return pickle.dumps(buffer)
-
-
-def assert_serves_the_same(buffer: Any, before: Any) -> None:
-    for _ in range(3):
-        np.random.seed(11)
-        a = buffer.sample(16)
-        np.random.seed(11)
-        b = before.sample(16)
-        for key in a.observations:
-            assert th.equal(a.observations[key], b.observations[key])
-        assert th.equal(a.actions, b.actions) and th.equal(a.rewards, b.rewards) and th.equal(a.dones, b.dones)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
