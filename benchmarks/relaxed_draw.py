@@ -8,90 +8,85 @@ passed before ``t``; the masks at ``t`` are the true ones under that chain (goal
 they were reached at or before ``t``). ``(s_t, a_t, s_{t+1}, instruction)`` is then a transition of the
 instruction task for a policy that does not remember having passed the goal before.
 
-It is a draw strategy (``sb3_hir.buffers.draws``) served by a buffer subclass that chooses it. It runs numpy only
-(``k > 1``: reaches by the episode-window comparison), so it is slower per sample than the shipped buffer: compare it
-by env steps, not wall time.
+It is a draw strategy written on the public interface (``sb3_hir.buffers.draws``, "Write your own draw strategy" in
+the docs), passed as the buffer's ``draw_strategy``; :class:`RelaxedReachBuffer` is the buffer with it chosen, for
+``replay_buffer_class``. It runs numpy only (``k > 1``: reaches by the episode-window comparison), so it is slower per
+sample than the shipped buffer: compare it by env steps, not wall time.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
-from sb3_hir.buffers.draws import DrawStrategy, FirstReachDraw
-from sb3_hir.buffers.draws.base import Candidates
-from sb3_hir.buffers.draws.first_reach import takes_drawn_goal
-from sb3_hir.buffers.draws.goal_steps import GoalStepsDraw
-from sb3_hir.buffers.draws.her import her_steps
-from sb3_hir.buffers.draws.window import WindowDraw
-from sb3_hir.buffers.episode_index import EpisodeIndex
-from sb3_hir.buffers.options import BufferOptions
-from sb3_hir.buffers.storage import Storage, achieved_at
+from sb3_hir.buffers.draws import Candidates, DrawView, Instructions, WindowDraw, her_steps, takes_drawn_goal
 
 
-def first_after(buffer: Storage, goal: np.ndarray, start: np.ndarray, envs: np.ndarray, length: np.ndarray,
+def first_after(view: DrawView, goal: np.ndarray, start: np.ndarray, envs: np.ndarray, length: np.ndarray,
                 after: np.ndarray) -> np.ndarray:
     """First step in ``after+1..T`` whose achieved value reaches ``goal`` (``(B, *goal_shape)``), -1 if none."""
     horizon = int(length.max()) if len(length) else 0
     if not horizon:
         return np.full(len(length), -1, dtype=np.int64)
     offsets = np.arange(horizon)
-    rows = (start[:, None] + np.minimum(offsets, length[:, None] - 1)) % buffer.buffer_size
-    achieved = achieved_at(buffer, rows, envs[:, None])
-    hits = np.asarray(buffer.goal_spec.reached(achieved, goal[:, None]), dtype=bool)
+    rows = (start[:, None] + np.minimum(offsets, length[:, None] - 1)) % view.buffer_size
+    achieved = view.achieved_at(rows, envs[:, None])
+    hits = np.asarray(view.goal_spec.reached(achieved, goal[:, None]), dtype=bool)
     steps = offsets + 1
     hits &= (steps <= length[:, None]) & (steps > after[:, None])
     return np.where(hits.any(axis=1), hits.argmax(axis=1) + 1, -1)
 
 
-class RelaxedOneGoalDraw(DrawStrategy):
-    """k = 1: HER's draw (``future``: a step from ``t+1..T``); the goal's reach is its first after ``t``."""
+class RelaxedDraw(WindowDraw):
+    """The relaxed reach rule (module docstring), for instruction envs.
 
-    def _instructions(self, buffer: Storage, index: EpisodeIndex, rows: Candidates
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        size, n_envs, rng = buffer.buffer_size, buffer.n_envs, buffer.rng
-        t, start, envs, length = rows.t, rows.start, rows.env, rows.length
-        own_step, own_goals = rows.own_steps[:, 0], rows.own_goals
-        draw = takes_drawn_goal(rng, own_step, buffer.relabeler.strategy)  # type: ignore[attr-defined]
-        steps = her_steps(rng, t, length, buffer.goal_selection)
-        step_flat = ((start + steps - 1) % size) * n_envs + envs
-        achieved = achieved_at(buffer, step_flat // n_envs, step_flat % n_envs)[:, None]
-        goals = np.where(draw.reshape(-1, *(1,) * (own_goals.ndim - 1)), achieved, own_goals)
-        goals = goals.astype(own_goals.dtype, copy=False)
-        reach_after = first_after(buffer, goals[:, 0], start, envs, length, t)
-        keep = ~draw | (reach_after > 0)  # "episode" may draw a goal never reached after t: not admissible
-        reach = np.where(draw, reach_after, own_step)[:, None]
-        return goals, reach, keep
+    k = 1: HER's draw (``future``: a step from ``t+1..T``); the goal's reach is its first after ``t``. k > 1: the
+    shipped chain for goals 1..k-1; the last goal's reach is its first after ``t`` and after the previous goal's reach.
+    """
 
-
-class RelaxedWindowDraw(WindowDraw):
-    """k > 1: the shipped chain for goals 1..k-1; the last goal's reach is its first after ``t`` and after the
-    previous goal's reach."""
+    def setup(self, view: DrawView) -> None:
+        if view.goal_env:
+            raise ValueError("draw_strategy RelaxedDraw is for instruction envs; GoalEnv mode already draws this way")
+        super().setup(view)
+        self.one_goal = view.num_goals == 1
 
     def use_compiled(self, on: bool) -> None:
         super().use_compiled(False)  # the relabeler's own draw_goal_steps, in numpy
 
-    def _reach_steps(self, buffer: Storage, index: EpisodeIndex, rows: Candidates, steps: np.ndarray,
-                     step_rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
-        reach = super()._reach_steps(buffer, index, rows, steps, step_rows, goals)
+    def instructions(self, view: DrawView, rows: Candidates) -> Instructions:
+        if not self.one_goal:
+            return super().instructions(view, rows)
+        size, n_envs, rng = view.buffer_size, view.n_envs, view.rng
+        t, start, envs, length = rows.t, rows.start, rows.env, rows.length
+        own_step, own_goals = rows.own_steps[:, 0], rows.own_goals
+        draw = takes_drawn_goal(rng, own_step, view.relabeler.strategy)  # type: ignore[attr-defined]
+        steps = her_steps(rng, t, length, view.goal_selection)
+        step_flat = ((start + steps - 1) % size) * n_envs + envs
+        achieved = view.achieved_at(step_flat // n_envs, step_flat % n_envs)[:, None]
+        goals = np.where(draw.reshape(-1, *(1,) * (own_goals.ndim - 1)), achieved, own_goals)
+        goals = goals.astype(own_goals.dtype, copy=False)
+        reach_after = first_after(view, goals[:, 0], start, envs, length, t)
+        keep = ~draw | (reach_after > 0)  # "episode" may draw a goal never reached after t: not admissible
+        reach = np.where(draw, reach_after, own_step)[:, None]
+        return Instructions(goals, reach, keep)
+
+    def reach_steps(self, view: DrawView, rows: Candidates, steps: np.ndarray, step_rows: np.ndarray,
+                    goals: np.ndarray) -> np.ndarray:
+        reach = super().reach_steps(view, rows, steps, step_rows, goals)
         k = goals.shape[1]
         previous = reach[:, k - 2] if k > 1 else np.zeros(len(rows.start), dtype=np.int64)
         alive = previous >= 0 if k > 1 else np.ones(len(rows.start), dtype=bool)
         after = np.maximum(previous, rows.t)
-        last = first_after(buffer, goals[:, -1], rows.start, rows.env, rows.length, after)
+        last = first_after(view, goals[:, -1], rows.start, rows.env, rows.length, after)
         reach[:, -1] = np.where(alive, last, -1)
         return reach
 
 
 class RelaxedReachBuffer(HindsightInstructionReplayBuffer):
-    """:class:`HindsightInstructionReplayBuffer` with the last goal's reach searched after ``t`` (module docstring)."""
+    """:class:`HindsightInstructionReplayBuffer` with :class:`RelaxedDraw` chosen, for ``replay_buffer_class``."""
 
-    def _choose_draws(self, options: BufferOptions) -> DrawStrategy:
-        if options.goal_env:
-            raise ValueError("RelaxedReachBuffer is for instruction envs; GoalEnv mode already draws this way")
-        shipped = super()._choose_draws(options)
-        if isinstance(shipped, FirstReachDraw):
-            return RelaxedOneGoalDraw()
-        if isinstance(shipped, GoalStepsDraw):  # k > 1 (or a relabeler of its own): reaches from the window
-            return RelaxedWindowDraw(shipped.builtin)
-        return shipped
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("draw_strategy", RelaxedDraw)
+        super().__init__(*args, **kwargs)

@@ -66,3 +66,14 @@ def register_beta_schedules(register: Register) -> None:
         return
     register("linear", linear_beta_schedule)
     register("exponential", exponential_beta_schedule)
+
+
+@hookimpl
+def register_draw_strategies(register: Register) -> None:
+    from sb3_hir.buffers.draws import ExactIndexDraw, FirstReachDraw, HerDraw, StoredDraws, WindowDraw
+
+    register("first-reach", FirstReachDraw, description="one goal: first reached after the transition, in O(1)")
+    register("her", HerDraw, description="one goal: HER's future, episode or final rule (GoalEnv mode's draw)")
+    register("exact-index", ExactIndexDraw, description="k goals, exact integer values: reaches from a value index")
+    register("window", WindowDraw, description="k goals, any goal spec: reaches by comparing the episode window")
+    register("stored", StoredDraws, description="relabelers without draw_goal_steps: draws made at episode ends")

@@ -21,7 +21,7 @@ from gymnasium import spaces
 
 from sb3_hir._validate import check_int, check_number
 
-__all__ = ["ExactGoalSpec", "GoalSpec", "ToleranceGoalSpec"]
+__all__ = ["ExactGoalSpec", "GoalSpec", "ToleranceGoalSpec", "indexable_by_value"]
 
 
 class GoalSpec(ABC):
@@ -204,3 +204,16 @@ class ToleranceGoalSpec(GoalSpec):
 
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + f", tolerance={self.tolerance!r})"
+
+
+def indexable_by_value(spec: GoalSpec, observation_space: spaces.Dict) -> bool:
+    """Whether the goal spec is exact equality (not overridden) on integer goals and achieved values, so reaches can
+    be found through an index of values instead of by comparing them."""
+    goals_dtype = np.dtype(observation_space[spec.goals_key].dtype)
+    achieved_dtype = np.dtype(observation_space[spec.achieved_key].dtype)
+    return (
+        isinstance(spec, ExactGoalSpec)
+        and type(spec).reached is ExactGoalSpec.reached
+        and achieved_dtype.kind in "biu"
+        and goals_dtype.kind in "biu"
+    )

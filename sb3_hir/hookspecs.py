@@ -85,6 +85,16 @@ def register_beta_schedules(register: Register) -> None:
     """
 
 
+@hookspec
+def register_draw_strategies(register: Register) -> None:
+    """Register draw strategies of the replay buffers (kind ``"draw_strategy"``).
+
+    The factory is called with keyword arguments only (the buffers' ``draw_strategy_kwargs``) and returns a
+    :class:`sb3_hir.buffers.draws.DrawStrategy`: how a relabeled transition gets its hindsight instruction. One object
+    serves one buffer. See the docs' "Write your own draw strategy".
+    """
+
+
 #: Component kind -> name of the hook that registers it.
 HOOKS: dict[str, str] = {
     "relabeler": "register_relabelers",
@@ -92,4 +102,5 @@ HOOKS: dict[str, str] = {
     "env": "register_envs",
     "expert": "register_experts",
     "beta_schedule": "register_beta_schedules",
+    "draw_strategy": "register_draw_strategies",
 }

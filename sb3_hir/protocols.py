@@ -16,7 +16,14 @@ if TYPE_CHECKING:
 
     from sb3_hir.episodes import Episode
 
-__all__ = ["BetaScheduleProtocol", "ExpertProtocol", "GoalSpecProtocol", "RelabelerProtocol", "missing_members"]
+__all__ = [
+    "BetaScheduleProtocol",
+    "DrawStrategyProtocol",
+    "ExpertProtocol",
+    "GoalSpecProtocol",
+    "RelabelerProtocol",
+    "missing_members",
+]
 
 
 @runtime_checkable
@@ -85,6 +92,29 @@ class BetaScheduleProtocol(Protocol):
     """
 
     def __call__(self, round_num: int) -> float: ...
+
+
+@runtime_checkable
+class DrawStrategyProtocol(Protocol):
+    """How a relabeled transition gets its hindsight instruction (:class:`sb3_hir.buffers.draws.DrawStrategy`).
+
+    Checked by :func:`sb3_hir.resolvers.resolve_draw_strategy`, so a strategy from any plugin is refused when the
+    buffer is built, naming what it lacks, rather than at the first sample.
+    """
+
+    fields: tuple[str, ...]
+
+    def bind(self, view: Any) -> None: ...
+
+    def use_compiled(self, on: bool) -> None: ...
+
+    def allocate(self, view: Any, steps_dtype: Any) -> None: ...
+
+    def index_episode(self, view: Any, episode: Any, meta: np.ndarray, field: dict[str, int]) -> None: ...
+
+    def instructions(self, view: Any, rows: Any) -> Any: ...
+
+    def draw(self, view: Any, count: int, upper: int) -> Any: ...
 
 
 def missing_members(obj: Any, protocol: type) -> list[str]:

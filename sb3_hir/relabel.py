@@ -25,7 +25,7 @@ from sb3_hir.resolvers import resolve_goal_spec
 if TYPE_CHECKING:
     pass
 
-__all__ = ["HindsightInstructionRelabeler", "InstructionRelabeler"]
+__all__ = ["HindsightInstructionRelabeler", "InstructionRelabeler", "has_builtin_draw"]
 
 STRATEGIES = ("some", "all", "none")
 #: Where per-sample hindsight goals come from (see :meth:`HindsightInstructionRelabeler.draw_goal_steps`).
@@ -293,3 +293,10 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
 
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + f", strategy={self.strategy!r})"
+
+
+def has_builtin_draw(relabeler: object) -> bool:
+    """Whether ``relabeler`` draws goal steps with :class:`HindsightInstructionRelabeler`'s own ``draw_goal_steps``,
+    which the buffer's compiled kernels and first-reach index reproduce (a subclass that overrides it does not)."""
+    return (isinstance(relabeler, HindsightInstructionRelabeler)
+            and type(relabeler).draw_goal_steps is HindsightInstructionRelabeler.draw_goal_steps)

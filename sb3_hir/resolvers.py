@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sb3_hir.plugins import UnknownComponentError, get
 from sb3_hir.protocols import (
     BetaScheduleProtocol,
+    DrawStrategyProtocol,
     ExpertProtocol,
     GoalSpecProtocol,
     RelabelerProtocol,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "UnknownComponentArgument",
     "resolve_beta_schedule",
+    "resolve_draw_strategy",
     "resolve_env",
     "resolve_expert",
     "resolve_goal_spec",
@@ -133,3 +135,23 @@ def resolve_env(env: Any, argument: str = "env", **kwargs: Any) -> gym.Env:
     if callable(getattr(env, "reset", None)) and callable(getattr(env, "step", None)):
         return env
     raise ValueError(f"{argument} must be an env plugin name or a gymnasium.Env; got {env!r}")
+
+
+def resolve_draw_strategy(draw_strategy: Any, argument: str = "draw_strategy", kwargs: dict[str, Any] | None = None,
+                          **more: Any) -> DrawStrategyProtocol:
+    """A draw strategy from a registered name (e.g. ``"first-reach"``), a class, or an instance.
+
+    The one place a draw-strategy argument becomes an object checked against
+    :class:`~sb3_hir.protocols.DrawStrategyProtocol`; ``kwargs`` (the buffers' ``draw_strategy_kwargs``) build a
+    name or a class and are refused with an instance, which is already built.
+    """
+    accepted = ("a draw-strategy plugin name (e.g. 'first-reach', 'her', 'exact-index', 'window', 'stored'), a "
+                "sb3_hir.buffers.draws.DrawStrategy subclass, or a new instance of one")
+    kwargs = {**(kwargs or {}), **more}
+    if draw_strategy is None:
+        raise ValueError(f"{argument} must be {accepted}; got None")
+    if not isinstance(draw_strategy, (str, type)) and kwargs:
+        raise ValueError(f"{argument}_kwargs builds a named or class {argument}; {argument} is already an object "
+                         f"({type(draw_strategy).__name__}), so {sorted(kwargs)} would be ignored")
+    built = _build("draw_strategy", argument, draw_strategy, kwargs)
+    return _checked(built, DrawStrategyProtocol, argument, accepted, draw_strategy)

@@ -57,7 +57,8 @@ def test_builtin_and_example_plugins_are_discovered_from_entry_points():
     assert infos["builtin"].distribution == "sb3-hir"
     assert not infos["builtin"].broken, infos["builtin"].error
     assert infos["example"].distribution == "sb3-hir-example"
-    assert infos["example"].components == {"relabeler": ("final-goal",), "beta_schedule": ("cosine",)}
+    assert infos["example"].components == {"relabeler": ("final-goal",), "beta_schedule": ("cosine",),
+                                           "draw_strategy": ("near-future",)}
     schedules = plugins.available("beta_schedule")
     assert {"linear", "exponential", "cosine"} <= set(schedules)
     assert schedules["cosine"].plugin == "example"
@@ -284,6 +285,16 @@ def test_hook_register_experts():
     actions, _ = expert.predict(obs)
     assert actions.shape == (1,)
     assert venv.action_space.contains(int(actions[0]))
+
+
+def test_hook_register_draw_strategies():
+    from sb3_hir.buffers.draws import FirstReachDraw
+
+    available = plugins.available("draw_strategy")
+    assert available["first-reach"].plugin == "builtin"
+    assert available["near-future"].plugin == "example"
+    assert isinstance(plugins.create("draw_strategy", "first-reach"), FirstReachDraw)
+    assert plugins.create("draw_strategy", "stored", draws_per_episode=2).draws_per_episode == 2
 
 
 def test_every_hook_has_a_test_and_documentation():

@@ -15,7 +15,7 @@ rows, so the index costs 10 to 22 bytes per row.
 from __future__ import annotations
 
 import warnings
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -44,10 +44,9 @@ class EpisodeFields(Protocol):
 
     fields: tuple[str, ...]
 
-    def allocate(self, buffer: Storage, steps_dtype: np.dtype) -> None: ...
+    def allocate(self, view: Any, steps_dtype: np.dtype) -> None: ...
 
-    def index_episode(self, buffer: Storage, episode: EndedEpisode, meta: np.ndarray, field: dict[str, int]
-                      ) -> None: ...
+    def index_episode(self, view: Any, episode: EndedEpisode, meta: np.ndarray, field: dict[str, int]) -> None: ...
 
 
 class EpisodeIndex:
@@ -55,9 +54,10 @@ class EpisodeIndex:
 
     :param buffer: the buffer whose rows it indexes.
     :param draws: the draw strategy, whose fields it lays out and has filled when an episode ends.
+    :param view: what the draw strategy reads of the buffer (:class:`~sb3_hir.buffers.draws.view.DrawView`).
     """
 
-    def __init__(self, buffer: Storage, draws: EpisodeFields) -> None:
+    def __init__(self, buffer: Storage, draws: EpisodeFields, view: Any) -> None:
         names = (*BASE_FIELDS, *draws.fields)
         #: column of each field in :attr:`meta`.
         self.field = {name: i for i, name in enumerate(names)}
@@ -68,7 +68,8 @@ class EpisodeIndex:
         # between them than the buffer holds rows.
         self.id_mask = int(np.iinfo(dtype).max)
         self.draws = draws
-        draws.allocate(buffer, np.dtype(dtype))
+        self.view = view
+        draws.allocate(view, np.dtype(dtype))
         self.warned_too_long = False
         self.warned_reward_scale = False  # the recorded rewards' scale is checked until one mismatch is reported
         #: GoalEnv mode: recorded episodes that ended on their own goal's first reach / went on after reaching it.
@@ -133,7 +134,7 @@ class EpisodeIndex:
         slots = min(k, length)
         meta[:slots, field["own"]] = own_steps[:slots]
         episode = EndedEpisode(env_idx, rows, length, achieved, achieved_all, own_goals, own_steps)
-        self.draws.index_episode(buffer, episode, meta, field)
+        self.draws.index_episode(self.view, episode, meta, field)
         self.meta[rows, env_idx] = meta
 
     def _recorded_end(self, buffer: Storage, rows: np.ndarray, env_idx: int, other_end: bool) -> bool:
@@ -175,9 +176,9 @@ class GoalEnvEpisodeIndex(EpisodeIndex):
     :param has_success_test: first reaches can be found (else the evidence is not gathered).
     """
 
-    def __init__(self, buffer: Storage, draws: EpisodeFields, has_success_test: bool) -> None:
+    def __init__(self, buffer: Storage, draws: EpisodeFields, view: Any, has_success_test: bool) -> None:
         self.has_success_test = has_success_test
-        super().__init__(buffer, draws)
+        super().__init__(buffer, draws, view)
 
     def _recorded_end(self, buffer: Storage, rows: np.ndarray, env_idx: int, other_end: bool) -> bool:
         return other_end

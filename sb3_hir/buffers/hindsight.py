@@ -47,6 +47,7 @@ relabeling)::
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from operator import attrgetter
@@ -62,7 +63,7 @@ from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, 
 
 from sb3_hir._validate import check_int, describe
 from sb3_hir.buffers.demonstrations import Demonstrations, DemonstrationSource, as_episodes, concat_samples
-from sb3_hir.buffers.draws import DrawStrategy, FirstReachDraw, HerDraw, Relabeled, StoredDraws
+from sb3_hir.buffers.draws import DrawStrategy, DrawView, FirstReachDraw, HerDraw, Relabeled, StoredDraws
 from sb3_hir.buffers.layout import CompactLayout, FullLayout
 from sb3_hir.buffers.legacy import is_legacy, upgrade
 from sb3_hir.buffers.options import (
@@ -77,6 +78,7 @@ from sb3_hir.buffers.reward_checks import batch_rewards, note_batch_call
 from sb3_hir.buffers.serving import SampleInfo, Served
 from sb3_hir.goals import GoalSpec
 from sb3_hir.relabel import InstructionRelabeler
+from sb3_hir.resolvers import resolve_draw_strategy
 
 __all__ = ["HindsightInstructionReplayBuffer", "SampleInfo"]
 
@@ -162,6 +164,12 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         SBX's SAC, TQC, CrossQ and TD3 hand the buffer ``optimize_memory_usage=False`` and take no such argument, so
         ``replay_buffer_kwargs=dict(memory_layout="compact")`` is how their users store observations once.
         ``"full"`` stores them twice; None (default) follows ``optimize_memory_usage``.
+    :param draw_strategy: how relabeled transitions get their hindsight instructions: a draw-strategy plugin name
+        (``"first-reach"``, ``"her"``, ``"exact-index"``, ``"window"``, ``"stored"`` or a plugin's), a
+        :class:`~sb3_hir.buffers.draws.DrawStrategy` subclass, or a new instance of one (see "Write your own draw
+        strategy" in the docs). None (default) picks the built-in one that fits the mode, the relabeler and the goal
+        spec.
+    :param draw_strategy_kwargs: keyword arguments of a named or class ``draw_strategy``.
     :param demo_ratio: share of each sampled batch served from the demonstrations added with
         :meth:`add_demonstrations` (0: stored, not served). While the online storage is still empty every row comes
         from them, so a model can be trained on demonstrations alone.
@@ -200,6 +208,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         max_redraws: int = 8,
         demo_ratio: float = 0.0,
         memory_layout: str | None = None,
+        draw_strategy: str | type[DrawStrategy] | DrawStrategy | None = None,
+        draw_strategy_kwargs: dict[str, Any] | None = None,
     ) -> None:
         options = resolve_options(
             observation_space, env, type(self).__name__, self._her_drop_in, buffer_size=buffer_size, n_envs=n_envs,
@@ -247,9 +257,13 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self.terminate_on_success = resolve_terminate_on_success(
             terminate_on_success, options, action_space, env, observation_space
         )
-        #: the draw strategy, chosen once (``sb3_hir.buffers.draws``), the episode index it reads, the serving.
-        self._draws = self._choose_draws(options)
-        self._index = build_index(options, self, self._draws)
+        #: the draw strategy, chosen once (``sb3_hir.buffers.draws``), what it reads of the buffer, the episode index
+        #: it reads, the serving.
+        draw_template = copy.deepcopy(draw_strategy) if isinstance(draw_strategy, DrawStrategy) else draw_strategy
+        self._view = DrawView(self)
+        self._draws = self._choose_draws(options, draw_strategy, draw_strategy_kwargs)
+        self._draws.bind(self._view)
+        self._index = build_index(options, self, self._draws, self._view)
         self._serving = choose_serving(options)
         #: transitions served so far, and how many of them relabeled (see ``served_relabeled_share``).
         self.num_served = 0
@@ -261,7 +275,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             goal_selection_strategy=goal_selection_strategy, copy_info_dict=copy_info_dict,
             terminate_on_success=self.terminate_on_success, relabel_ratio=relabel_ratio, goal_selection=goal_selection,
             n_steps=n_steps, gamma=gamma, draws_per_episode=draws_per_episode, max_redraws=max_redraws,
-            optimize_memory_usage=options.compact,
+            optimize_memory_usage=options.compact, draw_strategy=draw_template,
+            draw_strategy_kwargs=draw_strategy_kwargs,
             **(dict(goal_spec=goal_spec) if self.goal_env else dict(relabeler=self.relabeler)),
         )
         #: the demonstrations, apart from the circular storage (``demonstrations``).
@@ -270,13 +285,23 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
     def _demonstration_buffer(self, capacity: int, seed: int) -> HindsightInstructionReplayBuffer:
         """An empty buffer of this class and settings for ``capacity`` demonstration transitions of one env."""
+        settings = dict(self._settings)
+        if isinstance(settings.get("draw_strategy"), DrawStrategy):  # an object serves one buffer: a fresh copy
+            settings["draw_strategy"] = copy.deepcopy(settings["draw_strategy"])
         return type(self)(capacity, self.observation_space, self.action_space, env=None, device=self.device,
-                          n_envs=1, seed=seed, **self._settings)
+                          n_envs=1, seed=seed, **settings)
 
-    def _choose_draws(self, options: BufferOptions) -> DrawStrategy:
-        """The draw strategy for these options (:func:`~sb3_hir.buffers.options.choose_draws`); a subclass that
-        serves another draw returns its own here, and the episode index is laid out for its fields."""
-        return choose_draws(options)
+    def _choose_draws(self, options: BufferOptions, draw_strategy: Any = None,
+                      draw_strategy_kwargs: dict[str, Any] | None = None) -> DrawStrategy:
+        """The draw strategy: the one asked for, else the built-in one for these options
+        (:func:`~sb3_hir.buffers.options.choose_draws`), resolved by name as a plugin's is."""
+        if draw_strategy is None:
+            if draw_strategy_kwargs:
+                raise ValueError("draw_strategy_kwargs needs draw_strategy (a name or a DrawStrategy class); got "
+                                 f"draw_strategy=None with {sorted(draw_strategy_kwargs)}")
+            name, kwargs = choose_draws(options)
+            return resolve_draw_strategy(name, **kwargs)
+        return resolve_draw_strategy(draw_strategy, kwargs=draw_strategy_kwargs)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the env (VecEnvs often cannot be pickled); ``set_env`` gives it back, as for HER."""
@@ -290,6 +315,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         if is_legacy(state):  # pickled before the layout by concept: the components are built from its state
             upgrade(self, state, self._choose_draws)
         self.env = None
+        if "_view" not in self.__dict__:  # pickled before the draw strategies read a view
+            self._view = DrawView(self)
+            self._index.view = self._view
         self.__dict__.setdefault("_last_sample", None)
         self.__dict__.setdefault("num_served_demos", 0)
         self.__dict__.setdefault("_layout", FullLayout())
@@ -495,7 +523,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     def _sample_online(self, batch_size: int, upper: int, env: VecNormalize | None) -> DictReplayBufferSamples:
         """``batch_size`` rows of the circular storage: relabeled and recorded ones."""
         num_relabel = int(self.rng.binomial(batch_size, self.relabel_ratio)) if self.relabel_ratio > 0 else 0
-        relabeled = self._draws.draw(self, self._index, num_relabel, upper) if num_relabel else None
+        relabeled = self._draws.draw(self._view, num_relabel, upper) if num_relabel else None
         num_recorded = batch_size - (0 if relabeled is None else len(relabeled.flat))
         # The recorded part draws exactly as DictReplayBuffer does (np.random, seeded by SB3).
         rows = np.random.randint(0, upper, size=num_recorded)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sb3_hir.buffers.draws import DrawStrategy, StoredDraws
+from sb3_hir.buffers.draws import DrawStrategy, DrawView, StoredDraws
 from sb3_hir.buffers.options import BufferOptions, build_index, choose_serving
 from sb3_hir.buffers.serving import Served
 from sb3_hir.buffers.storage import Storage
@@ -46,7 +46,9 @@ def upgrade(buffer: Storage, state: dict[str, Any], choose_draws: Callable[[Buff
         handle_timeout_termination=state["handle_timeout_termination"],
     )
     draws = choose_draws(options)
-    index = build_index(options, buffer, draws)
+    view = DrawView(buffer)
+    draws.bind(view)
+    index = build_index(options, buffer, draws, view)
     for name, column in index.field.items():  # the earlier layout holds every field of today's (and maybe more)
         index.meta[..., column] = state["_meta"][..., state["_field"][name]]
     index.row_head[:] = state["_row_head"]
@@ -61,7 +63,7 @@ def upgrade(buffer: Storage, state: dict[str, Any], choose_draws: Callable[[Buff
     draws.admitted = state.get("_admitted", 1.0)
     last = state.get("_last_sample")
     vars(buffer).update(
-        _draws=draws, _index=index, _serving=choose_serving(options),
+        _draws=draws, _index=index, _view=view, _serving=choose_serving(options),
         _last_sample=None if last is None else Served(*last),
     )
     for key in _LEGACY_KEYS:

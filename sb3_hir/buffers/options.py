@@ -19,7 +19,7 @@ from gymnasium import spaces
 
 from sb3_hir import resolvers
 from sb3_hir._validate import check_choice, check_int, check_number
-from sb3_hir.buffers.draws import DrawStrategy, ExactIndexDraw, FirstReachDraw, HerDraw, StoredDraws, WindowDraw
+from sb3_hir.buffers.draws import DrawStrategy, DrawView
 from sb3_hir.buffers.episode_index import EpisodeIndex, GoalEnvEpisodeIndex
 from sb3_hir.buffers.goal_env import (
     ACHIEVED_GOAL,
@@ -35,8 +35,8 @@ from sb3_hir.buffers.goal_env import (
 )
 from sb3_hir.buffers.serving import GoalEnvServing, Serving
 from sb3_hir.buffers.storage import Storage
-from sb3_hir.goals import ExactGoalSpec, GoalSpec
-from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler
+from sb3_hir.goals import ExactGoalSpec, indexable_by_value
+from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler, has_builtin_draw
 
 __all__ = [
     "BufferOptions", "build_index", "choose_draws", "choose_serving", "default_terminate_on_success", "resolve_options",
@@ -151,7 +151,7 @@ def resolve_options(
         has_success_test=has_test,
         num_goals=num_goals,
         goal_shape=goal_shape,
-        exact_values=_exact_values(resolved.goal_spec, observation_space),
+        exact_values=indexable_by_value(resolved.goal_spec, observation_space),
         relabel_ratio=ratio,
         goal_selection=selection,
         gamma=float(gamma),
@@ -250,18 +250,6 @@ def _instruction_mode(
     return resolved, num_goals, goal_shape
 
 
-def _exact_values(spec: GoalSpec, observation_space: spaces.Dict) -> bool:
-    """Whether the goal spec is exact equality (not overridden) on integer goals and achieved values."""
-    goals_dtype = np.dtype(observation_space[spec.goals_key].dtype)
-    achieved_dtype = np.dtype(observation_space[spec.achieved_key].dtype)
-    return (
-        isinstance(spec, ExactGoalSpec)
-        and type(spec).reached is ExactGoalSpec.reached
-        and achieved_dtype.kind in "biu"
-        and goals_dtype.kind in "biu"
-    )
-
-
 def default_terminate_on_success(action_space: spaces.Space, env: Any, observation_space: spaces.Dict) -> bool | None:
     """``terminate_on_success=None`` (decide from the env) in GoalEnv mode: False for continuous actions, else the env's
     ``compute_terminated`` probe (None without one: the recorded episodes decide, see ``terminates_on_success``)."""
@@ -302,24 +290,22 @@ def resolve_terminate_on_success(
     return False
 
 
-def choose_draws(options: BufferOptions) -> DrawStrategy:
-    """The draw strategy, chosen once (see ``sb3_hir.buffers.draws``): the first-reach index or HER's draw for
-    one-goal instructions of the built-in relabeler, else the exact-value index or the window comparison for
-    relabelers with a batched ``draw_goal_steps``, else draws stored when an episode ends."""
+def choose_draws(options: BufferOptions) -> tuple[str, dict[str, Any]]:
+    """The built-in draw strategy for these options, as a registered name and its arguments (the buffer resolves it
+    as it resolves a plugin's): the first-reach index or HER's draw for one-goal instructions of the built-in
+    relabeler, else the exact-value index or the window comparison for relabelers with a batched
+    ``draw_goal_steps``, else draws stored when an episode ends."""
     relabeler = options.relabeler
     if not callable(getattr(relabeler, "draw_goal_steps", None)):
-        return StoredDraws(options.num_goals, options.goal_shape, options.draws_per_episode)
-    builtin = (
-        isinstance(relabeler, HindsightInstructionRelabeler)
-        and type(relabeler).draw_goal_steps is HindsightInstructionRelabeler.draw_goal_steps
-    )
+        return "stored", dict(draws_per_episode=options.draws_per_episode)
+    builtin = has_builtin_draw(relabeler)
     if builtin and options.num_goals == 1:
         if options.goal_env:  # GoalEnvs draw as HER does: no first-reach index
-            return HerDraw()
-        return FirstReachDraw(options.exact_values)
+            return "her", {}
+        return "first-reach", dict(exact_values=options.exact_values)
     if options.exact_values:
-        return ExactIndexDraw(builtin)
-    return WindowDraw(builtin)
+        return "exact-index", dict(builtin=builtin)
+    return "window", dict(builtin=builtin)
 
 
 def choose_serving(options: BufferOptions) -> Serving:
@@ -329,8 +315,8 @@ def choose_serving(options: BufferOptions) -> Serving:
     return Serving(options.num_goals, options.goal_shape)
 
 
-def build_index(options: BufferOptions, buffer: Storage, draws: DrawStrategy) -> EpisodeIndex:
+def build_index(options: BufferOptions, buffer: Storage, draws: DrawStrategy, view: DrawView) -> EpisodeIndex:
     """The episode index of the buffer's mode, laid out for the draw strategy's fields."""
     if options.goal_env:
-        return GoalEnvEpisodeIndex(buffer, draws, options.has_success_test)
-    return EpisodeIndex(buffer, draws)
+        return GoalEnvEpisodeIndex(buffer, draws, view, options.has_success_test)
+    return EpisodeIndex(buffer, draws, view)

@@ -18,7 +18,8 @@ for episode ``i``. Nothing heavy (gymnasium, torch, pytest) is imported at packa
 plugin can import this package cheaply.
 
 One module per check kind (:mod:`~sb3_hir.testing.env`, :mod:`~sb3_hir.testing.relabeler`,
-:mod:`~sb3_hir.testing.goal_spec`, :mod:`~sb3_hir.testing.expert`, :mod:`~sb3_hir.testing.beta_schedule`), each
+:mod:`~sb3_hir.testing.goal_spec`, :mod:`~sb3_hir.testing.expert`, :mod:`~sb3_hir.testing.beta_schedule`,
+:mod:`~sb3_hir.testing.draw_strategy`, the last on the served-rows oracle of :mod:`~sb3_hir.testing.served_rows`), each
 registering its plugin check in :mod:`~sb3_hir.testing.registry` for :func:`check_plugin`; shared rollouts and
 failure messages in :mod:`~sb3_hir.testing.rollout`. Toy GoalEnvs for tests in :mod:`~sb3_hir.testing.envs`.
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 from sb3_hir.testing.beta_schedule import check_beta_schedule
 from sb3_hir.testing.components import component_names, parametrize_components
 from sb3_hir.testing.components import current_allow_list as current_allow_list
+from sb3_hir.testing.draw_strategy import check_draw_strategy
 from sb3_hir.testing.env import check_instruction_env
 from sb3_hir.testing.envs import PointReachEnv
 from sb3_hir.testing.expert import check_expert
@@ -42,6 +44,7 @@ from sb3_hir.testing.rollout import DEFAULT_STEP_CAP as DEFAULT_STEP_CAP
 __all__ = [
     "PointReachEnv",
     "check_beta_schedule",
+    "check_draw_strategy",
     "check_expert",
     "check_goal_spec",
     "check_instruction_env",

@@ -14,6 +14,7 @@ from instruction_oracle import (
     Stream,
     assert_serves_the_same,
     check_served,
+    demo_stream,
     make_buffer,
     random_path,
     simulate,
@@ -34,18 +35,6 @@ def recorded(rng: np.random.Generator, n: int, k: int = 2, fall_rate: float = 0.
         falls[id(rec)] = fall
         recs.append(rec)
     return recs, falls
-
-
-def demo_stream(buffer, recs: list[Recorded]) -> Stream:
-    """Which (episode, step) each row of the demonstrations' buffer holds: they are stored in order, one env."""
-    stream = Stream.into(buffer.demonstrations.buffer)
-    row = 0
-    for rec in recs:
-        for t in range(len(rec.episode)):
-            stream.owner[(row, 0)] = (rec, t)
-            row += 1
-        stream.added[id(rec)] = len(rec.episode)
-    return stream
 
 
 def fill_online(buffer, rng: np.random.Generator, steps: int) -> tuple[Stream, dict]:

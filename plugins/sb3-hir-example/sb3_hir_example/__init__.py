@@ -1,6 +1,6 @@
 """Template sb3-hir plugin: copy this package, rename it, and replace the components.
 
-Contributes relabeler ``"final-goal"`` and beta schedule ``"cosine"``.
+Contributes relabeler ``"final-goal"``, beta schedule ``"cosine"`` and draw strategy ``"near-future"``.
 """
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ import math
 import numpy as np
 
 from sb3_hir import hookimpl
+from sb3_hir.buffers.draws import Candidates, DrawStrategy, DrawView, Instructions
 from sb3_hir.episodes import Episode
 from sb3_hir.relabel import InstructionRelabeler
 
-__all__ = ["CosineBetaSchedule", "FinalGoalRelabeler"]
+__all__ = ["CosineBetaSchedule", "FinalGoalRelabeler", "NearFutureDraw"]
 
 
 class FinalGoalRelabeler(InstructionRelabeler):
@@ -63,6 +64,39 @@ class CosineBetaSchedule:
         return 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+class NearFutureDraw(DrawStrategy):
+    """One-goal hindsight instructions whose goal lies a geometric number of steps ahead of the transition: near
+    goals more often than HER's uniform ``future`` rule, a curriculum over goal distance.
+
+    The goal is the value achieved ``Geometric(p)`` steps after the transition (capped at the episode's end). Its
+    reach is the value's first reach in the episode; a goal already reached at or before the transition would have
+    ended the relabeled episode there, so the buffer drops that pair and draws again.
+
+    :param p: the geometric law's parameter: the mean offset is ``1 / p`` steps (1: always the next step).
+    """
+
+    def __init__(self, p: float = 0.5) -> None:
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p <= 1.0:
+            raise ValueError(f"p must be a number in (0, 1]; got {p!r}")
+        self.p = float(p)
+        super().__init__()
+
+    def setup(self, view: DrawView) -> None:
+        if view.num_goals != 1 or view.goal_env:
+            raise ValueError(f"draw_strategy 'near-future' draws one-goal instructions for instruction envs; this "
+                             f"buffer's have {view.num_goals} goals{' (GoalEnv mode)' if view.goal_env else ''}")
+
+    def instructions(self, view: DrawView, rows: Candidates) -> Instructions:
+        size, start, env, t, length = view.buffer_size, rows.start, rows.env, rows.t, rows.length
+        steps = np.minimum(t + view.rng.geometric(self.p, size=len(t)), length)  # a step in t+1..T
+        goals = view.achieved_at((start + steps - 1) % size, env)[:, None]  # (B, 1, *goal_shape)
+        offsets = np.arange(int(length.max()))
+        window = view.achieved_at((start[:, None] + np.minimum(offsets, length[:, None] - 1)) % size, env[:, None])
+        hits = np.asarray(view.goal_spec.reached(window, goals), dtype=bool) & (offsets < length[:, None])
+        first = np.where(hits.any(axis=1), hits.argmax(axis=1) + 1, -1)  # always found: the goal is reached at steps
+        return Instructions(goals.astype(view.goals_dtype, copy=False), first[:, None])
+
+
 @hookimpl
 def register_relabelers(register):
     register("final-goal", FinalGoalRelabeler)
@@ -71,3 +105,8 @@ def register_relabelers(register):
 @hookimpl
 def register_beta_schedules(register):
     register("cosine", CosineBetaSchedule)
+
+
+@hookimpl
+def register_draw_strategies(register):
+    register("near-future", NearFutureDraw)

@@ -10,12 +10,13 @@ import math
 
 import numpy as np
 import pytest
-from sb3_hir_example import CosineBetaSchedule, FinalGoalRelabeler
+from sb3_hir_example import CosineBetaSchedule, FinalGoalRelabeler, NearFutureDraw
 
 from sb3_hir import plugins
 from sb3_hir.envs import MazeRunnerEnv
 from sb3_hir.episodes import Episode
-from sb3_hir.testing import check_beta_schedule, check_plugin, check_relabeler
+from sb3_hir.testing import check_beta_schedule, check_draw_strategy, check_plugin, check_relabeler
+from sb3_hir.testing.served_rows import fill, make_buffer
 
 
 def test_plugin_passes_the_sb3_hir_contract_checks():
@@ -25,6 +26,34 @@ def test_plugin_passes_the_sb3_hir_contract_checks():
 def test_components_are_registered_under_their_names():
     assert isinstance(plugins.create("relabeler", "final-goal", num_goals=2), FinalGoalRelabeler)
     assert isinstance(plugins.create("beta_schedule", "cosine"), CosineBetaSchedule)
+    assert isinstance(plugins.create("draw_strategy", "near-future", p=0.3), NearFutureDraw)
+
+
+# -------------------------------------------------------------------------------------------------- NearFutureDraw
+@pytest.mark.parametrize("p", [1.0, 0.3])
+def test_near_future_rows_are_replays_served_n_stepped_compact_and_with_demonstrations(p: float):
+    """Both layouts, 1-step and 3-step serving, demonstrations mixed in: every served row is the oracle's replay."""
+    check_draw_strategy("near-future", num_goals=(1,), strategy_kwargs=dict(p=p))
+    check_draw_strategy(NearFutureDraw(p=p), num_goals=(1,), n_steps=(2,), memory_layouts=("compact",))
+
+
+def test_near_future_with_p_1_draws_the_next_steps_value():
+    """p = 1: the goal is the value achieved right after the transition, for every relabeled row."""
+    buffer = make_buffer(1, size=200, n_envs=2, relabel_ratio=1.0, draw_strategy="near-future",
+                         draw_strategy_kwargs=dict(p=1.0))
+    fill(buffer, np.random.default_rng(0), 150)
+    sample = buffer.sample(64)
+    info = buffer.last_sample_info
+    assert info.relabeled.sum() > 32
+    next_achieved = sample.next_observations["achieved"].numpy()[:, 0]  # (B, 2): after the transition
+    np.testing.assert_array_equal(info.goals[info.relabeled][:, 0], next_achieved[info.relabeled])
+
+
+def test_near_future_refuses_what_it_cannot_serve():
+    with pytest.raises(ValueError, match="p must be a number in"):
+        NearFutureDraw(p=0.0)
+    with pytest.raises(ValueError, match="'near-future' draws one-goal instructions"):
+        make_buffer(2, draw_strategy="near-future")
 
 
 # ---------------------------------------------------------------------------------------------- FinalGoalRelabeler

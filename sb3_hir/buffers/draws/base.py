@@ -1,4 +1,12 @@
-"""What every draw strategy shares: the rows it hands to serving, and the rounds of rejection that draw them.
+"""The draw-strategy interface: how a relabeled transition gets its hindsight instruction.
+
+A strategy is a :class:`DrawStrategy` subclass that writes one method, :meth:`DrawStrategy.instructions`: for
+candidate transitions (:class:`Candidates`: rows of finished episodes, with their episodes' own instructions) it draws
+an instruction each and returns it with its reach steps (:class:`Instructions`). Everything else is shared: the
+rounds of rejection below, the admissibility test, and serving (rewards, masks, terminations, n-step windows), which
+rewrites the pairs it returns. It reads the buffer through a :class:`~sb3_hir.buffers.draws.view.DrawView` only.
+Strategies are registered by name through the ``register_draw_strategies`` hook, as the built-in ones are, and picked
+with the buffers' ``draw_strategy`` argument.
 
 A relabeled transition must lie inside its relabeled episode (the instruction's last goal not reached before it).
 Each round draws rows and sub-envs uniformly, keeps those of finished episodes whose first row is not overwritten,
@@ -19,10 +27,10 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 from sb3_hir.buffers import compiled
-from sb3_hir.buffers.episode_index import EndedEpisode, EpisodeIndex
-from sb3_hir.buffers.storage import Storage, take_rows
+from sb3_hir.buffers.draws.view import DrawView
+from sb3_hir.buffers.episode_index import EndedEpisode
 
-__all__ = ["Candidates", "DrawStrategy", "Relabeled", "draw_rounds", "oversample"]
+__all__ = ["Candidates", "DrawContractError", "DrawStrategy", "Instructions", "Relabeled", "draw_rounds", "oversample"]
 
 
 class Relabeled(NamedTuple):
@@ -38,14 +46,35 @@ class Relabeled(NamedTuple):
     other_end: np.ndarray  # the recorded episode ended in a termination its goals did not cause
 
 
-class Candidates(NamedTuple):
-    """One round's rows of finished episodes whose first row is intact, as a strategy draws instructions for them."""
+class Instructions(NamedTuple):
+    """What :meth:`DrawStrategy.instructions` returns for ``B`` candidates.
 
-    flat: np.ndarray
-    start: np.ndarray
+    ``reach[b, j]`` must be the step (``1..length``) at which the relabeled episode reaches goal ``j``, goals reached
+    in order (each after the previous one's reach), and -1 from the first goal never reached on: serving rewards and
+    terminates by it, and the project's served-rows oracle (:func:`sb3_hir.testing.check_draw_strategy`) checks it.
+    A pair whose last goal is reached at or before ``t`` is dropped as not admissible (the relabeled episode ended
+    before the transition), as is one with ``keep`` False.
+    """
+
+    goals: np.ndarray  # (B, k, *goal_shape) in the buffer's goals dtype
+    reach: np.ndarray  # (B, k) integers
+    keep: np.ndarray | None = None  # (B,) bool, or None: every draw
+
+
+class DrawContractError(ValueError):
+    """A draw strategy returned something serving cannot use: the message names the strategy and what it must
+    return."""
+
+
+class Candidates(NamedTuple):
+    """One round's rows of finished episodes whose first row is intact, as a strategy draws instructions for them
+    (``B`` of them; steps are 1-based: the transition at ``t`` leads to step ``t + 1``)."""
+
+    flat: np.ndarray  # flat (row * n_envs + env) index of each transition
+    start: np.ndarray  # row of its episode's first transition
     env: np.ndarray
-    t: np.ndarray
-    length: np.ndarray
+    t: np.ndarray  # the transition's step in its episode, 0..length-1
+    length: np.ndarray  # its episode's length T
     meta: np.ndarray  # (B, F) the rows' index fields
     slot_meta: np.ndarray  # (B, k, F) index fields of the episode's rows start + j (per-episode slots j)
     own_steps: np.ndarray  # (B, k) reach steps of the episode's own goals, -1 never
@@ -59,11 +88,19 @@ def oversample(missing: int, admitted: float) -> int:
 
 
 class DrawStrategy:
-    """How a relabeled transition gets its hindsight instruction; chosen once, when the buffer is built.
+    """How a relabeled transition gets its hindsight instruction; one object per buffer, chosen when it is built.
 
-    A strategy owns the index fields it adds to every row (``fields``, built by :meth:`index_episode` when an episode
-    ends), its numpy draw (:meth:`_instructions`) and, where it has one, its compiled draw beside it. ``draw`` is
-    bound to one of them by :meth:`use_compiled`, so sampling never asks which.
+    Subclass it and write :meth:`instructions` (module docstring). Optionally:
+
+    * ``fields`` and :meth:`index_episode`: integers per row that the strategy computes once when an episode ends
+      (``view.index.meta[..., view.index.field[name]]``), e.g. where each value is first reached;
+    * :meth:`setup`: check that the buffer fits the strategy (raise ``ValueError`` naming what it needs) and settle
+      settings that depend on it;
+    * :meth:`other_end`: whether a recorded termination stands under the drawn goals;
+    * a compiled draw beside the numpy one (:meth:`use_compiled`), as the built-in strategies have: identical draws
+      in fewer array calls.
+
+    ``draw`` is bound to the numpy or compiled draw by :meth:`use_compiled`, so sampling never asks which.
     """
 
     #: index fields this strategy adds to each row (see :class:`~sb3_hir.buffers.episode_index.EpisodeIndex`).
@@ -77,12 +114,30 @@ class DrawStrategy:
         #: kernels this strategy has called (their first call may compile; see ``compiled.call``).
         self.warm: set[str] = set()
         self._boxed: tuple[np.random.Generator, Any] | None = None
+        #: whether a buffer has been built with this object (one buffer per strategy object: it keeps state).
+        self.bound = False
         self.use_compiled(compiled.enabled())
+
+    @property
+    def name(self) -> str:
+        """How errors name the strategy."""
+        return type(self).__name__
+
+    def bind(self, view: DrawView) -> None:
+        """Called once by the buffer built with this strategy: refuse a second buffer, then :meth:`setup`."""
+        if getattr(self, "bound", False):
+            raise ValueError(f"draw_strategy: this {self.name} object already serves another buffer, and a strategy "
+                             "keeps per-buffer state; pass its class or registered name, or a new object")
+        self.setup(view)
+        self.bound = True
+
+    def setup(self, view: DrawView) -> None:
+        """Check that the buffer fits this strategy and settle what depends on it (nothing by default)."""
 
     def use_compiled(self, on: bool) -> None:
         """Draw with the compiled kernels (identical draws, fewer array calls) or with the numpy code."""
         self.compiled = bool(on)
-        self.draw: Callable[[Storage, EpisodeIndex, int, int], Relabeled | None] = self._draw_numpy
+        self.draw: Callable[[DrawView, int, int], Relabeled | None] = self._draw_numpy
 
     def __getstate__(self) -> dict[str, Any]:
         state = {key: value for key, value in self.__dict__.items() if not callable(value)}
@@ -91,28 +146,40 @@ class DrawStrategy:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state.setdefault("bound", True)  # pickled inside a buffer before binding was recorded
         self.__dict__.update(state)
         self.use_compiled(compiled.enabled())  # where the buffer is loaded, not where it was saved
 
-    def allocate(self, buffer: Storage, steps_dtype: np.dtype) -> None:
+    def allocate(self, view: DrawView, steps_dtype: np.dtype) -> None:
         """Room for per-row data beyond the index fields (``steps_dtype``: the index's integers)."""
 
-    def index_episode(self, buffer: Storage, episode: EndedEpisode, meta: np.ndarray, field: dict[str, int]) -> None:
+    def index_episode(self, view: DrawView, episode: EndedEpisode, meta: np.ndarray, field: dict[str, int]) -> None:
         """Fill this strategy's ``fields`` of an episode that just ended (``meta``: its rows, written back after)."""
 
+    def instructions(self, view: DrawView, rows: Candidates) -> Instructions:
+        """Draw an instruction for each candidate transition, with its reach steps (:class:`Instructions`).
+
+        Every random choice must come from ``view.rng``, so a seeded buffer serves the same batches.
+        """
+        raise NotImplementedError(f"{self.name} must implement instructions(view, rows)")
+
+    def other_end(self, view: DrawView, rows: Candidates) -> np.ndarray:
+        """Whether the recorded episode ended in a termination that the drawn goals did not cause."""
+        return rows.meta[:, view.index.field["end"]] > 0
+
     # -- the numpy draw -----------------------------------------------------------------------------------------
-    def _draw_numpy(self, buffer: Storage, index: EpisodeIndex, count: int, upper: int) -> Relabeled | None:
+    def _draw_numpy(self, view: DrawView, count: int, upper: int) -> Relabeled | None:
         """``count`` admissible pairs from rows ``[0, upper)``, by rounds of rejection (module docstring)."""
         parts: list[Relabeled] = []
         missing = count
         admitted = self.admitted
-        for _ in range(buffer.max_redraws + 1):
+        for _ in range(view.max_redraws + 1):
             if missing == 0:
                 break
             draws = oversample(missing, admitted)
-            rows = buffer.rng.integers(0, upper, size=draws)
-            envs = buffer.rng.integers(0, buffer.n_envs, size=draws)
-            part = self._relabel_rows(buffer, index, rows, envs)
+            rows = view.rng.integers(0, upper, size=draws)
+            envs = view.rng.integers(0, view.n_envs, size=draws)
+            part = self._relabel_rows(view, rows, envs)
             got = 0 if part is None else len(part.flat)
             admitted = max(got / draws, 0.01)
             self.admitted = admitted
@@ -127,28 +194,69 @@ class DrawStrategy:
             return parts[0]
         return Relabeled(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
 
-    def _relabel_rows(self, buffer: Storage, index: EpisodeIndex, rows: np.ndarray, envs: np.ndarray
-                      ) -> Relabeled | None:
+    def _relabel_rows(self, view: DrawView, rows: np.ndarray, envs: np.ndarray) -> Relabeled | None:
         """Draw an instruction for each (row, env) of a finished, intact episode; keep the admissible ones."""
-        rows_ = self._candidates(buffer, index, rows, envs)
+        rows_ = self._candidates(view, rows, envs)
         if rows_ is None:
             return None
-        goals, reach, keep = self._instructions(buffer, index, rows_)
+        goals, reach, keep = self._checked(view, rows_, self.instructions(view, rows_))
         # Admissible: the transition lies inside the relabeled episode (the k-th goal not reached before it).
         inside = ~((reach[:, -1] > 0) & (reach[:, -1] <= rows_.t))
         if keep is not None:
             inside &= keep
-        other_end = self._other_end(buffer, rows_, index.field)
+        other_end = self.other_end(view, rows_)
         part = Relabeled(rows_.flat, rows_.start, rows_.env, rows_.t, rows_.length, goals, reach, other_end)
         if not inside.all():
             part = Relabeled(*(a[inside] for a in part))
         return part
 
+    def _checked(self, view: DrawView, rows: Candidates, drawn: Any) -> Instructions:
+        """``drawn`` as serving takes it, or a :class:`DrawContractError` naming the strategy and what is wrong.
+
+        Shapes, dtypes and the reach steps' form (in ``1..length`` or -1, in order, -1 from the first miss on): a
+        few array operations per round, so every strategy, built-in or not, is held to the same contract.
+        """
+        try:
+            goals, reach, keep = drawn
+        except (TypeError, ValueError):
+            raise DrawContractError(f"{self.name}.instructions must return Instructions(goals, reach, keep); got "
+                                    f"{type(drawn).__name__}") from None
+        batch, k, dtype = len(rows.t), view.num_goals, view.goals_dtype
+        shape = (batch, k, *view.goal_shape)
+        if not isinstance(goals, np.ndarray) or goals.shape != shape:
+            raise DrawContractError(f"{self.name}.instructions: goals must be an array of shape (B, k, *goal_shape) = "
+                                    f"{shape}; got {getattr(goals, 'shape', type(goals).__name__)}")
+        if goals.dtype != dtype:
+            if not np.can_cast(goals.dtype, dtype, "same_kind"):
+                raise DrawContractError(f"{self.name}.instructions: goals must be of the buffer's goals dtype {dtype}; "
+                                        f"got {goals.dtype}")
+            goals = goals.astype(dtype)
+        if not isinstance(reach, np.ndarray) or reach.shape != (batch, k) or reach.dtype.kind not in "iu":
+            raise DrawContractError(f"{self.name}.instructions: reach must be an integer array of shape (B, k) = "
+                                    f"{(batch, k)}; got {getattr(reach, 'dtype', type(reach).__name__)} "
+                                    f"{getattr(reach, 'shape', '')}")
+        if keep is not None and (not isinstance(keep, np.ndarray) or keep.shape != (batch,) or keep.dtype != bool):
+            raise DrawContractError(f"{self.name}.instructions: keep must be None or a bool array of shape (B,) = "
+                                    f"({batch},); got {getattr(keep, 'dtype', type(keep).__name__)} "
+                                    f"{getattr(keep, 'shape', '')}")
+        reached = reach > 0
+        bad = ~(reached | (reach == -1)) | (reach > rows.length[:, None])
+        if k > 1:
+            bad[:, 1:] |= reached[:, 1:] & ~(reached[:, :-1] & (reach[:, 1:] >= reach[:, :-1]))
+        if bad.any():
+            b = int(np.argwhere(bad)[0, 0])
+            raise DrawContractError(
+                f"{self.name}.instructions: reach[b, j] must be the step (1..length) at which goal j is reached, after "
+                f"goal j-1's, or -1 from the first goal never reached on; got reach {reach[b].tolist()} for an "
+                f"episode of length {int(rows.length[b])}"
+            )
+        return Instructions(goals, reach, keep)
+
     @staticmethod
-    def _candidates(buffer: Storage, index: EpisodeIndex, rows: np.ndarray, envs: np.ndarray) -> Candidates | None:
+    def _candidates(view: DrawView, rows: np.ndarray, envs: np.ndarray) -> Candidates | None:
         """The rows of finished episodes whose first row is not overwritten, with their episodes' own goals."""
-        size, n_envs, field, k = buffer.buffer_size, buffer.n_envs, index.field, buffer.num_goals
-        meta_flat = index.meta.reshape(size * n_envs, -1)
+        size, n_envs, field, k = view.buffer_size, view.n_envs, view.index.field, view.num_goals
+        meta_flat = view.index.meta.reshape(size * n_envs, -1)
         flat = rows * n_envs + envs
         meta = meta_flat.take(flat, axis=0)
         t = meta[:, field["t"]].astype(np.int64)
@@ -165,52 +273,41 @@ class DrawStrategy:
         slots = (start[:, None] + np.arange(k)) % size
         slot_meta = meta_flat.take(slots * n_envs + envs[:, None], axis=0)  # (B, k, F)
         own_steps = np.where(np.arange(k) < length[:, None], slot_meta[..., field["own"]], -1).astype(np.int64)
-        own_goals = take_rows(buffer.observations[buffer.goal_spec.goals_key], start * n_envs + envs)
-        own_goals = own_goals.reshape(len(start), k, *buffer.goal_shape)  # GoalEnvs store one goal without k
+        own_goals = view.own_goals(start, envs)
         return Candidates(flat, start, envs, t, length, meta, slot_meta, own_steps, own_goals)
 
     # -- the compiled draw ---------------------------------------------------------------------------------------
-    def _draw_compiled(self, buffer: Storage, index: EpisodeIndex, count: int, upper: int) -> Relabeled | None:
+    def _draw_compiled(self, view: DrawView, count: int, upper: int) -> Relabeled | None:
         """The numpy draw in one kernel call, where the strategy has one (identical draws)."""
         raise NotImplementedError
 
-    def _config(self, buffer: Storage, index: EpisodeIndex, **settings: int) -> np.ndarray:
+    def _config(self, view: DrawView, **settings: int) -> np.ndarray:
         """The named configuration of :func:`draw_rounds` with the strategy's ``settings``: sizes, rounds, the index
         columns (``f_<field>``)."""
-        columns = {f"f_{name}": column for name, column in index.field.items()}
-        return compiled.config(size=buffer.buffer_size, n_envs=buffer.n_envs, rounds=buffer.max_redraws,
-                               k=buffer.num_goals, **columns, **settings)
+        columns = {f"f_{name}": column for name, column in view.index.field.items()}
+        return compiled.config(size=view.buffer_size, n_envs=view.n_envs, rounds=view.max_redraws,
+                               k=view.num_goals, **columns, **settings)
 
-    def _generator(self, buffer: Storage) -> Any:
+    def _generator(self, view: DrawView) -> Any:
         """The buffer's generator as the entry kernels take it (``compiled.box_generator``), boxed once."""
-        if self._boxed is None or self._boxed[0] is not buffer.rng:
-            self._boxed = (buffer.rng, compiled.call(self.warm, compiled.box_generator, buffer.rng))
+        if self._boxed is None or self._boxed[0] is not view.rng:
+            self._boxed = (view.rng, compiled.call(self.warm, compiled.box_generator, view.rng))
         return self._boxed[1]
 
-    def _run_kernel(self, buffer: Storage, index: EpisodeIndex, kernel: Callable[..., Any], count: int, upper: int,
+    def _run_kernel(self, view: DrawView, kernel: Callable[..., Any], count: int, upper: int,
                     cfg: np.ndarray, *extra: Any) -> Relabeled | None:
         """Call a strategy's :func:`draw_rounds` kernel on the buffer's arrays, flat over rows and sub-envs."""
-        flat_rows = buffer.buffer_size * buffer.n_envs
-        own_goals = buffer.observations[buffer.goal_spec.goals_key].reshape(flat_rows, -1)
+        flat_rows = view.buffer_size * view.n_envs
+        own_goals = view.instructions.reshape(flat_rows, -1)
         flat, start, envs, t, length, goals, reach, other_end, self.admitted = compiled.call(
-            self.warm, kernel, self._generator(buffer), index.meta.reshape(flat_rows, -1),
-            buffer.next_observations[buffer.goal_spec.achieved_key].reshape(flat_rows, -1), own_goals, own_goals[:0],
+            self.warm, kernel, self._generator(view), view.index.meta.reshape(flat_rows, -1),
+            view.achieved.reshape(flat_rows, -1), own_goals, own_goals[:0],
             float(self.admitted), upper, count, cfg, *extra,
         )
         if not len(flat):
             return None
-        goals = goals.reshape(len(flat), buffer.num_goals, *buffer.goal_shape)
+        goals = goals.reshape(len(flat), view.num_goals, *view.goal_shape)
         return Relabeled(flat, start, envs, t, length, goals, reach, other_end)
-
-    def _instructions(self, buffer: Storage, index: EpisodeIndex, rows: Candidates
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """``(goals (B, k, *goal_shape), reach (B, k), keep)`` drawn for the candidate rows; ``keep`` (or None: all)
-        marks draws admissible beyond the reach test."""
-        raise NotImplementedError
-
-    def _other_end(self, buffer: Storage, rows: Candidates, field: dict[str, int]) -> np.ndarray:
-        """Whether the recorded episode ended in a termination that the drawn goals did not cause."""
-        return rows.meta[:, field["end"]] > 0
 
 
 @compiled.kernel
@@ -220,7 +317,7 @@ def _finished_rows(rng, meta, missing, admitted, upper, cfg):  # type: ignore[no
     ``keep[:batch]`` indexing them.
 
     Each pass makes one level of independent loads over the whole batch (the row, then the episode's first row),
-    so the memory system overlaps them: the rows are scattered over the buffer.
+    so the memory system overlaps them: the rows are scattered over the view.
     """
     c = cfg[0]
     draws = oversample(missing, admitted)

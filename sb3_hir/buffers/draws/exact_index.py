@@ -16,8 +16,9 @@ from sb3_hir.buffers import compiled
 from sb3_hir.buffers.compiled import draw_goal_steps
 from sb3_hir.buffers.draws.base import Candidates, Relabeled, draw_rounds
 from sb3_hir.buffers.draws.goal_steps import GoalStepsDraw
-from sb3_hir.buffers.episode_index import EndedEpisode, EpisodeIndex
-from sb3_hir.buffers.storage import Storage, value_ids
+from sb3_hir.buffers.draws.view import DrawView
+from sb3_hir.buffers.episode_index import EndedEpisode
+from sb3_hir.buffers.storage import value_ids
 
 __all__ = ["ExactIndexDraw", "draw_exact", "first_after", "reach_indexed"]
 
@@ -33,19 +34,25 @@ class ExactIndexDraw(GoalStepsDraw):
     fields = ("prev", "rank", "glo", "order", "olo", "ohi")
     exact_values = True
 
-    def __init__(self, builtin: bool) -> None:
+    def __init__(self, builtin: bool | None = None) -> None:
         self.cfg: np.ndarray | None = None
         super().__init__(builtin)
 
+    def setup(self, view: DrawView) -> None:
+        if not view.exact_values:
+            raise ValueError("draw_strategy 'exact-index' finds reaches by exact integer values: it needs the 'exact' "
+                             "goal spec on integer goals and achieved values; use 'window' for other goal specs")
+        super().setup(view)
+
     def use_compiled(self, on: bool) -> None:
         super().use_compiled(on)
-        self._reach_steps = self._reach_compiled if on else self._reach_indexed  # type: ignore[method-assign]
+        self.reach_steps = self._reach_compiled if on else self._reach_indexed  # type: ignore[method-assign]
         if on and self.builtin:
             self.draw = self._draw_compiled
 
-    def index_episode(self, buffer: Storage, episode: EndedEpisode, meta: np.ndarray, field: dict[str, int]) -> None:
+    def index_episode(self, view: DrawView, episode: EndedEpisode, meta: np.ndarray, field: dict[str, int]) -> None:
         length = episode.length
-        ids, own_ids = value_ids(episode.achieved, episode.own_goals, len(buffer.goal_shape))
+        ids, own_ids = value_ids(episode.achieved, episode.own_goals, len(view.goal_shape))
         order = np.argsort(ids, kind="stable")  # positions -> step offset, grouped by value, steps ascending
         sorted_ids = ids[order]
         rank = np.empty(length, dtype=np.int64)
@@ -58,17 +65,17 @@ class ExactIndexDraw(GoalStepsDraw):
         meta[:, field["rank"]] = rank
         meta[:, field["glo"]] = group_lo
         meta[:, field["order"]] = order + 1  # steps are 1-based
-        slots = min(buffer.num_goals, length)
+        slots = min(view.num_goals, length)
         meta[:slots, field["olo"]] = np.searchsorted(sorted_ids, own_ids, side="left")[:slots]
         meta[:slots, field["ohi"]] = np.searchsorted(sorted_ids, own_ids, side="right")[:slots]
 
-    def _reach_indexed(self, buffer: Storage, index: EpisodeIndex, rows: Candidates, steps: np.ndarray,
+    def _reach_indexed(self, view: DrawView, rows: Candidates, steps: np.ndarray,
                        step_rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
         """Reach steps of goals drawn as achieved steps, from the exact-value index: O(k) per sample, plus
         O(log T) for a goal whose value recurs between the previous goal's reach and its own step."""
-        size, n_envs, field = buffer.buffer_size, buffer.n_envs, index.field
+        size, n_envs, field = view.buffer_size, view.n_envs, view.index.field
         start, envs, length, slot_meta = rows.start, rows.env, rows.length, rows.slot_meta
-        meta_flat = index.meta.reshape(size * n_envs, -1)
+        meta_flat = view.index.meta.reshape(size * n_envs, -1)
         batch, k = steps.shape
         at_step = meta_flat.take(step_rows * n_envs + envs[:, None], axis=0)  # (B, k, F)
         reach = np.full((batch, k), -1, dtype=np.int64)
@@ -93,19 +100,19 @@ class ExactIndexDraw(GoalStepsDraw):
             previous = reach_j
         return reach
 
-    def _reach_compiled(self, buffer: Storage, index: EpisodeIndex, rows: Candidates, steps: np.ndarray,
-                        step_rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
-        meta_flat = index.meta.reshape(buffer.buffer_size * buffer.n_envs, -1)
+    def _reach_compiled(self, view: DrawView, rows: Candidates, steps: np.ndarray,
+                       step_rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        meta_flat = view.index.meta.reshape(view.buffer_size * view.n_envs, -1)
         return compiled.call(self.warm, reach_indexed, meta_flat, steps, rows.start, rows.env, rows.length,
-                             self._cfg(buffer, index))
+                             self._cfg(view))
 
-    def _draw_compiled(self, buffer: Storage, index: EpisodeIndex, count: int, upper: int) -> Relabeled | None:
-        return self._run_kernel(buffer, index, draw_exact, count, upper, self._cfg(buffer, index))
+    def _draw_compiled(self, view: DrawView, count: int, upper: int) -> Relabeled | None:
+        return self._run_kernel(view, draw_exact, count, upper, self._cfg(view))
 
-    def _cfg(self, buffer: Storage, index: EpisodeIndex) -> np.ndarray:
+    def _cfg(self, view: DrawView) -> np.ndarray:
         if self.cfg is None:
-            self.cfg = self._config(buffer, index, draw_mode=compiled.draw_mode(buffer.relabeler),
-                                    future=buffer.goal_selection == "future")
+            self.cfg = self._config(view, draw_mode=compiled.draw_mode(view.relabeler),
+                                    future=view.goal_selection == "future")
         return self.cfg
 
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from sb3_hir.buffers import compiled
-from sb3_hir.buffers.draws.base import Candidates, DrawStrategy, Relabeled, draw_rounds
-from sb3_hir.buffers.episode_index import EndedEpisode, EpisodeIndex
-from sb3_hir.buffers.storage import Storage, achieved_at, value_ids
+from sb3_hir.buffers.draws.base import Candidates, DrawStrategy, Instructions, Relabeled, draw_rounds
+from sb3_hir.buffers.draws.view import DrawView
+from sb3_hir.buffers.episode_index import EndedEpisode
+from sb3_hir.buffers.storage import value_ids
 from sb3_hir.goals import GoalSpec
 
 __all__ = ["FirstReachDraw", "draw_first_reach", "first_reach", "takes_drawn_goal"]
@@ -30,25 +31,35 @@ class FirstReachDraw(DrawStrategy):
     """A hindsight goal first reached after the transition, from the episode's first-reach index (module docstring).
 
     :param exact_values: goals are integers compared by exact equality: first reaches are found by value, in
-        O(T log T), instead of by pairwise comparison.
+        O(T log T), instead of by pairwise comparison. None: decided from the buffer's goal spec and spaces.
     """
 
     #: ``ffirst`` is ``first[forder]``: the drawn step's first reach, read from the row that draws it.
     fields = ("first", "forder", "fcount", "ffirst")
 
-    def __init__(self, exact_values: bool) -> None:
-        self.exact_values = exact_values
+    def __init__(self, exact_values: bool | None = None) -> None:
+        self.exact_values = exact_values  # type: ignore[assignment]
         self.cfg: np.ndarray | None = None
         super().__init__()
+
+    def setup(self, view: DrawView) -> None:
+        if view.num_goals != 1:
+            raise ValueError(f"draw_strategy 'first-reach' draws one-goal instructions; this buffer's have "
+                             f"{view.num_goals} goals: use 'exact-index' or 'window'")
+        if getattr(view.relabeler, "strategy", None) not in ("some", "all", "none"):
+            raise ValueError("draw_strategy 'first-reach' follows the relabeler's strategy ('some', 'all' or 'none'); "
+                             f"{type(view.relabeler).__name__} has none")
+        if self.exact_values is None:
+            self.exact_values = view.exact_values
 
     def use_compiled(self, on: bool) -> None:
         super().use_compiled(on)
         if on:
             self.draw = self._draw_compiled
 
-    def index_episode(self, buffer: Storage, episode: EndedEpisode, meta: np.ndarray, field: dict[str, int]) -> None:
+    def index_episode(self, view: DrawView, episode: EndedEpisode, meta: np.ndarray, field: dict[str, int]) -> None:
         length = episode.length
-        first = first_reach(episode.achieved, episode.own_goals, buffer.goal_spec, len(buffer.goal_shape),
+        first = first_reach(episode.achieved, episode.own_goals, view.goal_spec, len(view.goal_shape),
                             self.exact_values)
         # Sorted by first reach, latest first: the values not yet reached after transition t are the first
         # fcount[t] steps of this order.
@@ -59,17 +70,16 @@ class FirstReachDraw(DrawStrategy):
         meta[:, field["ffirst"]] = first[forder]  # the drawn step's first reach, in the row that draws it
         meta[:, field["fcount"]] = np.bincount(key, minlength=length + 2)[::-1].cumsum()[::-1][1 : length + 1]
 
-    def _instructions(self, buffer: Storage, index: EpisodeIndex, rows: Candidates
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    def instructions(self, view: DrawView, rows: Candidates) -> Instructions:
         """The relabeled episode must contain ``t``: its goal not reached at or before ``t``. With no such goal, or
         where the relabeler keeps the recorded instruction (``"some"``, ``"none"``), the recorded goal is kept."""
-        size, n_envs, field, rng = buffer.buffer_size, buffer.n_envs, index.field, buffer.rng
-        meta_flat = index.meta.reshape(size * n_envs, -1)
+        size, n_envs, field, rng = view.buffer_size, view.n_envs, view.index.field, view.rng
+        meta_flat = view.index.meta.reshape(size * n_envs, -1)
         t, start, envs, length = rows.t, rows.start, rows.env, rows.length
         own_step, own_goals = rows.own_steps[:, 0], rows.own_goals
         batch = len(t)
-        draw = takes_drawn_goal(rng, own_step, buffer.relabeler.strategy)  # type: ignore[attr-defined]
-        if buffer.goal_selection == "final":
+        draw = takes_drawn_goal(rng, own_step, view.relabeler.strategy)  # type: ignore[attr-defined]
+        if view.goal_selection == "final":
             steps = length.copy()
         else:
             count = rows.meta[:, field["fcount"]].astype(np.int64)
@@ -79,18 +89,18 @@ class FirstReachDraw(DrawStrategy):
         first = meta_flat[step_flat, field["first"]].astype(np.int64)
         keep = ~draw | (first > t)
         reach_drawn = np.where(first > 0, first, -1)
-        achieved = achieved_at(buffer, step_flat // n_envs, step_flat % n_envs)[:, None]
+        achieved = view.achieved_at(step_flat // n_envs, step_flat % n_envs)[:, None]
         goals = np.where(draw.reshape(-1, *(1,) * (own_goals.ndim - 1)), achieved, own_goals)
         reach = np.where(draw, reach_drawn, own_step)[:, None]
-        return goals.astype(own_goals.dtype, copy=False), reach, keep
+        return Instructions(goals.astype(own_goals.dtype, copy=False), reach, keep)
 
-    def _draw_compiled(self, buffer: Storage, index: EpisodeIndex, count: int, upper: int) -> Relabeled | None:
+    def _draw_compiled(self, view: DrawView, count: int, upper: int) -> Relabeled | None:
         if self.cfg is None:
             self.cfg = self._config(
-                buffer, index, draw_mode=compiled.draw_mode(buffer.relabeler),
-                selection=compiled.SELECTIONS[buffer.goal_selection],
+                view, draw_mode=compiled.draw_mode(view.relabeler),
+                selection=compiled.SELECTIONS[view.goal_selection],
             )
-        return self._run_kernel(buffer, index, draw_first_reach, count, upper, self.cfg)
+        return self._run_kernel(view, draw_first_reach, count, upper, self.cfg)
 
 
 def takes_drawn_goal(rng: np.random.Generator, own_step: np.ndarray, strategy: str) -> np.ndarray:

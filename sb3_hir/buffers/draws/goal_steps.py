@@ -11,48 +11,54 @@ from __future__ import annotations
 import numpy as np
 
 from sb3_hir.buffers import compiled
-from sb3_hir.buffers.draws.base import Candidates, DrawStrategy
-from sb3_hir.buffers.episode_index import EpisodeIndex
-from sb3_hir.buffers.storage import Storage, achieved_at
+from sb3_hir.buffers.draws.base import Candidates, DrawStrategy, Instructions
+from sb3_hir.buffers.draws.view import DrawView
 
 __all__ = ["GoalStepsDraw"]
 
 
 class GoalStepsDraw(DrawStrategy):
-    """Goal steps from the relabeler, reach steps from :meth:`_reach_steps` (module docstring).
+    """Goal steps from the relabeler, reach steps from :meth:`reach_steps` (module docstring).
 
     :param builtin: the relabeler's ``draw_goal_steps`` is :class:`~sb3_hir.relabel.HindsightInstructionRelabeler`'s,
-        which the compiled kernels reproduce.
+        which the compiled kernels reproduce. None: decided from the buffer's relabeler.
     """
 
-    def __init__(self, builtin: bool) -> None:
+    def __init__(self, builtin: bool | None = None) -> None:
         self.builtin = builtin
         super().__init__()
+
+    def setup(self, view: DrawView) -> None:
+        if not callable(getattr(view.relabeler, "draw_goal_steps", None)):
+            raise ValueError(f"draw_strategy {self.name} draws through the relabeler's draw_goal_steps, which "
+                             f"{type(view.relabeler).__name__} lacks: use 'stored'")
+        if self.builtin is None:
+            self.builtin = view.builtin_relabeler
+            self.use_compiled(self.compiled)
 
     def use_compiled(self, on: bool) -> None:
         super().use_compiled(on)
         self._goal_steps = self._compiled_goal_steps if on and self.builtin else self._relabeler_goal_steps
 
-    def _instructions(self, buffer: Storage, index: EpisodeIndex, rows: Candidates
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        steps = self._goal_steps(buffer, rows)
-        step_rows = (rows.start[:, None] + np.maximum(steps, 1) - 1) % buffer.buffer_size
-        achieved = achieved_at(buffer, step_rows, rows.env[:, None])
-        from_step = (steps > 0).reshape(*steps.shape, *(1,) * len(buffer.goal_shape))
+    def instructions(self, view: DrawView, rows: Candidates) -> Instructions:
+        steps = self._goal_steps(view, rows)
+        step_rows = (rows.start[:, None] + np.maximum(steps, 1) - 1) % view.buffer_size
+        achieved = view.achieved_at(step_rows, rows.env[:, None])
+        from_step = (steps > 0).reshape(*steps.shape, *(1,) * len(view.goal_shape))
         goals = np.where(from_step, achieved, rows.own_goals).astype(rows.own_goals.dtype, copy=False)
-        return goals, self._reach_steps(buffer, index, rows, steps, step_rows, goals), None
+        return Instructions(goals, self.reach_steps(view, rows, steps, step_rows, goals))
 
-    def _reach_steps(self, buffer: Storage, index: EpisodeIndex, rows: Candidates, steps: np.ndarray,
-                     step_rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
+    def reach_steps(self, view: DrawView, rows: Candidates, steps: np.ndarray, step_rows: np.ndarray,
+                    goals: np.ndarray) -> np.ndarray:
         """``(B, k)`` steps at which the goals are reached in order, -1 never (and after a goal never reached)."""
         raise NotImplementedError
 
-    def _relabeler_goal_steps(self, buffer: Storage, rows: Candidates) -> np.ndarray:
-        return buffer.relabeler.draw_goal_steps(  # type: ignore[attr-defined]
-            rows.own_steps, rows.length, rows.t, buffer.rng, buffer.goal_selection
+    def _relabeler_goal_steps(self, view: DrawView, rows: Candidates) -> np.ndarray:
+        return view.relabeler.draw_goal_steps(  # type: ignore[attr-defined]
+            rows.own_steps, rows.length, rows.t, view.rng, view.goal_selection
         )
 
-    def _compiled_goal_steps(self, buffer: Storage, rows: Candidates) -> np.ndarray:
-        return compiled.call(self.warm, compiled.draw_goal_steps_boxed, self._generator(buffer), rows.own_steps,
-                             rows.length, rows.t, compiled.draw_mode(buffer.relabeler),
-                             buffer.goal_selection == "future")
+    def _compiled_goal_steps(self, view: DrawView, rows: Candidates) -> np.ndarray:
+        return compiled.call(self.warm, compiled.draw_goal_steps_boxed, self._generator(view), rows.own_steps,
+                             rows.length, rows.t, compiled.draw_mode(view.relabeler),
+                             view.goal_selection == "future")

@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from sb3_hir.buffers import compiled
-from sb3_hir.buffers.draws.base import Candidates, DrawStrategy, Relabeled, draw_rounds
-from sb3_hir.buffers.episode_index import EpisodeIndex
-from sb3_hir.buffers.storage import Storage, achieved_at, take_rows
+from sb3_hir.buffers.draws.base import Candidates, DrawStrategy, Instructions, Relabeled, draw_rounds
+from sb3_hir.buffers.draws.view import DrawView
+from sb3_hir.buffers.storage import take_rows
 
 __all__ = ["HerDraw", "draw_her", "her_steps"]
 
@@ -31,59 +31,66 @@ class HerDraw(DrawStrategy):
         self.cfg: np.ndarray | None = None
         super().__init__()
 
+    def setup(self, view: DrawView) -> None:
+        if not view.goal_env:
+            raise ValueError("draw_strategy 'her' is GoalEnv mode's draw: it serves goals also reached before the "
+                             "transition, which an instruction env's episode would have ended at; use 'first-reach'")
+        if view.num_goals != 1:
+            raise ValueError(f"draw_strategy 'her' draws one goal, as HER; this buffer's instructions have "
+                             f"{view.num_goals} goals: use 'exact-index' or 'window'")
+
     def use_compiled(self, on: bool) -> None:
         super().use_compiled(on)
         self._draw_pairs = self._draw_compiled if on else self._draw_numpy
         self.draw = self._draw_her
 
-    def _draw_her(self, buffer: Storage, index: EpisodeIndex, count: int, upper: int) -> Relabeled | None:
-        relabeled = self._draw_pairs(buffer, index, count, upper)
-        if relabeled is not None and buffer.terminates_on_success:
-            relabeled = relabeled._replace(reach=self.reach_after_t(buffer, relabeled))
+    def _draw_her(self, view: DrawView, count: int, upper: int) -> Relabeled | None:
+        relabeled = self._draw_pairs(view, count, upper)
+        if relabeled is not None and view.terminates_on_success:
+            relabeled = relabeled._replace(reach=self.reach_after_t(view, relabeled))
         return relabeled
 
-    def _instructions(self, buffer: Storage, index: EpisodeIndex, rows: Candidates
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    def instructions(self, view: DrawView, rows: Candidates) -> Instructions:
         """A step drawn by HER's rule; its reach is searched after the draw, where successes terminate."""
-        size, n_envs, rng = buffer.buffer_size, buffer.n_envs, buffer.rng
+        size, n_envs, rng = view.buffer_size, view.n_envs, view.rng
         t, start, envs, length = rows.t, rows.start, rows.env, rows.length
         batch = len(t)
-        steps = her_steps(rng, t, length, buffer.goal_selection)
+        steps = her_steps(rng, t, length, view.goal_selection)
         step_flat = ((start + steps - 1) % size) * n_envs + envs
-        goals = achieved_at(buffer, step_flat // n_envs, step_flat % n_envs)[:, None]
+        goals = view.achieved_at(step_flat // n_envs, step_flat % n_envs)[:, None]
         reach = np.full((batch, 1), -1, dtype=np.int64)
-        return goals.astype(rows.own_goals.dtype, copy=False), reach, None
+        return Instructions(goals.astype(rows.own_goals.dtype, copy=False), reach)
 
-    def _other_end(self, buffer: Storage, rows: Candidates, field: dict[str, int]) -> np.ndarray:
-        other_end = super()._other_end(buffer, rows, field)
-        if buffer.terminates_on_success:
+    def other_end(self, view: DrawView, rows: Candidates) -> np.ndarray:
+        other_end = super().other_end(view, rows)
+        if view.terminates_on_success:
             other_end &= rows.own_steps[:, 0] != rows.length  # the own goal's reach caused it: not under another goal
         return other_end
 
-    def reach_after_t(self, buffer: Storage, r: Relabeled) -> np.ndarray:
+    def reach_after_t(self, view: DrawView, r: Relabeled) -> np.ndarray:
         """Where successes terminate: the first step after ``t`` whose achieved goal reaches the drawn goal, within
         the served window (``(B, 1)``; -1 when not in it).
 
         The replayed episode starts at ``t``: whether the goal was also passed before ``t`` does not matter (HER's
         draw). Looking only ``n_steps`` ahead keeps it O(batch * n_steps).
         """
-        if buffer.n_steps == 1:  # the window is the transition itself: one gather, one test
-            achieved = take_rows(buffer.next_observations[buffer.goal_spec.achieved_key], r.flat)
+        if view.n_steps == 1:  # the window is the transition itself: one gather, one test
+            achieved = take_rows(view.achieved, r.flat)
             goal = r.goals[:, 0]
-            hit = np.asarray(buffer.goal_spec.reached(achieved.reshape(goal.shape), goal), dtype=bool)
+            hit = np.asarray(view.goal_spec.reached(achieved.reshape(goal.shape), goal), dtype=bool)
             return np.where(hit, r.t + 1, -1)[:, None]
-        offsets = np.arange(buffer.n_steps)
+        offsets = np.arange(view.n_steps)
         ahead = np.minimum(offsets, (r.length - r.t - 1)[:, None])  # (B, n): the window, cut at the episode's end
-        rows = (r.start[:, None] + r.t[:, None] + ahead) % buffer.buffer_size
-        achieved = achieved_at(buffer, rows, r.env[:, None])  # achieved after each transition of the window
-        hits = np.asarray(buffer.goal_spec.reached(achieved, r.goals), dtype=bool)  # goals (B, 1, *goal_shape)
+        rows = (r.start[:, None] + r.t[:, None] + ahead) % view.buffer_size
+        achieved = view.achieved_at(rows, r.env[:, None])  # achieved after each transition of the window
+        hits = np.asarray(view.goal_spec.reached(achieved, r.goals), dtype=bool)  # goals (B, 1, *goal_shape)
         hits &= offsets < (r.length - r.t)[:, None]
         return np.where(hits.any(axis=1), r.t + 1 + hits.argmax(axis=1), -1)[:, None]
 
-    def _draw_compiled(self, buffer: Storage, index: EpisodeIndex, count: int, upper: int) -> Relabeled | None:
+    def _draw_compiled(self, view: DrawView, count: int, upper: int) -> Relabeled | None:
         if self.cfg is None:
-            self.cfg = self._config(buffer, index, selection=compiled.SELECTIONS[buffer.goal_selection])
-        return self._run_kernel(buffer, index, draw_her, count, upper, self.cfg, buffer.terminates_on_success)
+            self.cfg = self._config(view, selection=compiled.SELECTIONS[view.goal_selection])
+        return self._run_kernel(view, draw_her, count, upper, self.cfg, view.terminates_on_success)
 
 
 def her_steps(rng: np.random.Generator, t: np.ndarray, length: np.ndarray, goal_selection: str) -> np.ndarray:

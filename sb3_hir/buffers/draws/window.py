@@ -8,8 +8,7 @@ import numpy as np
 
 from sb3_hir.buffers.draws.base import Candidates
 from sb3_hir.buffers.draws.goal_steps import GoalStepsDraw
-from sb3_hir.buffers.episode_index import EpisodeIndex
-from sb3_hir.buffers.storage import Storage, achieved_at
+from sb3_hir.buffers.draws.view import DrawView
 
 __all__ = ["WindowDraw"]
 
@@ -17,8 +16,8 @@ __all__ = ["WindowDraw"]
 class WindowDraw(GoalStepsDraw):
     """Reach steps from the episode window (module docstring); no index fields of its own."""
 
-    def _reach_steps(self, buffer: Storage, index: EpisodeIndex, rows: Candidates, steps: np.ndarray,
-                     step_rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
+    def reach_steps(self, view: DrawView, rows: Candidates, steps: np.ndarray, step_rows: np.ndarray,
+                    goals: np.ndarray) -> np.ndarray:
         start, length = rows.start, rows.length
         batch, k = goals.shape[:2]
         horizon = int(length.max()) if batch else 0
@@ -26,9 +25,9 @@ class WindowDraw(GoalStepsDraw):
         if not horizon:
             return reach
         offsets = np.arange(horizon)
-        window_rows = (start[:, None] + np.minimum(offsets, length[:, None] - 1)) % buffer.buffer_size
-        achieved = achieved_at(buffer, window_rows, rows.env[:, None])  # (B, H, *goal_shape): steps 1..H
-        hits = buffer.goal_spec.reached(achieved[:, :, None], goals[:, None])  # (B, H, k)
+        window_rows = (start[:, None] + np.minimum(offsets, length[:, None] - 1)) % view.buffer_size
+        achieved = view.achieved_at(window_rows, rows.env[:, None])  # (B, H, *goal_shape): steps 1..H
+        hits = view.goal_spec.reached(achieved[:, :, None], goals[:, None])  # (B, H, k)
         hits &= (offsets < length[:, None])[:, :, None]
         previous = np.zeros(batch, dtype=np.int64)
         step = offsets + 1

@@ -1,0 +1,163 @@
+"""What a draw strategy reads of a replay buffer: :class:`DrawView`, the narrow view it receives instead of the buffer.
+
+A strategy draws hindsight instructions for stored transitions; it needs the sizes, the relabeling settings, the
+generator, the episode index and the achieved values, not SB3's arrays, the layout or the serving. The view forwards
+exactly those, read through the buffer at each access, so a strategy sees a loaded or regrown buffer as it is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sb3_hir.buffers.storage import take_rows
+from sb3_hir.episodes import Episode
+from sb3_hir.goals import GoalSpec, indexable_by_value
+from sb3_hir.relabel import InstructionRelabeler, has_builtin_draw
+
+if TYPE_CHECKING:
+    from sb3_hir.buffers.episode_index import EpisodeIndex
+
+__all__ = ["DrawView"]
+
+
+class DrawView:
+    """The part of a replay buffer a draw strategy reads (module docstring).
+
+    Rows are indexed as in SB3, ``(buffer_size, n_envs)``; a *flat* index is ``row * n_envs + env``. An episode's
+    step ``s`` (1-based) is the transition stored in row ``(start + s - 1) % buffer_size``.
+
+    :param buffer: the :class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer` viewed.
+    """
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self, buffer: Any) -> None:
+        self._buffer = buffer
+
+    # -- sizes and settings ----------------------------------------------------------------------------------------
+    @property
+    def buffer_size(self) -> int:
+        """Rows per sub-env."""
+        return self._buffer.buffer_size
+
+    @property
+    def n_envs(self) -> int:
+        return self._buffer.n_envs
+
+    @property
+    def num_goals(self) -> int:
+        """``k``, the goals per instruction (1 for GoalEnvs)."""
+        return self._buffer.num_goals
+
+    @property
+    def goal_shape(self) -> tuple[int, ...]:
+        return self._buffer.goal_shape
+
+    @property
+    def goal_spec(self) -> GoalSpec:
+        """The success test (``reached``) and the keys of the goals and the achieved values."""
+        return self._buffer.goal_spec
+
+    @property
+    def relabeler(self) -> InstructionRelabeler:
+        """The relabeler: its ``strategy`` (``"some"``, ``"all"``, ``"none"``), ``draw_goal_steps``, ``reach_steps``."""
+        return self._buffer.relabeler
+
+    @property
+    def goal_selection(self) -> str:
+        """``"future"``, ``"episode"`` or ``"final"``."""
+        return self._buffer.goal_selection
+
+    @property
+    def n_steps(self) -> int:
+        """Transitions per served window (n-step returns)."""
+        return self._buffer.n_steps
+
+    @property
+    def max_redraws(self) -> int:
+        """Rounds of redrawing for pairs that are not admissible."""
+        return self._buffer.max_redraws
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The buffer's generator: every random choice of a draw comes from it, so a seeded buffer draws the same."""
+        return self._buffer.rng
+
+    @property
+    def terminates_on_success(self) -> bool:
+        """Whether a relabeled success is served as terminal (GoalEnv mode decides it from the env)."""
+        return self._buffer.terminates_on_success
+
+    @property
+    def goal_env(self) -> bool:
+        """GoalEnv mode (one goal, the env's ``compute_reward``) rather than instruction mode."""
+        return bool(self._buffer.goal_env)
+
+    # -- the episode index and the stored values ------------------------------------------------------------------
+    @property
+    def index(self) -> EpisodeIndex:
+        """Integers per row (``meta``, columns named by ``field``): ``id``, ``t`` (the step within its episode),
+        ``len`` (0 while running), ``own`` (in the episode's rows ``start + j``: its own goal j's reach step),
+        ``end``, and the strategy's own ``fields``."""
+        return self._buffer._index
+
+    @property
+    def achieved(self) -> np.ndarray:
+        """``(buffer_size, n_envs, *goal_shape)`` the value achieved after each transition (stored in either
+        layout)."""
+        return self._buffer.next_observations[self._buffer.goal_spec.achieved_key]
+
+    @property
+    def instructions(self) -> np.ndarray:
+        """``(buffer_size, n_envs, ...)`` the instruction observed before each transition; an episode's first row
+        holds its own instruction, unmasked."""
+        return self._buffer.observations[self._buffer.goal_spec.goals_key]
+
+    @property
+    def goals_dtype(self) -> np.dtype:
+        """The dtype drawn goals are served in."""
+        return self.instructions.dtype
+
+    def achieved_at(self, rows: np.ndarray, env_idx: np.ndarray | int) -> np.ndarray:
+        """Achieved values after the transitions in ``rows`` of sub-envs ``env_idx``: ``(*rows.shape,
+        *goal_shape)``."""
+        flat = np.asarray(rows) * self.n_envs + env_idx  # one flat take: faster than 2-d fancy indexing
+        values = take_rows(self.achieved, flat.reshape(-1))
+        return values.reshape(*np.shape(flat), *self.goal_shape)
+
+    def own_goals(self, start: np.ndarray, env_idx: np.ndarray) -> np.ndarray:
+        """``(B, k, *goal_shape)`` the recorded instruction of the episodes starting in rows ``start``."""
+        goals = take_rows(self.instructions, np.asarray(start) * self.n_envs + env_idx)
+        return goals.reshape(len(goals), self.num_goals, *self.goal_shape)  # GoalEnvs store one goal without k
+
+    def episode(self, env_idx: int, rows: np.ndarray) -> Episode:
+        """The stored episode of sub-env ``env_idx`` in ``rows``, as an :class:`~sb3_hir.episodes.Episode`
+        (observations ``[obs_0, next_obs_0, ..., next_obs_{T-1}]``), for strategies that call a relabeler on it."""
+        buffer = self._buffer
+        layout, flat = buffer._layout, np.asarray(rows) * buffer.n_envs + env_idx
+        observations = {
+            key: np.concatenate((layout.obs_rows(buffer, key, flat[:1]), layout.next_rows(buffer, key, flat)))
+            for key in layout.keys(buffer)
+        }
+        timeouts = buffer.timeouts[rows, env_idx].astype(bool)
+        dones = buffer.dones[rows, env_idx].astype(bool)
+        return Episode(
+            observations=observations,
+            actions=buffer.actions[rows, env_idx],
+            rewards=buffer.rewards[rows, env_idx],
+            terminated=dones & ~timeouts,
+            truncated=dones & timeouts,
+        )
+
+    # -- facts decided when the buffer is built ---------------------------------------------------------------------
+    @property
+    def exact_values(self) -> bool:
+        """Goals are integers compared by exact equality, so reaches can be found by value (an index)."""
+        return indexable_by_value(self.goal_spec, self._buffer.observation_space)
+
+    @property
+    def builtin_relabeler(self) -> bool:
+        """The relabeler's ``draw_goal_steps`` is the built-in one, which the compiled kernels reproduce."""
+        return has_builtin_draw(self.relabeler)

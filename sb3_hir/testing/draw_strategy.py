@@ -1,0 +1,123 @@
+"""``check_draw_strategy``: a draw strategy's served rows, held to the counterfactual served-rows oracle.
+
+A strategy that returns wrong reach steps serves wrong rewards and terminations, and nothing crashes: the agent
+learns another task. The check builds real replay buffers with the strategy (both memory layouts, 1-step and n-step
+serving, demonstrations mixed in, two sub-envs, a buffer small enough to wrap), streams random episodes through
+them, and compares every served row with its episode replayed under the goals drawn for it
+(:mod:`sb3_hir.testing.served_rows`).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from sb3_hir.testing.registry import PluginCheckOptions, register_check
+from sb3_hir.testing.rollout import describe
+
+__all__ = ["check_draw_strategy"]
+
+_CHECK = "check_draw_strategy"
+
+
+def check_draw_strategy(
+    strategy: Any,
+    num_goals: Sequence[int] = (1, 2),
+    n_steps: Sequence[int] = (1, 3),
+    memory_layouts: Sequence[str] = ("full", "compact"),
+    demonstrations: bool = True,
+    strategy_kwargs: dict[str, Any] | None = None,
+    batches: int = 12,
+    seed: int = 0,
+    relabeler_strategy: str = "all",
+) -> None:
+    """Check that every row a buffer serves with ``strategy`` is its episode's replay under the drawn goals.
+
+    Raises :class:`AssertionError` naming the strategy, the buffer's settings and the first wrong row;
+    :class:`~sb3_hir.buffers.draws.DrawContractError` where the strategy returns what serving cannot use; and the
+    strategy's own ``ValueError`` where it refuses a buffer (pass the ``num_goals`` it serves).
+
+    :param strategy: a registered name, a :class:`~sb3_hir.buffers.draws.DrawStrategy` subclass, or an instance
+        (copied for each buffer: one object serves one buffer).
+    :param num_goals: instruction lengths ``k`` to check.
+    :param n_steps: served windows to check (1: 1-step rows).
+    :param memory_layouts: ``"full"`` and/or ``"compact"``.
+    :param demonstrations: also serve a quarter of each batch from demonstrations.
+    :param strategy_kwargs: ``draw_strategy_kwargs`` of a name or class.
+    :param batches: batches sampled (and checked) per buffer.
+    :param seed: seed of the episodes and the buffers.
+    :param relabeler_strategy: the built-in relabeler's ``strategy`` the buffers are built with.
+    """
+    from sb3_hir.testing import served_rows as oracle  # deferred: keeps ``import sb3_hir.testing`` cheap
+
+    name = strategy if isinstance(strategy, str) else describe(strategy)
+    relabeled = 0
+    for k, n, layout in itertools.product(num_goals, n_steps, memory_layouts):
+        rng = np.random.default_rng(seed)
+        settings = f"{name} with k={k}, n_steps={n}, memory_layout={layout!r}, demonstrations={demonstrations}"
+        buffer = oracle.make_buffer(
+            k, size=40, n_envs=2, relabel_ratio=0.8, n_steps=n, gamma=0.9, memory_layout=layout, seed=seed,
+            strategy=relabeler_strategy, demo_ratio=0.25 if demonstrations else 0.0,
+            **_fresh(strategy, strategy_kwargs),
+        )
+        demos: list[Any] = []
+        demo_falls: dict[int, bool] = {}
+        if demonstrations:
+            for _ in range(6):
+                rec, fall = oracle.random_recorded(rng, k)
+                demos.append(rec)
+                demo_falls[id(rec)] = fall
+            buffer.add_demonstrations([rec.episode for rec in demos])
+        online, falls = oracle.fill(buffer, rng, 70)  # 20 rows per env: wraps, overwrites, leaves one running
+        demo_part = oracle.demo_stream(buffer, demos) if demonstrations else None
+        for batch in range(batches):
+            sample = buffer.sample(32)
+            num_online = 32
+            try:
+                if demo_part is not None:
+                    served = demo_part.buffer.last_sample_info
+                    num_online = 32 - len(served.rows)
+                    oracle.check_served(demo_part, sample, falls=demo_falls, offset=num_online)
+                    relabeled += int(served.relabeled.sum())
+                if num_online:
+                    oracle.check_served(online, sample, falls=falls)
+                    relabeled += int(buffer.last_sample_info.relabeled.sum())
+            except AssertionError as error:
+                raise AssertionError(f"{_CHECK}: {settings}, batch {batch}: a served row is not the replay of its "
+                                     f"episode under the goals drawn for it: {error}") from error
+    if not relabeled:
+        raise AssertionError(f"{_CHECK}: {name} served no relabeled row in any batch: its instructions() dropped "
+                             "every candidate (keep False, or a last goal reached before the transition)")
+
+
+def _fresh(strategy: Any, kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """The buffer arguments that build a new strategy object for one buffer."""
+    from sb3_hir.buffers.draws import DrawStrategy
+
+    if isinstance(strategy, (str, type)):
+        return dict(draw_strategy=strategy, draw_strategy_kwargs=kwargs)
+    if isinstance(strategy, DrawStrategy):
+        return dict(draw_strategy=copy.deepcopy(strategy))
+    if callable(strategy):  # a registered factory function
+        return dict(draw_strategy=strategy(**(kwargs or {})))
+    return dict(draw_strategy=strategy)  # refused by the buffer, naming what it accepts
+
+
+@register_check("draw_strategy")
+def _check_draw_strategy_component(factory: Callable[..., Any], options: PluginCheckOptions) -> None:
+    """A plugin's draw strategy, built with its defaults, serves the oracle's rows for each ``k`` it accepts."""
+    accepted = []
+    for k in (1, 2):
+        try:
+            check_draw_strategy(factory, num_goals=(k,), memory_layouts=("full",), batches=4, seed=options.seed)
+        except ValueError as error:
+            if "draw_strategy" not in str(error):
+                raise
+            continue  # the strategy refuses this k, by name
+        accepted.append(k)
+    if not accepted:
+        raise AssertionError(f"{_CHECK}: {describe(factory)} refused every instruction length (1 and 2)")

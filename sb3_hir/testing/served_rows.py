@@ -1,0 +1,252 @@
+"""The served-rows oracle: instruction episodes written by a plain per-step loop, fed into a replay buffer, and the
+check that every served row is the replay of its episode under its drawn goals (or the recorded row).
+
+It is independent of the relabeler and of the buffer's code: :func:`simulate` writes what a MazeRunner-like env
+records, :class:`Stream` remembers which (episode, step) each buffer row holds, and :func:`check_served` compares
+every served observation, action, reward, done and discount with the episode replayed under the goals the buffer
+says it drew. The buffer's own tests use it, and :func:`~sb3_hir.testing.check_draw_strategy` holds a plugin's draw
+strategy to it. Imported on use: it imports SB3 and torch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.type_aliases import DictReplayBufferSamples
+
+from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.episodes import Episode
+from sb3_hir.goals import ExactGoalSpec, GoalSpec
+
+MASK = -1
+GRID = 4  # cells 0..GRID-1 per axis in the hand-made episodes
+MOVES = np.array([[0, -1], [-1, 0], [0, 1], [1, 0], [0, 0]])
+
+
+def random_path(rng: np.random.Generator, length: int) -> np.ndarray:
+    start = rng.integers(0, GRID, size=(1, 2))
+    return np.clip(np.cumsum(np.vstack([start, MOVES[rng.integers(0, 5, length)]]), axis=0), 0, GRID - 1)
+
+
+def make_space(k: int, achieved_shape: tuple[int, ...] = (1, 2)) -> spaces.Dict:
+    return spaces.Dict(
+        {
+            "obs": spaces.Box(-np.inf, np.inf, (3,), np.float32),
+            "goals": spaces.Box(-1, 10, (k, 2), np.int32),
+            "achieved": spaces.Box(0, 10, achieved_shape, np.int32),
+        }
+    )
+
+
+def make_buffer(k: int, size: int = 64, n_envs: int = 1, **kwargs) -> HindsightInstructionReplayBuffer:
+    kwargs.setdefault("relabel_ratio", 1.0)
+    kwargs.setdefault("seed", 0)
+    return HindsightInstructionReplayBuffer(size, make_space(k), spaces.Discrete(5), device="cpu",
+                                            n_envs=n_envs, **kwargs)
+
+
+@dataclass
+class Recorded:
+    """An env-like episode written with a plain per-step loop (an oracle independent of the relabeler)."""
+
+    episode: Episode
+    dones: np.ndarray
+    timeouts: np.ndarray
+
+
+def simulate(path: np.ndarray, goals: np.ndarray, fall: bool = False, spec: GoalSpec | None = None) -> Recorded:
+    """What MazeRunner would record: ``path`` is the achieved cell at t = 0..T, ``goals`` the instruction.
+
+    Goal j becomes active after goal j-1 was reached and is checked from the next step on; the episode ends
+    (terminated) at the k-th goal, else at the end of ``path`` (truncated, or terminated if ``fall``). A plain
+    per-step loop, independent of the relabeler and the buffer: the oracle of these tests.
+    """
+    spec = spec or ExactGoalSpec()
+    k = len(goals)
+    goal_obs = [goals.copy()]
+    rewards = []
+    active = 0
+    last = len(path) - 1
+    for t in range(1, len(path)):
+        current = goal_obs[-1].copy()
+        reward = 0.0
+        if active < k and bool(spec.reached(path[t], goals[active])):
+            current[active] = MASK
+            active += 1
+            reward = 1.0
+        goal_obs.append(current)
+        rewards.append(reward)
+        if active == k:
+            last = t
+            break
+    length = last
+    terminated = np.zeros(length, bool)
+    truncated = np.zeros(length, bool)
+    if active == k or fall:
+        terminated[-1] = True
+    else:
+        truncated[-1] = True
+    observations = {
+        "obs": np.stack([np.array([t, *path[t]], np.float32) for t in range(length + 1)]),
+        "goals": np.stack(goal_obs).astype(np.int32),
+        "achieved": path[: length + 1, None, :].astype(np.int32),
+    }
+    episode = Episode(observations, np.arange(length) % 5, np.array(rewards, np.float32), terminated, truncated)
+    return Recorded(episode, terminated | truncated, truncated.copy())
+
+
+def add_step(buffer: HindsightInstructionReplayBuffer, recs: list[Recorded], t: int | list[int]) -> None:
+    """Add step ``t`` (or step ``t[i]`` of ``recs[i]``) of one recorded episode per sub-env."""
+    ts = [t] * len(recs) if isinstance(t, int) else t
+    obs = {key: np.stack([rec.episode.observations[key][s] for rec, s in zip(recs, ts, strict=True)])
+           for key in ("obs", "goals", "achieved")}
+    nxt = {key: np.stack([rec.episode.observations[key][s + 1] for rec, s in zip(recs, ts, strict=True)])
+           for key in obs}
+    buffer.add(
+        obs,
+        nxt,
+        np.array([rec.episode.actions[s] for rec, s in zip(recs, ts, strict=True)]),
+        np.array([rec.episode.rewards[s] for rec, s in zip(recs, ts, strict=True)], np.float32),
+        np.array([rec.dones[s] for rec, s in zip(recs, ts, strict=True)]),
+        [{"TimeLimit.truncated": bool(rec.timeouts[s])} for rec, s in zip(recs, ts, strict=True)],
+    )
+
+
+def add_episode(buffer: HindsightInstructionReplayBuffer, rec: Recorded, steps: int | None = None) -> None:
+    for t in range(len(rec.episode) if steps is None else steps):
+        add_step(buffer, [rec], t)
+
+
+@dataclass
+class Stream:
+    """Feeds recorded episodes into a buffer per sub-env and remembers which (episode, step) each row holds."""
+
+    buffer: HindsightInstructionReplayBuffer
+    owner: dict[tuple[int, int], tuple[Recorded, int]]
+    fall: dict[int, bool]
+    added: dict[int, int]  # id(rec) -> steps added so far
+
+    @classmethod
+    def into(cls, buffer: HindsightInstructionReplayBuffer) -> Stream:
+        return cls(buffer, {}, {}, {})
+
+    def add(self, recs: list[Recorded], ts: list[int]) -> None:
+        for env_idx, (rec, t) in enumerate(zip(recs, ts, strict=True)):
+            self.owner[(self.buffer.pos, env_idx)] = (rec, t)
+            self.added[id(rec)] = t + 1
+        add_step(self.buffer, recs, ts)
+
+
+def demo_stream(buffer: HindsightInstructionReplayBuffer, recs: list[Recorded]) -> Stream:
+    """Which (episode, step) each row of ``buffer``'s demonstrations holds: they are stored in order, one env."""
+    assert buffer.demonstrations.buffer is not None
+    stream = Stream.into(buffer.demonstrations.buffer)
+    row = 0
+    for rec in recs:
+        for t in range(len(rec.episode)):
+            stream.owner[(row, 0)] = (rec, t)
+            row += 1
+        stream.added[id(rec)] = len(rec.episode)
+    return stream
+
+
+def check_sample(stream: Stream, batch_size: int = 64, spec: GoalSpec | None = None,
+                 falls: dict[int, bool] | None = None) -> np.ndarray:
+    """Sample and check every served transition against the oracle; returns the relabeled mask.
+
+    Relabeled: it equals ``simulate`` of its episode's path under the drawn goals at its step (inside the
+    relabeled episode), with n-step windows cut at that episode's end. Recorded: it equals the recorded episode.
+    """
+    sample = stream.buffer.sample(batch_size)
+    check_served(stream, sample, spec, falls)
+    return stream.buffer.last_sample_info.relabeled
+
+
+def check_served(stream: Stream, sample: DictReplayBufferSamples, spec: GoalSpec | None = None,
+                 falls: dict[int, bool] | None = None, offset: int = 0) -> None:
+    """``check_sample`` of what ``stream.buffer`` served last: the rows of ``sample`` from ``offset`` on."""
+    buffer = stream.buffer
+    info = buffer.last_sample_info
+    assert info is not None
+    batch_size = len(info.rows)
+    part = slice(offset, offset + batch_size)
+    sample = DictReplayBufferSamples(*(
+        None if field is None
+        else {key: value[part] for key, value in field.items()} if isinstance(field, dict)
+        else field[part]
+        for field in sample
+    ))
+    obs = {key: value.numpy() for key, value in sample.observations.items()}
+    nxt = {key: value.numpy() for key, value in sample.next_observations.items()}
+    rewards, dones = sample.rewards.numpy()[:, 0], sample.dones.numpy()[:, 0]
+    n, gamma = buffer.n_steps, buffer.gamma
+    if n == 1:
+        assert sample.discounts is None
+    for b in range(batch_size):
+        rec, t = stream.owner[(int(info.rows[b]), int(info.env_indices[b]))]
+        ep = rec.episode
+        np.testing.assert_array_equal(obs["obs"][b], ep.observations["obs"][t])
+        np.testing.assert_array_equal(obs["achieved"][b], ep.observations["achieved"][t])
+        assert sample.actions.numpy()[b, 0] == ep.actions[t]
+        if info.relabeled[b]:
+            assert info.t[b] == t and stream.added[id(rec)] == len(ep)  # only finished episodes
+            fall = (falls or {}).get(id(rec), False)
+            oracle = simulate(ep.observations["achieved"][:, 0], info.goals[b], fall=fall, spec=spec).episode
+            # A replay never outlives the recorded episode; the transition lies inside the relabeled one.
+            assert t < len(oracle) <= len(ep), (
+                f"served row {b}: step {t} under goals {goals_of(info, b)} lies outside the relabeled episode, which "
+                f"ends at step {len(oracle)} (the recorded one at {len(ep)}): its reach steps are wrong")
+            view, length = oracle, len(oracle)
+        else:  # recorded; a running episode's window stops at its newest row
+            oracle, view, length = None, ep, stream.added[id(rec)]
+        m = min(n, length - t)
+        assert info.window[b] == m, f"served row {b}: a window of {info.window[b]} transitions, the replay's is {m}"
+        np.testing.assert_array_equal(obs["goals"][b], view.observations["goals"][t])
+        np.testing.assert_array_equal(nxt["goals"][b], view.observations["goals"][t + m])
+        np.testing.assert_array_equal(nxt["obs"][b], ep.observations["obs"][t + m])
+        expected = sum(gamma**i * view.rewards[t + i] for i in range(m))
+        assert np.isclose(rewards[b], expected, atol=1e-6), (
+            f"served row {b} (step {t}, goals {goals_of(info, b)}): reward {rewards[b]}, the replay gives {expected}")
+        ends = t + m == len(view) and (view is oracle or length == len(ep))
+        assert dones[b] == float(ends and bool(view.terminated[-1])), (
+            f"served row {b} (step {t}, goals {goals_of(info, b)}): done {dones[b]}, the replay's {float(ends)}")
+        if n > 1:
+            assert np.isclose(sample.discounts.numpy()[b, 0], gamma**m, atol=1e-6), (
+                f"served row {b}: discount {sample.discounts.numpy()[b, 0]}, expected gamma**{m}")
+
+
+def goals_of(info: object, b: int) -> object:
+    """The goals the buffer says it drew for served row ``b`` (for messages)."""
+    return np.asarray(info.goals[b]).tolist()  # type: ignore[attr-defined]
+
+
+def random_recorded(rng: np.random.Generator, num_goals: int, fall_rate: float = 0.2, max_length: int = 12
+                    ) -> tuple[Recorded, bool]:
+    """A random episode of 1..``max_length - 1`` moves under a random instruction; falls (terminates without its
+    goals) with ``fall_rate``."""
+    fall = bool(rng.random() < fall_rate)
+    path = random_path(rng, int(rng.integers(2, max_length)))
+    return simulate(path, rng.integers(0, GRID, size=(num_goals, 2)), fall), fall
+
+
+def fill(buffer: HindsightInstructionReplayBuffer, rng: np.random.Generator, steps: int, fall_rate: float = 0.2
+         ) -> tuple[Stream, dict[int, bool]]:
+    """``steps`` adds of random episodes into every sub-env of ``buffer``; the stream and which episodes fall."""
+    stream = Stream.into(buffer)
+    falls: dict[int, bool] = {}
+    current: list[Recorded] = []
+    for _ in range(buffer.n_envs):
+        rec, falls_ = random_recorded(rng, buffer.num_goals, fall_rate)
+        falls[id(rec)] = falls_
+        current.append(rec)
+    ts = [0] * buffer.n_envs
+    for _ in range(steps):
+        stream.add(current, ts)
+        for i in range(buffer.n_envs):
+            ts[i] += 1
+            if ts[i] == len(current[i].episode):
+                current[i], falls_ = random_recorded(rng, buffer.num_goals, fall_rate)
+                falls[id(current[i])] = falls_
+                ts[i] = 0
+    return stream, falls
