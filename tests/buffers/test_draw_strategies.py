@@ -133,7 +133,7 @@ def test_reach_steps_out_of_order_are_refused():
 
 
 def test_bad_draw_strategy_arguments_are_refused_by_name():
-    with pytest.raises(ValueError, match="draw_strategy: .*no draw_strategy named 'nope'|draw_strategy.*'nope'"):
+    with pytest.raises(ValueError, match=r"draw_strategy.*nope"):
         make_buffer(1, draw_strategy="nope")
     with pytest.raises(ValueError, match="draw_strategy must be a draw-strategy plugin name"):
         make_buffer(1, draw_strategy=object())
