@@ -28,7 +28,7 @@ from minigrid.envs.babyai.core.verifier import (
 )
 from sb3_hir_minigrid import codes
 from sb3_hir_minigrid.codes import MASK, NOTHING, PAD, WILDCARD
-from sb3_hir_minigrid.events import GoalObjectTracker, object_event
+from sb3_hir_minigrid.events import GoalObjectTracker, front_cell_event, object_event
 from sb3_hir_minigrid.replay import goal_matches, replay_goto
 from sb3_hir_minigrid.steps import (
     GoToGoal,
@@ -187,3 +187,45 @@ def test_replay_succeeds_exactly_when_babyais_verify_does(room, shape):
     outcomes, events = play(env, make(), visits, objects)
     assert verify_success(outcomes) == expected  # BabyAI's own judgement, as the shape's comment says
     assert replayed_success(make(), events) == expected
+
+
+# -- events: the verifier's tracked positions, not the front cell --------------------------------------------------
+def step_and_read(env, tracker, action) -> tuple[bool, list[int], list[int]]:
+    """One real env step; BabyAI's success, the tracker's event and the front cell's."""
+    _, _, terminated, _, _ = env.step(action)
+    tracker.after_step(env, action)
+    return terminated, tracker.event(env).tolist(), front_cell_event(env).tolist()
+
+
+def test_a_picked_up_goal_still_counts_at_its_old_cell_until_a_drop_as_babyai_judges(room):
+    env, objects = room
+    env.instrs = BeforeInstr(goto("key", "green"), goto("ball", "red"))
+    env.instrs.reset_verifier(env)
+    tracker = GoalObjectTracker()
+    tracker.reset(env)
+    red_ball, nothing = [0, 6], [NOTHING, NOTHING]
+    face(env, objects["red ball"])
+    old_cell = env.agent_pos, env.agent_dir
+    assert step_and_read(env, tracker, env.actions.pickup) == (False, red_ball, nothing)  # the key comes first
+    assert env.carrying is objects["red ball"]
+    face(env, objects["green key"])
+    assert step_and_read(env, tracker, env.actions.done)[:2] == (False, [1, 5])
+    env.agent_pos, env.agent_dir = old_cell  # facing the empty cell the ball was picked up from
+    assert step_and_read(env, tracker, env.actions.done) == (True, red_ball, nothing)  # BabyAI: success
+
+
+def test_a_drop_rereads_positions_even_when_it_fails(room):
+    env, objects = room
+    env.instrs = goto("ball", "red")
+    env.instrs.reset_verifier(env)
+    tracker = GoalObjectTracker()
+    tracker.reset(env)
+    face(env, objects["red ball"])
+    old_cell = env.agent_pos, env.agent_dir
+    step_and_read(env, tracker, env.actions.pickup)
+    env.agent_pos, env.agent_dir = (1, 1), 2  # facing the west wall: the drop fails, the ball stays carried
+    assert step_and_read(env, tracker, env.actions.drop) == (False, [NOTHING, NOTHING], [NOTHING, NOTHING])
+    env.agent_pos, env.agent_dir = old_cell
+    assert step_and_read(env, tracker, env.actions.done) == (False, [NOTHING, NOTHING], [NOTHING, NOTHING])
+    env.agent_pos, env.agent_dir = (3, 3), 0  # drop it at (4, 3): it counts there
+    assert step_and_read(env, tracker, env.actions.drop) == (True, [0, 6], [0, 6])
