@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sb3_hir_minigrid.steps import UnsupportedInstructionError, instruction_steps, num_goals
-from sb3_hir_minigrid.wrapper import DEFAULT_K_MAX
+from sb3_hir_minigrid.wrapper import BABYAI_MAX_GOALS
 
 __all__ = ["GOTO_LEVELS", "Coverage", "is_goto_only", "mission_coverage"]
 
@@ -51,7 +51,7 @@ class Coverage:
                 + (f", refused: {dict(self.refusals)}" if self.refusals else ""))
 
 
-def mission_coverage(env_id: str, seeds: range | list[int], k_max: int = DEFAULT_K_MAX) -> Coverage:
+def mission_coverage(env_id: str, seeds: range | list[int], k_max: int = BABYAI_MAX_GOALS) -> Coverage:
     """Reset ``env_id`` at each seed and classify its mission (BabyAI's rejection-sampling prints are silenced)."""
     import gymnasium as gym
     import minigrid  # noqa: F401  (registers the BabyAI ids)

@@ -28,10 +28,10 @@ from sb3_hir_minigrid.events import GoalObjectTracker
 from sb3_hir_minigrid.replay import advance, goal_matches, step_members
 from sb3_hir_minigrid.steps import Steps, encode_steps, instruction_steps
 
-__all__ = ["DEFAULT_K_MAX", "BabyAIGoToInstruction", "make_babyai_goto"]
+__all__ = ["BABYAI_MAX_GOALS", "BabyAIGoToInstruction", "make_babyai_goto"]
 
 #: The most goals BabyAI's grammar builds: before / after of two "and"s of two go-tos (GoToSeq).
-DEFAULT_K_MAX = 4
+BABYAI_MAX_GOALS = 4
 
 
 class BabyAIGoToInstruction(gym.Wrapper):
@@ -47,7 +47,7 @@ class BabyAIGoToInstruction(gym.Wrapper):
     #: BabyAI draws the mission itself; an instruction given at reset is not taken (yet).
     accepts_reset_goals: ClassVar[bool] = False
 
-    def __init__(self, env: gym.Env, k_max: int = DEFAULT_K_MAX, goal_reward: float = 1.0,
+    def __init__(self, env: gym.Env, k_max: int = BABYAI_MAX_GOALS, goal_reward: float = 1.0,
                  step_reward: float = 0.0) -> None:
         super().__init__(env)
         from minigrid.envs.babyai.core import verifier
@@ -114,9 +114,14 @@ class BabyAIGoToInstruction(gym.Wrapper):
                 truncated, info)
 
 
-def make_babyai_goto(env_id: str = "BabyAI-GoToLocal-v0", k_max: int = DEFAULT_K_MAX, goal_reward: float = 1.0,
+def make_babyai_goto(env_id: str = "BabyAI-GoToLocal-v0", k_max: int = 1, goal_reward: float = 1.0,
                      step_reward: float = 0.0, **make_kwargs: Any) -> BabyAIGoToInstruction:
-    """``gymnasium.make(env_id, **make_kwargs)`` (a BabyAI go-to level) as a :class:`BabyAIGoToInstruction`."""
+    """``gymnasium.make(env_id, **make_kwargs)`` (a BabyAI go-to level) as a :class:`BabyAIGoToInstruction`.
+
+    The default, GoToLocal with ``k_max=1``, keeps sb3-hir's instruction-env contract as the core checks it
+    today (one fully described goal, no padding). GoToSeq levels need ``k_max=BABYAI_MAX_GOALS`` (4), whose
+    padding, wildcards and unordered steps the core contract does not express yet.
+    """
     import minigrid  # noqa: F401  (registers the BabyAI ids)
 
     return BabyAIGoToInstruction(gym.make(env_id, **make_kwargs), k_max=k_max, goal_reward=goal_reward,
