@@ -47,9 +47,17 @@ __all__ = [
 DemonstrationSource = Any
 
 
-class DemonstrationBuffer(Storage, Protocol):
+class DemonstrationBuffer(Protocol):
     """What the demonstrations read of a buffer: its storage, spaces, ``add`` and ``sample``."""
 
+    buffer_size: int
+    pos: int
+    full: bool
+    dones: np.ndarray
+    observation_space: spaces.Dict
+    obs_shape: dict[str, tuple[int, ...]]
+    env: Any
+    _storage: Storage
     action_space: spaces.Space
     action_dim: int
     terminate_on_success: bool | None
@@ -249,20 +257,10 @@ def stored_episodes(buffer: DemonstrationBuffer, env_units: bool = True) -> list
     ends = np.flatnonzero(buffer.dones[:upper, 0])
     episodes, start = [], 0
     for end in ends.tolist():
-        rows = slice(start, end + 1)
-        layout, flat = buffer._layout, np.arange(start, end + 1)  # one env: flat rows are rows
-        observations = {
-            key: np.concatenate([layout.obs_rows(buffer, key, flat), layout.next_rows(buffer, key, flat[-1:])])
-            for key in layout.keys(buffer)
-        }
-        timeout = bool(buffer.timeouts[end, 0])
-        flags = np.zeros((2, end + 1 - start), dtype=bool)
-        flags[0, -1], flags[1, -1] = not timeout, timeout
-        infos = None if buffer.infos is None else [dict(info) for info in buffer.infos[rows, 0]]
-        actions = buffer.actions[rows, 0]
+        episode = buffer._storage.episode(0, np.arange(start, end + 1))
         if env_units:
-            actions = to_env_units(actions, buffer.action_space)
-        episodes.append(Episode(observations, actions, buffer.rewards[rows, 0], flags[0], flags[1], infos))
+            episode = dataclasses.replace(episode, actions=to_env_units(episode.actions, buffer.action_space))
+        episodes.append(episode)
         start = end + 1
     return episodes
 

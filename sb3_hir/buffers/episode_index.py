@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from sb3_hir.buffers.storage import Storage, achieved_at
+from sb3_hir.buffers.storage import Storage
 
 __all__ = ["BASE_FIELDS", "EndedEpisode", "EpisodeFields", "EpisodeIndex", "GoalEnvEpisodeIndex"]
 
@@ -52,22 +52,24 @@ class EpisodeFields(Protocol):
 class EpisodeIndex:
     """The index of an instruction env's episodes (module docstring); :class:`GoalEnvEpisodeIndex` for GoalEnvs.
 
-    :param buffer: the buffer whose rows it indexes.
+    :param storage: the rows it indexes.
     :param draws: the draw strategy, whose fields it lays out and has filled when an episode ends.
     :param view: what the draw strategy reads of the buffer (:class:`~sb3_hir.buffers.draws.view.DrawView`).
     """
 
-    def __init__(self, buffer: Storage, draws: EpisodeFields, view: Any) -> None:
+    def __init__(self, storage: Storage, draws: EpisodeFields, view: Any) -> None:
         names = (*BASE_FIELDS, *draws.fields)
         #: column of each field in :attr:`meta`.
         self.field = {name: i for i, name in enumerate(names)}
-        dtype = np.int16 if buffer.buffer_size <= np.iinfo(np.int16).max else np.int32
+        dtype = np.int16 if storage.buffer_size <= np.iinfo(np.int16).max else np.int32
         #: ``(buffer_size, n_envs, fields)`` integers per row.
-        self.meta = np.zeros((buffer.buffer_size, buffer.n_envs, len(names)), dtype=dtype)
+        self.meta = np.zeros((storage.buffer_size, storage.n_envs, len(names)), dtype=dtype)
         # Episode ids wrap; two live episodes of one sub-env cannot collide, as that needs more episodes
         # between them than the buffer holds rows.
         self.id_mask = int(np.iinfo(dtype).max)
         self.draws = draws
+        self.storage = storage
+        #: the settings it reads (goal spec, relabeler, sizes): the draw strategy's view of the buffer.
         self.view = view
         draws.allocate(view, np.dtype(dtype))
         self.warned_too_long = False
@@ -75,7 +77,7 @@ class EpisodeIndex:
         #: GoalEnv mode: recorded episodes that ended on their own goal's first reach / went on after reaching it.
         self.episodes_ending_at_goal = 0
         self.episodes_going_on_after_goal = 0
-        self.restart(buffer.n_envs)
+        self.restart(storage.n_envs)
 
     def restart(self, n_envs: int) -> None:
         """Forget every episode (the buffer's ``reset``)."""
@@ -95,7 +97,7 @@ class EpisodeIndex:
         """Which sub-envs have an episode running (a transition stored since their last episode ended)."""
         return self.episode_start != self.num_adds
 
-    def end_episode(self, buffer: Storage, env_idx: int) -> None:
+    def end_episode(self, env_idx: int) -> None:
         """Close the running episode of sub-env ``env_idx`` (its last transition was just stored)."""
         length = self.num_adds - int(self.episode_start[env_idx])
         self.episode_start[env_idx] = self.num_adds
@@ -104,58 +106,61 @@ class EpisodeIndex:
         head[1] = 0
         if length < 1:
             return
-        if length > buffer.buffer_size:
+        storage = self.storage
+        if length > storage.buffer_size:
             if not self.warned_too_long:
                 warnings.warn(
                     f"an episode of {length} steps is longer than the replay buffer holds per env "
-                    f"({buffer.buffer_size}); such episodes are served as recorded, without relabeling. "
+                    f"({storage.buffer_size}); such episodes are served as recorded, without relabeling. "
                     "Increase buffer_size to relabel them.",
                     stacklevel=3,
                 )
                 self.warned_too_long = True
             return
         # pos already points past the last transition of the episode.
-        self._index_episode(buffer, env_idx, (buffer.pos - length) % buffer.buffer_size, length)
+        self._index_episode(env_idx, (storage.pos - length) % storage.buffer_size, length)
 
-    def _index_episode(self, buffer: Storage, env_idx: int, start: int, length: int) -> None:
+    def _index_episode(self, env_idx: int, start: int, length: int) -> None:
         """Per-episode bookkeeping, built once in O(T) and stored in the episode's own rows."""
-        rows = (start + np.arange(length)) % buffer.buffer_size
-        spec, k, field = buffer.goal_spec, buffer.num_goals, self.field
-        achieved = achieved_at(buffer, rows, env_idx)  # steps 1..T
-        first = buffer._layout.obs_rows(buffer, spec.achieved_key, np.array([start * buffer.n_envs + env_idx]))[0]
-        achieved_all = np.concatenate([spec.achieved_values(first[None], buffer.goal_shape), achieved])
-        own_goals = buffer.observations[spec.goals_key][start, env_idx].reshape(k, *buffer.goal_shape)
-        own_steps = buffer.relabeler.reach_steps(achieved_all, own_goals)
+        storage, view = self.storage, self.view
+        rows = (start + np.arange(length)) % storage.buffer_size
+        spec, k, field, goal_shape = view.goal_spec, view.num_goals, self.field, view.goal_shape
+        achieved = storage.achieved_at(rows, env_idx, goal_shape)  # steps 1..T
+        first = storage.obs_rows(spec.achieved_key, np.array([start * storage.n_envs + env_idx]))[0]
+        achieved_all = np.concatenate([spec.achieved_values(first[None], goal_shape), achieved])
+        own_goals = storage.instructions[start, env_idx].reshape(k, *goal_shape)
+        own_steps = view.relabeler.reach_steps(achieved_all, own_goals)
         meta = self.meta[rows, env_idx]  # a copy (fancy indexing); written back below
         meta[:, field["len"]] = length
-        other_end = bool(buffer.dones[rows[-1], env_idx]) and not bool(buffer.timeouts[rows[-1], env_idx])
-        meta[:, field["end"]] = self._recorded_end(buffer, rows, env_idx, other_end)
-        self._note_episode(buffer, rows, env_idx, own_steps, other_end)
+        other_end = bool(storage.dones[rows[-1], env_idx]) and not bool(storage.timeouts[rows[-1], env_idx])
+        meta[:, field["end"]] = self._recorded_end(rows, env_idx, other_end)
+        self._note_episode(rows, env_idx, own_steps, other_end)
         slots = min(k, length)
         meta[:slots, field["own"]] = own_steps[:slots]
         episode = EndedEpisode(env_idx, rows, length, achieved, achieved_all, own_goals, own_steps)
         self.draws.index_episode(self.view, episode, meta, field)
         self.meta[rows, env_idx] = meta
 
-    def _recorded_end(self, buffer: Storage, rows: np.ndarray, env_idx: int, other_end: bool) -> bool:
+    def _recorded_end(self, rows: np.ndarray, env_idx: int, other_end: bool) -> bool:
         """Whether the episode ended in a termination its goals did not cause (its k-th goal not reached)."""
-        flat = np.array([int(rows[-1]) * buffer.n_envs + env_idx])
-        last_goals = buffer._layout.next_rows(buffer, buffer.goal_spec.goals_key, flat)[0]
-        return other_end and not bool(buffer.goal_spec.is_masked(last_goals).all())
+        storage, spec = self.storage, self.view.goal_spec
+        flat = np.array([int(rows[-1]) * storage.n_envs + env_idx])
+        last_goals = storage.next_rows(spec.goals_key, flat)[0]
+        return other_end and not bool(spec.is_masked(last_goals).all())
 
-    def _note_episode(self, buffer: Storage, rows: np.ndarray, env_idx: int, own_steps: np.ndarray,
+    def _note_episode(self, rows: np.ndarray, env_idx: int, own_steps: np.ndarray,
                       other_end: bool) -> None:
         """What an ended episode tells about the env: here, whether its rewards are the goal spec's."""
         if not self.warned_reward_scale:
-            self._check_reward_scale(buffer, rows, env_idx, own_steps)
+            self._check_reward_scale(rows, env_idx, own_steps)
 
-    def _check_reward_scale(self, buffer: Storage, rows: np.ndarray, env_idx: int, own_steps: np.ndarray) -> None:
+    def _check_reward_scale(self, rows: np.ndarray, env_idx: int, own_steps: np.ndarray) -> None:
         """Warn once when the env's recorded rewards are not the goal spec's: relabeled rows would be served on
         another scale than recorded ones (e.g. an env built with ``step_reward=-1.0`` and the default spec)."""
-        spec = buffer.goal_spec
-        counts = buffer.relabeler.reach_counts(own_steps, len(rows))
+        spec = self.view.goal_spec
+        counts = self.view.relabeler.reach_counts(own_steps, len(rows))
         expected = spec.step_reward + spec.goal_reward * np.diff(counts)
-        recorded = buffer.rewards[rows, env_idx]
+        recorded = self.storage.rewards[rows, env_idx]
         wrong = np.flatnonzero(~np.isclose(recorded, expected, atol=1e-5))
         if len(wrong):
             t = int(wrong[0])
@@ -176,14 +181,14 @@ class GoalEnvEpisodeIndex(EpisodeIndex):
     :param has_success_test: first reaches can be found (else the evidence is not gathered).
     """
 
-    def __init__(self, buffer: Storage, draws: EpisodeFields, view: Any, has_success_test: bool) -> None:
+    def __init__(self, storage: Storage, draws: EpisodeFields, view: Any, has_success_test: bool) -> None:
         self.has_success_test = has_success_test
-        super().__init__(buffer, draws, view)
+        super().__init__(storage, draws, view)
 
-    def _recorded_end(self, buffer: Storage, rows: np.ndarray, env_idx: int, other_end: bool) -> bool:
+    def _recorded_end(self, rows: np.ndarray, env_idx: int, other_end: bool) -> bool:
         return other_end
 
-    def _note_episode(self, buffer: Storage, rows: np.ndarray, env_idx: int, own_steps: np.ndarray,
+    def _note_episode(self, rows: np.ndarray, env_idx: int, own_steps: np.ndarray,
                       other_end: bool) -> None:
         """Whether the episode ended at its own goal's first reach, or went on after it."""
         reached_at, length = int(own_steps[0]), len(rows)

@@ -71,11 +71,13 @@ from sb3_hir.buffers.options import (
     build_index,
     choose_draws,
     choose_serving,
+    rebuilt_serving,
     resolve_options,
     resolve_terminate_on_success,
 )
 from sb3_hir.buffers.reward_checks import batch_rewards, note_batch_call
 from sb3_hir.buffers.serving import SampleInfo, Served
+from sb3_hir.buffers.storage import Cursor, Storage
 from sb3_hir.goals import GoalSpec
 from sb3_hir.relabel import InstructionRelabeler
 from sb3_hir.resolvers import resolve_draw_strategy
@@ -225,11 +227,16 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
                                   handle_timeout_termination=options.handle_timeout_termination)
         self.env = env
         self.optimize_memory_usage = options.compact
-        #: how observations are stored (``layout``): twice, as SB3 stores them, or once.
-        achieved_key = options.relabeler.goal_spec.achieved_key
-        self._layout = CompactLayout(self, achieved_key) if options.compact else FullLayout()
-        #: the env's compute_reward checked (GoalEnv mode): made once, at its first use (``serving``).
-        self._reward_checked = False
+        self.copy_info_dict = options.copy_info_dict
+        #: per-row infos for compute_reward (HER's ``copy_info_dict``); None when not copied.
+        self.infos = np.empty((self.buffer_size, self.n_envs), dtype=object) if self.copy_info_dict else None
+        #: the rows and every read of them (``storage``), observations stored twice, as SB3 stores them, or once
+        #: (``layout``).
+        spec = options.relabeler.goal_spec
+        self._storage = Storage(self.observations, self.next_observations, self.actions, self.rewards, self.dones,
+                                self.timeouts, self.infos, self._cursor, observation_space, self.obs_shape,
+                                spec.goals_key, spec.achieved_key)
+        self._storage.layout = CompactLayout(self._storage, spec.achieved_key) if options.compact else FullLayout()
         #: GoalEnv mode: ``observation`` / ``achieved_goal`` / ``desired_goal`` taken as they come (module docstring).
         self.goal_env = options.goal_env
         self.relabeler = options.relabeler
@@ -242,13 +249,10 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self.gamma = options.gamma
         self.draws_per_episode = options.draws_per_episode
         self.max_redraws = options.max_redraws
-        self.copy_info_dict = options.copy_info_dict
         # HER's public attributes, for code that reads them (rl-zoo3, users' callbacks).
         self.n_sampled_goal = None if relabel_ratio >= 1.0 else round(relabel_ratio / (1.0 - relabel_ratio))
         self.her_ratio = relabel_ratio
         self.goal_selection_strategy = KEY_TO_GOAL_STRATEGY[options.goal_selection]
-        #: per-row infos for compute_reward (HER's ``copy_info_dict``); None when not copied.
-        self.infos = np.empty((self.buffer_size, self.n_envs), dtype=object) if self.copy_info_dict else None
         if seed is None:
             seed = int(np.random.randint(0, 2**31 - 1))
         self.seed = seed
@@ -263,8 +267,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self._view = DrawView(self)
         self._draws = self._choose_draws(options, draw_strategy, draw_strategy_kwargs)
         self._draws.bind(self._view)
-        self._index = build_index(options, self, self._draws, self._view)
-        self._serving = choose_serving(options)
+        self._index = build_index(options, self._storage, self._draws, self._view)
+        self._serving = choose_serving(options, self.device, self, type(self).__name__)
         #: transitions served so far, and how many of them relabeled (see ``served_relabeled_share``).
         self.num_served = 0
         self.num_served_relabeled = 0
@@ -303,6 +307,27 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             return resolve_draw_strategy(name, **kwargs)
         return resolve_draw_strategy(draw_strategy, kwargs=draw_strategy_kwargs)
 
+    # SB3's write cursor, held by the storage (``storage.Cursor``): ``DictReplayBuffer.add`` advances it here.
+    @property
+    def pos(self) -> int:  # type: ignore[override]
+        return self._cursor.pos
+
+    @pos.setter
+    def pos(self, value: int) -> None:
+        if "_cursor" not in self.__dict__:  # SB3's BaseBuffer.__init__ sets it first
+            self._cursor = Cursor()
+        self._cursor.pos = value
+
+    @property
+    def full(self) -> bool:  # type: ignore[override]
+        return self._cursor.full
+
+    @full.setter
+    def full(self, value: bool) -> None:
+        if "_cursor" not in self.__dict__:
+            self._cursor = Cursor()
+        self._cursor.full = value
+
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the env (VecEnvs often cannot be pickled); ``set_env`` gives it back, as for HER."""
         state = self.__dict__.copy()
@@ -311,19 +336,32 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state.pop("last_sample_info", None)  # an attribute in sb3-hir 0.1.0, a property since
+        state.pop("_reward_checked", None)  # the buffer's until the serving held it
+        if "_cursor" not in state:  # pickled before the storage owned the cursor and the layout
+            state["_cursor"] = Cursor(state.pop("pos"), state.pop("full"))
+        layout = state.pop("_layout", None)
         self.__dict__.update(state)
+        if "_storage" not in state:
+            spec = self.relabeler.goal_spec
+            self._storage = Storage(self.observations, self.next_observations, self.actions, self.rewards,
+                                    self.dones, self.timeouts, self.__dict__.get("infos"), self._cursor,
+                                    self.observation_space, self.obs_shape, spec.goals_key, spec.achieved_key)
+            self._storage.layout = layout if layout is not None else FullLayout()
         if is_legacy(state):  # pickled before the layout by concept: the components are built from its state
             upgrade(self, state, self._choose_draws)
         self.env = None
         if "_view" not in self.__dict__:  # pickled before the draw strategies read a view
             self._view = DrawView(self)
             self._index.view = self._view
+        if not hasattr(self._index, "storage"):  # pickled before the index read a storage
+            self._index.storage = self._storage
+        if not hasattr(self._serving, "windows"):  # pickled before the serving took its settings
+            self._serving = rebuilt_serving(self, self._serving)
         self.__dict__.setdefault("_last_sample", None)
         self.__dict__.setdefault("num_served_demos", 0)
-        self.__dict__.setdefault("_layout", FullLayout())
         if "demonstrations" not in state:  # pickled before demonstrations: none stored, none can be added
             self.demonstrations = Demonstrations(0.0, self._demonstration_buffer)
-        self._reward_checked = False  # the env given back may not be the one checked
+        self._serving.env_changed()  # the env given back may not be the one checked
 
     def set_env(self, env: VecEnv) -> None:
         """Give a loaded buffer its env back (HER's API; SB3's ``load_replay_buffer`` calls it for
@@ -333,7 +371,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         if env is not None and not isinstance(env, VecEnv):
             raise ValueError(f"env must be a VecEnv (the training env, as SB3 passes it); got {type(env).__name__}")
         self.env = env
-        self._reward_checked = False
+        self._serving.env_changed()
         if self.demonstrations.buffer is not None:
             self.demonstrations.buffer.env = env
 
@@ -360,7 +398,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         """Empty the online storage, as SB3's ``reset``; the demonstrations stay."""
         super().reset()
         self._index.restart(self.n_envs)
-        self._layout.reset(self)
+        self._storage.reset()
         self.num_served = 0
         self.num_served_relabeled = 0
         self.num_served_demos = 0
@@ -402,17 +440,17 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         index = self._index
         if index.num_adds and not self._continues(obs):
             self._close_spliced_episodes(obs)
-        layout = self._layout
-        layout.before_add(self, obs, index.running())
+        storage = self._storage
+        storage.before_add(obs, index.running())
         index.record_step(self.pos)
         if self.infos is not None:
             self.infos[self.pos] = infos
         DictReplayBuffer.add(self, obs, next_obs, action, reward, done, infos)
-        layout.after_add(self, next_obs, done)
+        storage.after_add(next_obs, done)
         done = np.asarray(done)
         if np.count_nonzero(done):  # cheaper than done.any() on the per-step path
             for env_idx in np.flatnonzero(done.reshape(self.n_envs)):
-                index.end_episode(self, int(env_idx))
+                index.end_episode(int(env_idx))
 
     def _check_add(self, obs: dict[str, np.ndarray], next_obs: dict[str, np.ndarray], action: np.ndarray,
                    reward: np.ndarray, done: np.ndarray, infos: list[dict[str, Any]]) -> None:
@@ -448,9 +486,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
         Compared in the stored dtype, so an env returning float64 for a float32 space is not seen as a splice.
         """
-        layout = self._layout
-        for key in layout.keys(self):
-            last = layout.last_next(self, key)  # bytes: the cheapest exact comparison of a few values
+        storage = self._storage
+        for key in storage.obs_keys():
+            last = storage.last_next(key)  # bytes: the cheapest exact comparison of a few values
             if np.asarray(obs[key], dtype=last.dtype).tobytes() != last.tobytes():
                 return False
         return True
@@ -462,9 +500,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         if not running.any():
             return
         spliced = np.zeros(self.n_envs, dtype=bool)
-        layout = self._layout
-        for key in layout.keys(self):
-            last = layout.last_next(self, key)
+        storage = self._storage
+        for key in storage.obs_keys():
+            last = storage.last_next(key)
             new = np.asarray(obs[key], dtype=last.dtype).reshape(self.n_envs, -1)
             spliced |= (new != last.reshape(self.n_envs, -1)).any(axis=1)
         spliced &= running
@@ -473,8 +511,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             # truncate_last_trajectory does.
             self.dones[prev, env_idx] = 1.0
             self.timeouts[prev, env_idx] = 1.0
-            layout.close(self, int(env_idx))
-            self._index.end_episode(self, int(env_idx))
+            storage.close(int(env_idx))
+            self._index.end_episode(int(env_idx))
 
     def truncate_last_trajectory(self) -> None:
         """Close every running episode as truncated (HER's API, which SB3's ``load_replay_buffer`` calls).
@@ -495,8 +533,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             self.dones[prev, env_idx] = 1.0
             if self.handle_timeout_termination:  # as HER: otherwise the truncation is served as a termination
                 self.timeouts[prev, env_idx] = 1.0
-            self._layout.close(self, env_idx)
-            self._index.end_episode(self, env_idx)
+            self._storage.close(env_idx)
+            self._index.end_episode(env_idx)
 
     # -- sampling ---------------------------------------------------------------------------------
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples:  # type: ignore[override]
@@ -543,7 +581,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self, recorded_flat: np.ndarray, relabeled: Relabeled | None, env: VecNormalize | None
     ) -> DictReplayBufferSamples:
         """Serve recorded rows and relabeled pairs as one batch (``serving``), and count them."""
-        samples, self._last_sample = self._serving.serve(self, recorded_flat, relabeled, env)
+        samples, self._last_sample = self._serving.serve(self._storage, recorded_flat, relabeled, env)
         self.num_served += len(self._last_sample.flat)
         self.num_served_relabeled += len(self._last_sample.flat) - self._last_sample.num_recorded
         return samples
@@ -566,7 +604,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         try:
             rewards = self.env.env_method("compute_reward", achieved_goal, desired_goal, infos, indices=[0])[0]
         except Exception as error:
-            if not self._reward_checked:  # the env's first call: it may not expect a batch
+            if not getattr(self._serving, "reward_checked", True):  # the env's first call: it may not expect a batch
                 note_batch_call(error, self.env, achieved_goal)
             raise
         return batch_rewards(rewards, achieved_goal, self.env)

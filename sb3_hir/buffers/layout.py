@@ -36,39 +36,39 @@ __all__ = ["CompactLayout", "FullLayout", "SparseRows"]
 class FullLayout:
     """SB3's layout: ``observations`` and ``next_observations`` hold every key."""
 
-    def keys(self, buffer: Storage) -> list[str]:
-        return list(buffer.observations)
+    def keys(self, storage: Storage) -> list[str]:
+        return list(storage.observations)
 
-    def obs_rows(self, buffer: Storage, key: str, flat: np.ndarray) -> np.ndarray:
-        return take_rows(buffer.observations[key], flat)
+    def obs_rows(self, storage: Storage, key: str, flat: np.ndarray) -> np.ndarray:
+        return take_rows(storage.observations[key], flat)
 
-    def next_rows(self, buffer: Storage, key: str, flat: np.ndarray) -> np.ndarray:
-        return take_rows(buffer.next_observations[key], flat)
+    def next_rows(self, storage: Storage, key: str, flat: np.ndarray) -> np.ndarray:
+        return take_rows(storage.next_observations[key], flat)
 
-    def obs_batch(self, buffer: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
+    def obs_batch(self, storage: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
         """Every key's observation at rows ``flat`` (what ``sample()`` serves)."""
-        return {key: take_rows(value, flat) for key, value in buffer.observations.items()}
+        return {key: take_rows(value, flat) for key, value in storage.observations.items()}
 
-    def next_batch(self, buffer: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
+    def next_batch(self, storage: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
         """Every key's next observation at rows ``flat``."""
-        return {key: take_rows(value, flat) for key, value in buffer.next_observations.items()}
+        return {key: take_rows(value, flat) for key, value in storage.next_observations.items()}
 
-    def last_next(self, buffer: Storage, key: str) -> np.ndarray:
+    def last_next(self, storage: Storage, key: str) -> np.ndarray:
         """Every sub-env's newest stored next observation of ``key``, ``(n_envs, *shape)``."""
-        return buffer.next_observations[key][(buffer.pos - 1) % buffer.buffer_size]
+        return storage.next_observations[key][(storage.pos - 1) % storage.buffer_size]
 
-    def before_add(self, buffer: Storage, obs: dict[str, np.ndarray],
+    def before_add(self, storage: Storage, obs: dict[str, np.ndarray],
                    running: np.ndarray) -> None:
         """Called by ``add()`` before it stores row ``pos``."""
 
-    def after_add(self, buffer: Storage, next_obs: dict[str, np.ndarray],
+    def after_add(self, storage: Storage, next_obs: dict[str, np.ndarray],
                   done: np.ndarray) -> None:
         """Called by ``add()`` after it stored row ``pos - 1``, before it closes the episodes that ended there."""
 
-    def close(self, buffer: Storage, env_idx: int) -> None:
+    def close(self, storage: Storage, env_idx: int) -> None:
         """The running episode of ``env_idx`` ends at the newest row without a ``done`` from the env (a splice)."""
 
-    def reset(self, buffer: Storage) -> None:
+    def reset(self, storage: Storage) -> None:
         """The buffer's ``reset``."""
 
     def nbytes(self) -> int:
@@ -125,63 +125,63 @@ class SparseRows:
 class CompactLayout(FullLayout):
     """``optimize_memory_usage=True``: each observation stored once (see the module docstring).
 
-    Built by the buffer after ``DictReplayBuffer.__init__``; it drops the arrays the layout does not keep (SB3
-    allocates them with ``np.zeros``, whose pages are never touched), so ``DictReplayBuffer.add`` stores only the
-    kept ones.
+    Built by the buffer after ``DictReplayBuffer.__init__``; it drops from the storage the arrays the layout does not
+    keep (SB3 allocates them with ``np.zeros``, whose pages are never touched), so ``DictReplayBuffer.add`` stores
+    only the kept ones.
     """
 
-    def __init__(self, buffer: Storage, achieved_key: str) -> None:
+    def __init__(self, storage: Storage, achieved_key: str) -> None:
         self.achieved = achieved_key
-        self.order = list(buffer.observations)
+        self.order = list(storage.observations)
         self.others = [key for key in self.order if key != achieved_key]
-        spaces = buffer.observation_space.spaces
-        del buffer.observations[achieved_key]
+        spaces = storage.observation_space.spaces
+        del storage.observations[achieved_key]
         for key in self.others:
-            del buffer.next_observations[key]
-        size, n_envs = buffer.buffer_size, buffer.n_envs
+            del storage.next_observations[key]
+        size, n_envs = storage.buffer_size, storage.n_envs
         #: per row: the slot of the episode's start entry (first rows) and, per key, of its end entry (last rows
         #: whose next observation of the key differs from their own), else -1.
         self.start_slot = np.full((size, n_envs), -1, dtype=np.int32)
         self.end_slot = {key: np.full((size, n_envs), -1, dtype=np.int32) for key in self.others}
-        self.starts = SparseRows({achieved_key: (buffer.obs_shape[achieved_key], spaces[achieved_key].dtype)})
-        self.ends = {key: SparseRows({key: (buffer.obs_shape[key], spaces[key].dtype)}) for key in self.others}
+        self.starts = SparseRows({achieved_key: (storage.obs_shape[achieved_key], spaces[achieved_key].dtype)})
+        self.ends = {key: SparseRows({key: (storage.obs_shape[key], spaces[key].dtype)}) for key in self.others}
         #: each sub-env's newest next observation of the keys stored as observations (the next row's, once added).
-        self.pending = {key: np.zeros((n_envs, *buffer.obs_shape[key]), dtype=spaces[key].dtype)
+        self.pending = {key: np.zeros((n_envs, *storage.obs_shape[key]), dtype=spaces[key].dtype)
                         for key in self.others}
 
-    def keys(self, buffer: Storage) -> list[str]:
+    def keys(self, storage: Storage) -> list[str]:
         return self.order
 
-    def obs_rows(self, buffer: Storage, key: str, flat: np.ndarray) -> np.ndarray:
+    def obs_rows(self, storage: Storage, key: str, flat: np.ndarray) -> np.ndarray:
         if key != self.achieved:
-            return take_rows(buffer.observations[key], flat)
+            return take_rows(storage.observations[key], flat)
         # flat indices step by n_envs per row, so the previous row is n_envs back, wrapping around the buffer
-        previous = flat - buffer.n_envs
-        previous[previous < 0] += buffer.buffer_size * buffer.n_envs
-        values = take_rows(buffer.next_observations[key], previous)
+        previous = flat - storage.n_envs
+        previous[previous < 0] += storage.buffer_size * storage.n_envs
+        values = take_rows(storage.next_observations[key], previous)
         slots = self.start_slot.reshape(-1)[flat]
         starts = np.flatnonzero(slots >= 0)
         if len(starts):
             values[starts] = self.starts.take(key, slots[starts])
         return values
 
-    def next_rows(self, buffer: Storage, key: str, flat: np.ndarray) -> np.ndarray:
-        return self._next(buffer, [key], flat)[key]
+    def next_rows(self, storage: Storage, key: str, flat: np.ndarray) -> np.ndarray:
+        return self._next(storage, [key], flat)[key]
 
-    def obs_batch(self, buffer: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
-        return {key: self.obs_rows(buffer, key, flat) for key in self.order}
+    def obs_batch(self, storage: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
+        return {key: self.obs_rows(storage, key, flat) for key in self.order}
 
-    def next_batch(self, buffer: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
-        return self._next(buffer, self.order, flat)
+    def next_batch(self, storage: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
+        return self._next(storage, self.order, flat)
 
-    def _next(self, buffer: Storage, keys: list[str], flat: np.ndarray
+    def _next(self, storage: Storage, keys: list[str], flat: np.ndarray
               ) -> dict[str, np.ndarray]:
         """The next observations of ``keys`` at rows ``flat``: the rows' successors, ends and the newest row are
         found once for all keys."""
-        n_envs, total = buffer.n_envs, buffer.buffer_size * buffer.n_envs
-        is_last = buffer.dones.reshape(-1)[flat] > 0  # every episode's last row, and only those
+        n_envs, total = storage.n_envs, storage.buffer_size * storage.n_envs
+        is_last = storage.dones.reshape(-1)[flat] > 0  # every episode's last row, and only those
         ended = np.flatnonzero(is_last)
-        newest_row = ((buffer.pos - 1) % buffer.buffer_size) * n_envs
+        newest_row = ((storage.pos - 1) % storage.buffer_size) * n_envs
         newest = np.flatnonzero((flat >= newest_row) & (flat < newest_row + n_envs) & ~is_last)
         last = flat[ended]
         # the successor row while the episode continues; an episode's last row holds its own observation unless
@@ -192,9 +192,9 @@ class CompactLayout(FullLayout):
         out = {}
         for key in keys:
             if key == self.achieved:
-                out[key] = take_rows(buffer.next_observations[key], flat)
+                out[key] = take_rows(storage.next_observations[key], flat)
                 continue
-            values = take_rows(buffer.observations[key], source)
+            values = take_rows(storage.observations[key], source)
             if len(ended):
                 slots = self.end_slot[key].reshape(-1)[last]
                 has = np.flatnonzero(slots >= 0)
@@ -205,26 +205,26 @@ class CompactLayout(FullLayout):
             out[key] = values
         return out
 
-    def last_next(self, buffer: Storage, key: str) -> np.ndarray:
+    def last_next(self, storage: Storage, key: str) -> np.ndarray:
         if key == self.achieved:
-            return super().last_next(buffer, key)
+            return super().last_next(storage, key)
         return self.pending[key]
 
-    def before_add(self, buffer: Storage, obs: dict[str, np.ndarray],
+    def before_add(self, storage: Storage, obs: dict[str, np.ndarray],
                    running: np.ndarray) -> None:
-        pos = buffer.pos
-        if buffer.full:  # row pos is overwritten: the row after it keeps its achieved observation as a start entry
-            after = (pos + 1) % buffer.buffer_size
+        pos = storage.pos
+        if storage.full:  # row pos is overwritten: the row after it keeps its achieved observation as a start entry
+            after = (pos + 1) % storage.buffer_size
             orphans = np.flatnonzero(self.start_slot[after] < 0)
             if len(orphans) and after != pos:
-                values = buffer.next_observations[self.achieved][pos, orphans]
+                values = storage.next_observations[self.achieved][pos, orphans]
                 self.start_slot[after, orphans] = self.starts.put({self.achieved: values})
             self._release(self.starts, self.start_slot, pos)
             for key in self.others:
                 self._release(self.ends[key], self.end_slot[key], pos)
         starting = np.flatnonzero(~running)
         if len(starting):
-            values = np.asarray(obs[self.achieved]).reshape(buffer.n_envs, *buffer.obs_shape[self.achieved])
+            values = np.asarray(obs[self.achieved]).reshape(storage.n_envs, *storage.obs_shape[self.achieved])
             self.start_slot[pos, starting] = self.starts.put({self.achieved: values[starting]})
 
     @staticmethod
@@ -235,27 +235,27 @@ class CompactLayout(FullLayout):
             store.release(held)
             slots[row] = -1
 
-    def after_add(self, buffer: Storage, next_obs: dict[str, np.ndarray],
+    def after_add(self, storage: Storage, next_obs: dict[str, np.ndarray],
                   done: np.ndarray) -> None:
         for key in self.others:
             self.pending[key][:] = np.asarray(next_obs[key]).reshape(self.pending[key].shape)
-        ended = np.flatnonzero(np.asarray(done).reshape(buffer.n_envs))
+        ended = np.flatnonzero(np.asarray(done).reshape(storage.n_envs))
         if len(ended):
-            self._end(buffer, ended)
+            self._end(storage, ended)
 
-    def close(self, buffer: Storage, env_idx: int) -> None:
-        self._end(buffer, np.array([env_idx]))
+    def close(self, storage: Storage, env_idx: int) -> None:
+        self._end(storage, np.array([env_idx]))
 
-    def _end(self, buffer: Storage, envs: np.ndarray) -> None:
+    def _end(self, storage: Storage, envs: np.ndarray) -> None:
         """End entries for the newest row of ``envs``: their pending next observations that differ from the row's."""
-        row = (buffer.pos - 1) % buffer.buffer_size
+        row = (storage.pos - 1) % storage.buffer_size
         for key in self.others:
-            pending, own = self.pending[key][envs], buffer.observations[key][row, envs]
+            pending, own = self.pending[key][envs], storage.observations[key][row, envs]
             differ = (pending != own).reshape(len(envs), -1).any(axis=1)
             if differ.any():
                 self.end_slot[key][row, envs[differ]] = self.ends[key].put({key: pending[differ]})
 
-    def reset(self, buffer: Storage) -> None:
+    def reset(self, storage: Storage) -> None:
         self.start_slot.fill(-1)
         self.starts.clear()
         for key in self.others:

@@ -15,7 +15,6 @@ from typing import Any
 from sb3_hir.buffers.draws import DrawStrategy, DrawView, StoredDraws
 from sb3_hir.buffers.options import BufferOptions, build_index, choose_serving
 from sb3_hir.buffers.serving import Served
-from sb3_hir.buffers.storage import Storage
 
 __all__ = ["is_legacy", "upgrade"]
 
@@ -33,7 +32,7 @@ def is_legacy(state: dict[str, Any]) -> bool:
     return "_meta" in state
 
 
-def upgrade(buffer: Storage, state: dict[str, Any], choose_draws: Callable[[BufferOptions], DrawStrategy]) -> None:
+def upgrade(buffer: Any, state: dict[str, Any], choose_draws: Callable[[BufferOptions], DrawStrategy]) -> None:
     """Give ``buffer`` (its ``__dict__`` updated from the legacy ``state``) today's components, chosen as its class
     chooses them (``choose_draws``), with the episode index and the draws' state carried over."""
     goal_env = state.get("goal_env", False)  # GoalEnv mode's keys came later (absent: instruction mode)
@@ -48,7 +47,7 @@ def upgrade(buffer: Storage, state: dict[str, Any], choose_draws: Callable[[Buff
     draws = choose_draws(options)
     view = DrawView(buffer)
     draws.bind(view)
-    index = build_index(options, buffer, draws, view)
+    index = build_index(options, buffer._storage, draws, view)
     for name, column in index.field.items():  # the earlier layout holds every field of today's (and maybe more)
         index.meta[..., column] = state["_meta"][..., state["_field"][name]]
     index.row_head[:] = state["_row_head"]
@@ -63,7 +62,8 @@ def upgrade(buffer: Storage, state: dict[str, Any], choose_draws: Callable[[Buff
     draws.admitted = state.get("_admitted", 1.0)
     last = state.get("_last_sample")
     vars(buffer).update(
-        _draws=draws, _index=index, _view=view, _serving=choose_serving(options),
+        _draws=draws, _index=index, _view=view,
+        _serving=choose_serving(options, buffer.device, buffer, type(buffer).__name__),
         _last_sample=None if last is None else Served(*last),
     )
     for key in _LEGACY_KEYS:

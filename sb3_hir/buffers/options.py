@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch as th
 from gymnasium import spaces
 
 from sb3_hir import resolvers
@@ -33,13 +34,14 @@ from sb3_hir.buffers.goal_env import (
     resolve_goal_selection,
     resolve_relabel_ratio,
 )
-from sb3_hir.buffers.serving import GoalEnvServing, Serving
+from sb3_hir.buffers.serving import EnvRewards, GoalEnvServing, NSteps, OneStep, Serving
 from sb3_hir.buffers.storage import Storage
 from sb3_hir.goals import ExactGoalSpec, indexable_by_value
 from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler, has_builtin_draw
 
 __all__ = [
-    "BufferOptions", "build_index", "choose_draws", "choose_serving", "default_terminate_on_success", "resolve_options",
+    "BufferOptions", "build_index", "choose_draws", "choose_serving", "default_terminate_on_success", "rebuilt_serving",
+    "resolve_options",
     "resolve_terminate_on_success",
 ]
 
@@ -308,15 +310,25 @@ def choose_draws(options: BufferOptions) -> tuple[str, dict[str, Any]]:
     return "window", dict(builtin=builtin)
 
 
-def choose_serving(options: BufferOptions) -> Serving:
-    """How relabeled rows are served: by the goal spec (instruction mode) or by the env's ``compute_reward``."""
+def choose_serving(options: BufferOptions, device: th.device, env_rewards: EnvRewards, owner: str) -> Serving:
+    """How rows are served, chosen once: by the goal spec (instruction mode) or by the env's ``compute_reward``
+    (``env_rewards``: the buffer), over 1-step or n-step windows."""
+    windows = NSteps(options.n_steps, options.gamma) if options.n_steps > 1 else OneStep()
     if options.goal_env:
-        return GoalEnvServing()
-    return Serving(options.num_goals, options.goal_shape)
+        return GoalEnvServing(options.relabeler.goal_spec, windows, device, env_rewards, owner)
+    return Serving(options.relabeler.goal_spec, options.num_goals, options.goal_shape, windows, device)
 
 
-def build_index(options: BufferOptions, buffer: Storage, draws: DrawStrategy, view: DrawView) -> EpisodeIndex:
+def rebuilt_serving(buffer: Any, old: Any) -> Serving:
+    """The serving of a buffer pickled before the serving took its settings (it read them from the buffer)."""
+    windows = NSteps(buffer.n_steps, buffer.gamma) if buffer.n_steps > 1 else OneStep()
+    if buffer.goal_env:
+        return GoalEnvServing(buffer.goal_spec, windows, buffer.device, buffer, type(buffer).__name__)
+    return Serving(buffer.goal_spec, buffer.num_goals, buffer.goal_shape, windows, buffer.device)
+
+
+def build_index(options: BufferOptions, storage: Storage, draws: DrawStrategy, view: DrawView) -> EpisodeIndex:
     """The episode index of the buffer's mode, laid out for the draw strategy's fields."""
     if options.goal_env:
-        return GoalEnvEpisodeIndex(buffer, draws, view, options.has_success_test)
-    return EpisodeIndex(buffer, draws, view)
+        return GoalEnvEpisodeIndex(storage, draws, view, options.has_success_test)
+    return EpisodeIndex(storage, draws, view)

@@ -20,19 +20,21 @@ recorded ``dones`` unless successes terminate (see :mod:`~sb3_hir.buffers.draws.
 from __future__ import annotations
 
 import copy
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import torch as th
+from stable_baselines3.common.buffers import DictReplayBuffer
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples
-from stable_baselines3.common.vec_env import VecNormalize
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from sb3_hir.buffers.draws import Relabeled
 from sb3_hir.buffers.goal_env import ACHIEVED_GOAL, DESIRED_GOAL
 from sb3_hir.buffers.reward_checks import check_recorded_rewards, require_compute_reward
 from sb3_hir.buffers.storage import Storage, take_rows
+from sb3_hir.goals import GoalSpec
 
-__all__ = ["GoalEnvServing", "SampleInfo", "Served", "Serving", "recorded_windows"]
+__all__ = ["EnvRewards", "GoalEnvServing", "NSteps", "OneStep", "SampleInfo", "Served", "Serving"]
 
 
 class SampleInfo(NamedTuple):
@@ -95,207 +97,284 @@ class _Window(NamedTuple):
     t_end: np.ndarray
 
 
+class OneStep:
+    """1-step serving: each row's window is its own transition (``DictReplayBuffer``'s samples, no discounts)."""
+
+    n_steps = 1
+
+    def recorded(self, storage: Storage, flat: np.ndarray, env: VecNormalize | None, window: np.ndarray,
+                 rewards: np.ndarray, dones: np.ndarray, last_flat: np.ndarray) -> None:
+        """Fill the recorded part in place, as ``DictReplayBuffer`` serves it."""
+        rewards[:] = DictReplayBuffer._normalize_reward(take_rows(storage.rewards, flat), env)
+        dones[:] = take_rows(storage.dones, flat) * (1 - take_rows(storage.timeouts, flat))
+
+    def relabeled(self, storage: Storage, r: Relabeled, end: np.ndarray, window: np.ndarray,
+                  last_flat: np.ndarray) -> _Window:
+        """The window of each relabeled row: the transition itself (``end > t`` always)."""
+        return _Window(None, r.t + 1)
+
+    def last_flat(self, flat: np.ndarray) -> np.ndarray:
+        return flat  # each row's next observation is its own
+
+    def goal_rewards(self, spec: GoalSpec, r: Relabeled, served: _Window, rewards: np.ndarray) -> None:
+        """A goal is in the window when reached at ``t + 1``, undiscounted."""
+        rewards[:] = spec.goal_reward * (r.reach == (r.t + 1)[:, None]).sum(axis=1)
+        if spec.step_reward:
+            rewards += np.float64(spec.step_reward)
+
+    def window_rows(self, storage: Storage, r: Relabeled, m: np.ndarray | None) -> np.ndarray:
+        """The flat rows of each relabeled window, ``(B * n,)``."""
+        return r.flat
+
+    def sum_window(self, rewards: np.ndarray, m: np.ndarray | None) -> np.ndarray:
+        return rewards
+
+    def discounts(self, window: np.ndarray) -> np.ndarray | None:
+        return None
+
+
+class NSteps(OneStep):
+    """n-step serving (SB3's ``NStepReplayBuffer`` semantics, which SB3 refuses for Dict observations): the
+    discounted reward sum over up to ``n_steps`` transitions, cut at the episode's (relabeled) end.
+
+    :param n_steps: transitions per window (> 1).
+    :param gamma: the algorithm's discount.
+    """
+
+    def __init__(self, n_steps: int, gamma: float) -> None:
+        self.n_steps = n_steps
+        self.gamma = gamma
+
+    def recorded(self, storage: Storage, flat: np.ndarray, env: VecNormalize | None, window: np.ndarray,
+                 rewards: np.ndarray, dones: np.ndarray, last_flat: np.ndarray) -> None:
+        """Fill the recorded part in place: ``NStepReplayBuffer``'s rule."""
+        size, n_envs, n = storage.buffer_size, storage.n_envs, self.n_steps
+        rows, envs = flat // n_envs, flat % n_envs
+        seq_rows = (rows[:, None] + np.arange(n)) % size
+        seq_flat = seq_rows * n_envs + envs[:, None]
+        # A window stops at an episode end, and at the newest row (the next one holds older data).
+        stop = (take_rows(storage.dones, seq_flat) > 0) | (take_rows(storage.timeouts, seq_flat) > 0)
+        stop |= seq_rows == storage.newest_row
+        last = np.where(stop.any(axis=1), stop.argmax(axis=1), n - 1)
+        steps = np.arange(n)
+        mask = steps <= last[:, None]
+        seq_rewards = DictReplayBuffer._normalize_reward(take_rows(storage.rewards, seq_flat), env)
+        rewards[:] = (seq_rewards * (self.gamma ** steps) * mask).sum(axis=1)
+        end_flat = seq_flat[np.arange(len(flat)), last]
+        dones[:] = take_rows(storage.dones, end_flat) * (1 - take_rows(storage.timeouts, end_flat))
+        window[:] = last + 1
+        last_flat[:] = end_flat
+
+    def relabeled(self, storage: Storage, r: Relabeled, end: np.ndarray, window: np.ndarray,
+                  last_flat: np.ndarray) -> _Window:
+        m = np.minimum(self.n_steps, end - r.t)
+        window[:] = m
+        last_flat[:] = ((r.start + r.t + m - 1) % storage.buffer_size) * storage.n_envs + r.env
+        return _Window(m, r.t + m)
+
+    def last_flat(self, flat: np.ndarray) -> np.ndarray:
+        return flat.copy()
+
+    def goal_rewards(self, spec: GoalSpec, r: Relabeled, served: _Window, rewards: np.ndarray) -> None:
+        """``goal_reward`` per goal reached in the window, ``step_reward`` per step, discounted within it."""
+        reach, t, m, gamma = r.reach, r.t, served.m, self.gamma
+        assert m is not None
+        in_window = (reach > t[:, None]) & (reach <= (t + m)[:, None])
+        powers = gamma ** np.maximum(reach - t[:, None] - 1, 0)
+        rewards[:] = spec.goal_reward * (in_window * powers).sum(axis=1)
+        if spec.step_reward:
+            steps = np.arange(self.n_steps)
+            rewards += spec.step_reward * ((gamma ** steps) * (steps < m[:, None])).sum(axis=1)
+
+    def window_rows(self, storage: Storage, r: Relabeled, m: np.ndarray | None) -> np.ndarray:
+        assert m is not None
+        within = np.minimum(np.arange(self.n_steps), m[:, None] - 1)  # (B, n): the last step repeated past m
+        return ((((r.start + r.t)[:, None] + within) % storage.buffer_size) * storage.n_envs
+                + r.env[:, None]).reshape(-1)
+
+    def sum_window(self, rewards: np.ndarray, m: np.ndarray | None) -> np.ndarray:
+        assert m is not None
+        offsets = np.arange(self.n_steps)
+        return (rewards.reshape(-1, self.n_steps) * (self.gamma**offsets) * (offsets < m[:, None])).sum(axis=1)
+
+    def discounts(self, window: np.ndarray) -> np.ndarray | None:
+        return (self.gamma ** window).astype(np.float32).reshape(-1, 1)
+
+
 class Serving:
     """Instruction mode: rewards, masks and terminations from the goal spec (module docstring).
 
+    :param goal_spec: the goal spec: keys, mask value and rewards.
     :param num_goals: goals per instruction.
     :param goal_shape: shape of one goal.
+    :param windows: :class:`OneStep` or :class:`NSteps`.
+    :param device: the device of the served tensors.
     """
 
-    def __init__(self, num_goals: int, goal_shape: tuple[int, ...]) -> None:
+    def __init__(self, goal_spec: GoalSpec, num_goals: int, goal_shape: tuple[int, ...], windows: OneStep,
+                 device: th.device) -> None:
+        self.goal_spec = goal_spec
+        self.windows = windows
+        self.device = device
         #: ``(k+1, k, 1, ..., 1)`` bool table: row c masks the goals reached after c of them.
         masks = np.arange(num_goals)[None, :] < np.arange(num_goals + 1)[:, None]
         self.slot_masks = masks.reshape(masks.shape + (1,) * len(goal_shape))
 
-    def serve(self, buffer: Storage, recorded_flat: np.ndarray, relabeled: Relabeled | None,
+    def env_changed(self) -> None:
+        """The buffer got a (new) env: nothing to redo in instruction mode."""
+
+    def serve(self, storage: Storage, recorded_flat: np.ndarray, relabeled: Relabeled | None,
               env: VecNormalize | None) -> tuple[DictReplayBufferSamples, Served]:
         """Gather the batch (recorded rows first, then relabeled ones) and rewrite the relabeled part."""
-        goals_key = buffer.goal_spec.goals_key
+        goals_key, windows = self.goal_spec.goals_key, self.windows
         num_rec = len(recorded_flat)
         num_rel = 0 if relabeled is None else len(relabeled.flat)
         flat = recorded_flat if not num_rel else np.concatenate([recorded_flat, relabeled.flat])  # type: ignore[union-attr]
         batch = len(flat)
-        layout = buffer._layout
-        obs = layout.obs_batch(buffer, flat)
-        actions = take_rows(buffer.actions, flat)
+        obs = storage.obs_batch(flat)
+        actions = take_rows(storage.actions, flat)
         # Window m and the flat row whose next observation ends it, per sample.
         window = np.ones(batch, dtype=np.int64)
         rewards = np.empty(batch, dtype=np.float32)
         dones = np.empty(batch, dtype=np.float32)
-        last_flat = flat.copy() if buffer.n_steps > 1 else flat  # one step: each row's next observation is its own
+        last_flat = windows.last_flat(flat)
         if num_rec:
             rec = slice(0, num_rec)
-            recorded_windows(buffer, recorded_flat, env, window[rec], rewards[rec], dones[rec], last_flat[rec])
+            windows.recorded(storage, recorded_flat, env, window[rec], rewards[rec], dones[rec], last_flat[rec])
         recorded_goals = obs[goals_key][:num_rec]
         rel = slice(num_rec, batch)
         if relabeled is not None and num_rel:
-            served = self._relabeled_windows(buffer, relabeled, window[rel], dones[rel], last_flat[rel])
-        next_obs = layout.next_batch(buffer, last_flat)
+            served = self._relabeled_windows(storage, relabeled, window[rel], dones[rel], last_flat[rel])
+        next_obs = storage.next_batch(last_flat)
         if relabeled is not None and num_rel:
-            self._relabeled_goals(buffer, relabeled, served, obs[goals_key][rel], next_obs[goals_key][rel])
-            self._relabeled_rewards(buffer, relabeled, served, next_obs, rel, rewards[rel])
-            rewards[rel] = buffer._normalize_reward(rewards[rel], env)
-        samples = self._tensors(buffer, obs, actions, next_obs, dones, rewards, window, env)
+            self._relabeled_goals(relabeled, served, obs[goals_key][rel], next_obs[goals_key][rel])
+            self._relabeled_rewards(storage, relabeled, served, next_obs, rel, rewards[rel])
+            rewards[rel] = DictReplayBuffer._normalize_reward(rewards[rel], env)
+        samples = self._tensors(obs, actions, next_obs, dones, rewards, window, env)
         return samples, Served(flat, num_rec, recorded_goals, relabeled if num_rel else None, window)
 
-    @staticmethod
-    def _relabeled_windows(buffer: Storage, r: Relabeled, window: np.ndarray, dones: np.ndarray,
+    def _relabeled_windows(self, storage: Storage, r: Relabeled, window: np.ndarray, dones: np.ndarray,
                            last_flat: np.ndarray) -> _Window:
         """The relabeled part's windows, in place: each ends at the relabeled episode's end (its k-th goal's reach),
         terminal there if the goals or a recorded termination they did not cause end it."""
-        n_steps = buffer.n_steps
-        reach, t = r.reach, r.t
-        completed = reach[:, -1] > 0
-        end = np.where(completed, reach[:, -1], r.length)  # last step of the relabeled episode
-        one_step = n_steps == 1  # then m = 1: the window is the transition itself (end > t always)
-        m = np.minimum(n_steps, end - t) if not one_step else None
-        t_end = t + 1 if m is None else t + m  # the step the window's next observation follows
-        dones[:] = (t_end == end) & (completed | r.other_end)
-        if m is not None:
-            window[:] = m
-            last_flat[:] = ((r.start + t + m - 1) % buffer.buffer_size) * buffer.n_envs + r.env
-        return _Window(m, t_end)
+        completed = r.reach[:, -1] > 0
+        end = np.where(completed, r.reach[:, -1], r.length)  # last step of the relabeled episode
+        served = self.windows.relabeled(storage, r, end, window, last_flat)
+        dones[:] = (served.t_end == end) & (completed | r.other_end)
+        return served
 
-    def _relabeled_goals(self, buffer: Storage, r: Relabeled, served: _Window, goals: np.ndarray,
-                         next_goals: np.ndarray) -> None:
+    def _relabeled_goals(self, r: Relabeled, served: _Window, goals: np.ndarray, next_goals: np.ndarray) -> None:
         """The relabeled instruction in the observations, goals reached before each of them masked."""
-        spec, reach = buffer.goal_spec, r.reach
+        spec, reach = self.goal_spec, r.reach
         count_now = ((reach > 0) & (reach <= r.t[:, None])).sum(axis=1)
         next_counts = ((reach > 0) & (reach <= served.t_end[:, None])).sum(axis=1)
         goals[:] = np.where(self.slot_masks[count_now], spec.mask_value, r.goals)
         next_goals[:] = np.where(self.slot_masks[next_counts], spec.mask_value, r.goals)
 
-    @staticmethod
-    def _relabeled_rewards(buffer: Storage, r: Relabeled, served: _Window, next_obs: dict[str, np.ndarray],
+    def _relabeled_rewards(self, storage: Storage, r: Relabeled, served: _Window, next_obs: dict[str, np.ndarray],
                            rel: slice, rewards: np.ndarray) -> None:
-        """The goal spec's rewards, in place: ``goal_reward`` per goal reached in the window, ``step_reward`` per
-        step, discounted within the window."""
-        spec, reach, t, m, n_steps, gamma = buffer.goal_spec, r.reach, r.t, served.m, buffer.n_steps, buffer.gamma
-        if m is None:  # one step: a goal is in the window when reached at t + 1, undiscounted
-            rewards[:] = spec.goal_reward * (reach == (t + 1)[:, None]).sum(axis=1)
-            if spec.step_reward:
-                rewards += np.float64(spec.step_reward)
-            return
-        in_window = (reach > t[:, None]) & (reach <= (t + m)[:, None])
-        powers = gamma ** np.maximum(reach - t[:, None] - 1, 0)
-        rewards[:] = spec.goal_reward * (in_window * powers).sum(axis=1)
-        if spec.step_reward:
-            steps = np.arange(n_steps)
-            rewards += spec.step_reward * ((gamma ** steps) * (steps < m[:, None])).sum(axis=1)
+        """The goal spec's rewards, in place."""
+        self.windows.goal_rewards(self.goal_spec, r, served, rewards)
 
-    @staticmethod
-    def _tensors(buffer: Storage, obs: dict[str, np.ndarray], actions: np.ndarray, next_obs: dict[str, np.ndarray],
+    def _tensors(self, obs: dict[str, np.ndarray], actions: np.ndarray, next_obs: dict[str, np.ndarray],
                  dones: np.ndarray, rewards: np.ndarray, window: np.ndarray, env: VecNormalize | None
                  ) -> DictReplayBufferSamples:
         """The samples as tensors; ``discounts`` ``gamma ** m`` for n-step returns."""
-        obs_ = buffer._normalize_obs(obs, env)
-        next_obs_ = buffer._normalize_obs(next_obs, env)
+        obs_ = DictReplayBuffer._normalize_obs(obs, env)
+        next_obs_ = DictReplayBuffer._normalize_obs(next_obs, env)
         assert isinstance(obs_, dict) and isinstance(next_obs_, dict)
-        device = buffer.device
+        device = self.device
 
         def tensor(array: np.ndarray) -> th.Tensor:
             # SB3's to_torch without its defensive copy: every served array is freshly gathered, so the tensor may
             # share its memory (on CPU; other devices copy anyway).
             return th.from_numpy(array) if device.type == "cpu" else th.as_tensor(array, device=device)
 
-        discounts = None
-        if buffer.n_steps > 1:
-            discounts = tensor((buffer.gamma ** window).astype(np.float32).reshape(-1, 1))
+        discounts = self.windows.discounts(window)
         return DictReplayBufferSamples(
             observations={key: tensor(value) for key, value in obs_.items()},
             actions=tensor(actions),
             next_observations={key: tensor(value) for key, value in next_obs_.items()},
             dones=tensor(dones).reshape(-1, 1),
             rewards=tensor(rewards.reshape(-1, 1)),
-            discounts=discounts,
+            discounts=None if discounts is None else tensor(discounts),
         )
+
+
+class EnvRewards(Protocol):
+    """What GoalEnv serving reads of its owner: the env's batched ``compute_reward`` (HER's call), the env itself
+    for the checks at its first use, and whether infos are stored."""
+
+    env: VecEnv | None
+    copy_info_dict: bool
+
+    def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, infos: Any) -> np.ndarray: ...
 
 
 class GoalEnvServing(Serving):
     """GoalEnv mode: the drawn goal as the desired goal, rewards from the env's ``compute_reward`` (module
-    docstring)."""
+    docstring).
 
-    def __init__(self) -> None:
-        super().__init__(1, ())
+    :param env_rewards: the buffer, as what it is to serving: :class:`EnvRewards`.
+    :param owner: the buffer's class name, for the messages of the checks.
+    """
 
-    def _relabeled_goals(self, buffer: Storage, r: Relabeled, served: _Window, goals: np.ndarray,
-                         next_goals: np.ndarray) -> None:
+    def __init__(self, goal_spec: GoalSpec, windows: OneStep, device: th.device, env_rewards: EnvRewards,
+                 owner: str) -> None:
+        super().__init__(goal_spec, 1, (), windows, device)
+        self.env_rewards = env_rewards
+        self.owner = owner
+        #: the env's compute_reward checked: made once, at its first use (a new env is checked again).
+        self.reward_checked = False
+
+    def env_changed(self) -> None:
+        self.reward_checked = False
+
+    def _relabeled_goals(self, r: Relabeled, served: _Window, goals: np.ndarray, next_goals: np.ndarray) -> None:
         goals[:] = r.goals[:, 0]  # a GoalEnv's desired goal stays as it is once reached
         next_goals[:] = r.goals[:, 0]
 
-    def _relabeled_rewards(self, buffer: Storage, r: Relabeled, served: _Window,  # type: ignore[override]
-                           next_obs: dict[str, np.ndarray], rel: slice, rewards: np.ndarray) -> None:
+    def _relabeled_rewards(self, storage: Storage, r: Relabeled, served: _Window, next_obs: dict[str, np.ndarray],
+                           rel: slice, rewards: np.ndarray) -> None:
         # One step: the achieved goal after t is the served next observation's (no second gather).
-        achieved = next_obs[ACHIEVED_GOAL][rel] if buffer.n_steps == 1 else None
-        rewards[:] = self._env_rewards(buffer, r, served.m, achieved)
+        achieved = next_obs[ACHIEVED_GOAL][rel] if served.m is None else None
+        rewards[:] = self._env_rewards(storage, r, served.m, achieved)
 
-    def _env_rewards(self, buffer: Storage, r: Relabeled, m: np.ndarray | None, achieved: np.ndarray | None
+    def _env_rewards(self, storage: Storage, r: Relabeled, m: np.ndarray | None, achieved: np.ndarray | None
                      ) -> np.ndarray:
         """Discounted sums of the env's ``compute_reward`` over each relabeled window: one call per batch.
 
         The reward of transition ``t`` is ``compute_reward(achieved_goal after t, goal, info_t)``, as in HER.
-        ``achieved``: those achieved goals, when the caller has gathered them already (``n_steps == 1``).
+        ``achieved``: those achieved goals, when the caller has gathered them already (1-step windows).
         """
-        n, size, n_envs = buffer.n_steps, buffer.buffer_size, buffer.n_envs
-        offsets = np.arange(n)
-        if m is None:
-            win_flat = r.flat
-        else:
-            within = np.minimum(offsets, m[:, None] - 1)  # (B, n): window steps, the last one repeated past m
-            win_flat = ((((r.start + r.t)[:, None] + within) % size) * n_envs + r.env[:, None]).reshape(-1)
+        n = self.windows.n_steps
+        win_flat = self.windows.window_rows(storage, r, m)
         if achieved is None:
-            achieved = take_rows(buffer.next_observations[ACHIEVED_GOAL], win_flat)
+            achieved = take_rows(storage.next_observations[ACHIEVED_GOAL], win_flat)
         desired = np.repeat(r.goals[:, 0], n, axis=0) if n > 1 else r.goals[:, 0]
-        if not buffer._reward_checked:
-            self._first_reward_use(buffer, r)
-        rewards = buffer.compute_reward(achieved, desired, _infos(buffer, win_flat))
-        if m is None:
-            return rewards
-        return (rewards.reshape(-1, n) * (buffer.gamma**offsets) * (offsets < m[:, None])).sum(axis=1)
+        if not self.reward_checked:
+            self._first_reward_use(storage, r)
+        rewards = self.env_rewards.compute_reward(achieved, desired, _infos(storage, win_flat))
+        return self.windows.sum_window(rewards, m)
 
-    @staticmethod
-    def _first_reward_use(buffer: Storage, relabeled: Relabeled) -> None:
+    def _first_reward_use(self, storage: Storage, relabeled: Relabeled) -> None:
         """Check the env's ``compute_reward`` once: it exists, is vectorized and gives the relabeled rows' recorded
         rewards under their own goals (``reward_checks``); later samples pay one attribute test."""
-        if buffer.env is not None:  # else compute_reward says that it needs one
-            require_compute_reward(buffer.env, type(buffer).__name__)
+        owner = self.env_rewards
+        if owner.env is not None:  # else compute_reward says that it needs one
+            require_compute_reward(owner.env, self.owner)
         flat = relabeled.flat
-        achieved = take_rows(buffer.next_observations[ACHIEVED_GOAL], flat)
-        desired = take_rows(buffer.observations[DESIRED_GOAL], flat)  # the goal step() was rewarded under
-        computed = buffer.compute_reward(achieved, desired, _infos(buffer, flat))
-        buffer._reward_checked = True  # before warning: a warning turned into an error is not repeated every sample
+        achieved = take_rows(storage.next_observations[ACHIEVED_GOAL], flat)
+        desired = take_rows(storage.observations[DESIRED_GOAL], flat)  # the goal step() was rewarded under
+        computed = owner.compute_reward(achieved, desired, _infos(storage, flat))
+        self.reward_checked = True  # before warning: a warning turned into an error is not repeated every sample
         # Raw with raw: the buffer stores rewards before VecNormalize, and sample() normalizes after this.
-        check_recorded_rewards(buffer.env, computed, take_rows(buffer.rewards, flat), flat // buffer.n_envs,
-                               flat % buffer.n_envs, relabeled.t, buffer.copy_info_dict, stacklevel=7)
+        check_recorded_rewards(owner.env, computed, take_rows(storage.rewards, flat), flat // storage.n_envs,
+                               flat % storage.n_envs, relabeled.t, owner.copy_info_dict, stacklevel=7)
 
 
-def _infos(buffer: Storage, flat: np.ndarray) -> Any:
+def _infos(storage: Storage, flat: np.ndarray) -> Any:
     """The stored infos of rows ``flat`` for ``compute_reward`` (copies, as HER passes them), else empty dicts."""
-    if buffer.infos is not None:
-        return copy.deepcopy(buffer.infos.reshape(-1)[flat])
+    if storage.infos is not None:
+        return copy.deepcopy(storage.infos.reshape(-1)[flat])
     return [{} for _ in range(len(flat))]
-
-
-def recorded_windows(buffer: Storage, flat: np.ndarray, env: VecNormalize | None, window: np.ndarray,
-                     rewards: np.ndarray, dones: np.ndarray, last_flat: np.ndarray) -> None:
-    """Fill the recorded part in place: 1-step as ``DictReplayBuffer``, else ``NStepReplayBuffer``'s rule."""
-    if buffer.n_steps == 1:
-        rewards[:] = buffer._normalize_reward(take_rows(buffer.rewards, flat), env)
-        dones[:] = take_rows(buffer.dones, flat) * (1 - take_rows(buffer.timeouts, flat))
-        return
-    size, n_envs, n = buffer.buffer_size, buffer.n_envs, buffer.n_steps
-    rows, envs = flat // n_envs, flat % n_envs
-    seq_rows = (rows[:, None] + np.arange(n)) % size
-    seq_flat = seq_rows * n_envs + envs[:, None]
-    # A window stops at an episode end, and at the newest row (the next one holds older data).
-    stop = (take_rows(buffer.dones, seq_flat) > 0) | (take_rows(buffer.timeouts, seq_flat) > 0)
-    stop |= seq_rows == (buffer.pos - 1) % size
-    last = np.where(stop.any(axis=1), stop.argmax(axis=1), n - 1)
-    steps = np.arange(n)
-    mask = steps <= last[:, None]
-    seq_rewards = buffer._normalize_reward(take_rows(buffer.rewards, seq_flat), env)
-    rewards[:] = (seq_rewards * (buffer.gamma ** steps) * mask).sum(axis=1)
-    end_flat = seq_flat[np.arange(len(flat)), last]
-    dones[:] = take_rows(buffer.dones, end_flat) * (1 - take_rows(buffer.timeouts, end_flat))
-    window[:] = last + 1
-    last_flat[:] = end_flat

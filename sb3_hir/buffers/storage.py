@@ -1,8 +1,10 @@
-"""The buffer's storage as its components read it, and the vectorized row arithmetic over it.
+"""The rows of a replay buffer and every read of them: :class:`Storage`.
 
-SB3 stores each array as ``(buffer_size, n_envs, ...)``. The episode index, the draw strategies and the serving read
-those arrays through :class:`Storage`, the part of the buffer they rely on, and index rows and sub-envs as one flat
-axis (``row * n_envs + env``): one ``take`` per batch, no Python loop per sampled row.
+SB3 stores each array as ``(buffer_size, n_envs, ...)``. :class:`Storage` holds those arrays (the buffer's own
+objects, which SB3's ``DictReplayBuffer.add`` writes), the write cursor and how observations are laid out (full or
+compact, ``layout``), and it is the one place they are read: the episode index, the draw strategies (through their
+``DrawView``), the serving and the demonstrations ask it for rows, never the buffer. Rows and sub-envs are indexed as
+one flat axis (``row * n_envs + env``): one ``take`` per batch, no Python loop per sampled row.
 """
 
 from __future__ import annotations
@@ -10,90 +12,179 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 import numpy as np
-import torch as th
 from gymnasium import spaces
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from sb3_hir.goals import GoalSpec, _pack_goals
-from sb3_hir.relabel import InstructionRelabeler
+from sb3_hir.episodes import Episode
+from sb3_hir.goals import _pack_goals
 
-__all__ = ["Layout", "Storage", "achieved_at", "take_rows", "value_ids"]
+__all__ = ["Cursor", "Layout", "Storage", "take_rows", "value_ids"]
 
 
 class Layout(Protocol):
-    """How the observations are stored (``layout``): what reads observations at rows goes through it."""
+    """How the observations are stored (``layout``): the storage reads observations at rows through it."""
 
-    def keys(self, buffer: Any) -> list[str]: ...
+    def keys(self, storage: Any) -> list[str]: ...
 
-    def obs_rows(self, buffer: Any, key: str, flat: np.ndarray) -> np.ndarray: ...
+    def obs_rows(self, storage: Any, key: str, flat: np.ndarray) -> np.ndarray: ...
 
-    def next_rows(self, buffer: Any, key: str, flat: np.ndarray) -> np.ndarray: ...
+    def next_rows(self, storage: Any, key: str, flat: np.ndarray) -> np.ndarray: ...
 
-    def obs_batch(self, buffer: Any, flat: np.ndarray) -> dict[str, np.ndarray]: ...
+    def obs_batch(self, storage: Any, flat: np.ndarray) -> dict[str, np.ndarray]: ...
 
-    def next_batch(self, buffer: Any, flat: np.ndarray) -> dict[str, np.ndarray]: ...
+    def next_batch(self, storage: Any, flat: np.ndarray) -> dict[str, np.ndarray]: ...
+
+    def last_next(self, storage: Any, key: str) -> np.ndarray: ...
+
+    def before_add(self, storage: Any, obs: dict[str, np.ndarray], running: np.ndarray) -> None: ...
+
+    def after_add(self, storage: Any, next_obs: dict[str, np.ndarray], done: np.ndarray) -> None: ...
+
+    def close(self, storage: Any, env_idx: int) -> None: ...
+
+    def reset(self, storage: Any) -> None: ...
+
+    def nbytes(self) -> int: ...
 
 
-class Storage(Protocol):
-    """What the buffer's components read of it: SB3's arrays, sizes and normalization, the relabeling settings, the
-    generator, and (GoalEnv mode) the env's ``compute_reward``."""
+class Cursor:
+    """Where the next transition goes (``pos``) and whether the circular storage has wrapped (``full``): SB3's
+    ``BaseBuffer`` attributes, which the buffer exposes as properties over this object."""
 
-    buffer_size: int
-    n_envs: int
-    pos: int
-    full: bool
-    observation_space: spaces.Dict
-    #: each key's shape of one observation (SB3's ``get_obs_shape``).
-    obs_shape: dict[str, tuple[int, ...]]
-    device: th.device
-    observations: dict[str, np.ndarray]
-    next_observations: dict[str, np.ndarray]
-    actions: np.ndarray
-    rewards: np.ndarray
-    dones: np.ndarray
-    timeouts: np.ndarray
-    #: per-row infos for ``compute_reward`` (``copy_info_dict``), else None.
-    infos: np.ndarray | None
-    copy_info_dict: bool
-    relabeler: InstructionRelabeler
-    goal_spec: GoalSpec
-    num_goals: int
-    goal_shape: tuple[int, ...]
-    goal_selection: str
-    n_steps: int
-    gamma: float
-    max_redraws: int
-    #: the generator of relabeled rows and their draws.
-    rng: np.random.Generator
-    env: VecEnv | None
-    #: the env's ``compute_reward`` checked at its first use (``serving.GoalEnvServing``).
-    _reward_checked: bool
-    #: how observations are stored: every key twice (SB3's layout) or once (``optimize_memory_usage``). The
-    #: achieved-goal key's ``next_observations`` and the goals key's ``observations`` are stored in both.
-    _layout: Layout
+    __slots__ = ("full", "pos")
+
+    def __init__(self, pos: int = 0, full: bool = False) -> None:
+        self.pos = pos
+        self.full = full
+
+    def __getstate__(self) -> tuple[int, bool]:
+        return self.pos, self.full
+
+    def __setstate__(self, state: tuple[int, bool]) -> None:
+        self.pos, self.full = state
+
+
+class Storage:
+    """A buffer's rows: SB3's arrays, the cursor and the observation layout, and every read of them (module
+    docstring).
+
+    :param observations: ``key -> (buffer_size, n_envs, *shape)`` observations (the layout may drop keys).
+    :param next_observations: the same for next observations.
+    :param actions: ``(buffer_size, n_envs, action_dim)``.
+    :param rewards: ``(buffer_size, n_envs)``, as are ``dones`` and ``timeouts``.
+    :param infos: per-row infos (``copy_info_dict``), or None.
+    :param cursor: the write position, shared with the buffer.
+    :param observation_space: the Dict space of one observation.
+    :param obs_shape: each key's shape of one observation.
+    :param goals_key: key of the instruction (a GoalEnv's desired goal).
+    :param achieved_key: key of the achieved value; every layout keeps its next observations.
+    """
+
+    def __init__(self, observations: dict[str, np.ndarray], next_observations: dict[str, np.ndarray],
+                 actions: np.ndarray, rewards: np.ndarray, dones: np.ndarray, timeouts: np.ndarray,
+                 infos: np.ndarray | None, cursor: Cursor, observation_space: spaces.Dict,
+                 obs_shape: dict[str, tuple[int, ...]], goals_key: str, achieved_key: str) -> None:
+        self.buffer_size, self.n_envs = rewards.shape
+        self.observations = observations
+        self.next_observations = next_observations
+        self.actions = actions
+        self.rewards = rewards
+        self.dones = dones
+        self.timeouts = timeouts
+        self.infos = infos
+        self.cursor = cursor
+        self.observation_space = observation_space
+        self.obs_shape = obs_shape
+        self.goals_key = goals_key
+        self.achieved_key = achieved_key
+        self.layout: Layout | None = None
 
     @property
-    def terminates_on_success(self) -> bool: ...
+    def pos(self) -> int:
+        return self.cursor.pos
 
-    def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, infos: Any) -> np.ndarray: ...
+    @property
+    def full(self) -> bool:
+        return self.cursor.full
 
-    @staticmethod
-    def _normalize_obs(obs: dict[str, np.ndarray], env: VecNormalize | None) -> dict[str, np.ndarray]: ...
+    @property
+    def newest_row(self) -> int:
+        """The row of the newest transition."""
+        return (self.cursor.pos - 1) % self.buffer_size
 
-    @staticmethod
-    def _normalize_reward(reward: np.ndarray, env: VecNormalize | None) -> np.ndarray: ...
+    # -- observations, through the layout --------------------------------------------------------------------------
+    def obs_keys(self) -> list[str]:
+        """The observation keys, in the observation space's order."""
+        return self.layout.keys(self)  # type: ignore[union-attr]
+
+    def obs_rows(self, key: str, flat: np.ndarray) -> np.ndarray:
+        return self.layout.obs_rows(self, key, flat)  # type: ignore[union-attr]
+
+    def next_rows(self, key: str, flat: np.ndarray) -> np.ndarray:
+        return self.layout.next_rows(self, key, flat)  # type: ignore[union-attr]
+
+    def obs_batch(self, flat: np.ndarray) -> dict[str, np.ndarray]:
+        """Every key's observation at rows ``flat`` (what ``sample()`` serves)."""
+        return self.layout.obs_batch(self, flat)  # type: ignore[union-attr]
+
+    def next_batch(self, flat: np.ndarray) -> dict[str, np.ndarray]:
+        """Every key's next observation at rows ``flat``."""
+        return self.layout.next_batch(self, flat)  # type: ignore[union-attr]
+
+    def last_next(self, key: str) -> np.ndarray:
+        """Every sub-env's newest stored next observation of ``key``, ``(n_envs, *shape)``."""
+        return self.layout.last_next(self, key)  # type: ignore[union-attr]
+
+    @property
+    def achieved(self) -> np.ndarray:
+        """``(buffer_size, n_envs, ...)`` the value achieved after each transition: stored in every layout."""
+        return self.next_observations[self.achieved_key]
+
+    @property
+    def instructions(self) -> np.ndarray:
+        """``(buffer_size, n_envs, ...)`` the instruction observed before each transition: stored in every
+        layout."""
+        return self.observations[self.goals_key]
+
+    def achieved_at(self, rows: np.ndarray, env_idx: np.ndarray | int, goal_shape: tuple[int, ...]) -> np.ndarray:
+        """Achieved values after the transitions in ``rows``, shaped ``(*rows.shape, *goal_shape)``."""
+        flat = np.asarray(rows) * self.n_envs + env_idx  # one flat take: faster than 2-d fancy indexing
+        values = take_rows(self.achieved, flat.reshape(-1))
+        return values.reshape(*np.shape(flat), *goal_shape)
+
+    def episode(self, env_idx: int, rows: np.ndarray, with_infos: bool = True) -> Episode:
+        """The stored transitions ``rows`` of sub-env ``env_idx`` as an :class:`~sb3_hir.episodes.Episode`
+        (observations ``[obs_0, next_obs_0, ..., next_obs_{T-1}]``; the infos when stored and asked for)."""
+        rows = np.asarray(rows)
+        flat = rows * self.n_envs + env_idx
+        observations = {key: np.concatenate((self.obs_rows(key, flat[:1]), self.next_rows(key, flat)))
+                        for key in self.obs_keys()}
+        timeouts = self.timeouts[rows, env_idx].astype(bool)
+        dones = self.dones[rows, env_idx].astype(bool)
+        infos = None if self.infos is None or not with_infos else [dict(info) for info in self.infos[rows, env_idx]]
+        return Episode(observations, self.actions[rows, env_idx], self.rewards[rows, env_idx], dones & ~timeouts,
+                       dones & timeouts, infos)
+
+    # -- what add() tells the layout --------------------------------------------------------------------------------
+    def before_add(self, obs: dict[str, np.ndarray], running: np.ndarray) -> None:
+        """Called before SB3's ``add`` stores row ``pos`` (``running``: sub-envs with an episode going on)."""
+        self.layout.before_add(self, obs, running)  # type: ignore[union-attr]
+
+    def after_add(self, next_obs: dict[str, np.ndarray], done: np.ndarray) -> None:
+        """Called after SB3's ``add`` stored row ``pos - 1``, before the episodes that ended there are closed."""
+        self.layout.after_add(self, next_obs, done)  # type: ignore[union-attr]
+
+    def close(self, env_idx: int) -> None:
+        """The running episode of ``env_idx`` ends at the newest row without a ``done`` from the env (a splice)."""
+        self.layout.close(self, env_idx)  # type: ignore[union-attr]
+
+    def reset(self) -> None:
+        """The buffer's ``reset`` (SB3 resets the cursor)."""
+        self.layout.reset(self)  # type: ignore[union-attr]
 
 
 def take_rows(array: np.ndarray, flat: np.ndarray) -> np.ndarray:
     """Rows ``flat`` of a ``(buffer_size, n_envs, ...)`` array, indexing rows and envs as one axis."""
     return array.reshape(-1, *array.shape[2:]).take(flat, axis=0)
-
-
-def achieved_at(buffer: Storage, rows: np.ndarray, env_idx: np.ndarray | int) -> np.ndarray:
-    """Achieved values after the transitions in ``rows``, shaped ``(*rows.shape, *goal_shape)``."""
-    flat = np.asarray(rows) * buffer.n_envs + env_idx  # one flat take: faster than 2-d fancy indexing
-    values = take_rows(buffer.next_observations[buffer.goal_spec.achieved_key], flat.reshape(-1))
-    return values.reshape(*np.shape(flat), *buffer.goal_shape)
 
 
 def value_ids(achieved: np.ndarray, own_goals: np.ndarray, goal_ndim: int) -> tuple[np.ndarray, np.ndarray]:

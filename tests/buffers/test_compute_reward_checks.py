@@ -275,7 +275,7 @@ def test_a_correct_env_does_not_warn(venv_name: str) -> None:
         warnings.simplefilter("error")
         model = train(venvs[venv_name](), steps=300)
     buffer = model.replay_buffer
-    assert buffer._reward_checked and model.logger.name_to_value["train/n_updates"] > 0
+    assert buffer._serving.reward_checked and model.logger.name_to_value["train/n_updates"] > 0
 
 
 # ------------------------------------------------------------------------------------------------- spaces

@@ -59,7 +59,7 @@ def test_property_compact_layout_serves_what_the_full_layout_serves(k, n_envs, s
     kwargs = dict(size=size, n_envs=n_envs, n_steps=n_steps, gamma=0.9, strategy=strategy, relabel_ratio=0.6,
                   seed=seed)
     full, compact = make_buffer(k, **kwargs), make_buffer(k, optimize_memory_usage=True, **kwargs)
-    assert isinstance(compact._layout, CompactLayout) and "achieved" not in compact.observations
+    assert isinstance(compact._storage.layout, CompactLayout) and "achieved" not in compact.observations
     assert list(compact.next_observations) == ["achieved"]
 
     def new_episode():

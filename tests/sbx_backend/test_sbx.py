@@ -87,7 +87,7 @@ def test_sbx_reaches_the_compact_layout_through_memory_layout() -> None:
     assert set(compact.observations) == {"observation", "desired_goal"} and set(compact.next_observations) == {
         "achieved_goal"}
     for key in full.observations:  # the same stream, so the same rows when served
-        np.testing.assert_array_equal(compact._layout.obs_rows(compact, key, np.arange(120)),
+        np.testing.assert_array_equal(compact._storage.obs_rows(key, np.arange(120)),
                                       full.observations[key][:120, 0])
     with pytest.raises(ValueError, match="memory_layout must be one of 'full', 'compact'; got 'small'"):
         make_model("SAC", HerReplayBuffer, memory_layout="small")

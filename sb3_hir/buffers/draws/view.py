@@ -2,7 +2,8 @@
 
 A strategy draws hindsight instructions for stored transitions; it needs the sizes, the relabeling settings, the
 generator, the episode index and the achieved values, not SB3's arrays, the layout or the serving. The view forwards
-exactly those, read through the buffer at each access, so a strategy sees a loaded or regrown buffer as it is.
+exactly those, the rows read through the buffer's :class:`~sb3_hir.buffers.storage.Storage`, at each access, so a
+strategy sees a loaded or regrown buffer as it is.
 """
 
 from __future__ import annotations
@@ -107,13 +108,13 @@ class DrawView:
     def achieved(self) -> np.ndarray:
         """``(buffer_size, n_envs, *goal_shape)`` the value achieved after each transition (stored in either
         layout)."""
-        return self._buffer.next_observations[self._buffer.goal_spec.achieved_key]
+        return self._buffer._storage.achieved
 
     @property
     def instructions(self) -> np.ndarray:
         """``(buffer_size, n_envs, ...)`` the instruction observed before each transition; an episode's first row
         holds its own instruction, unmasked."""
-        return self._buffer.observations[self._buffer.goal_spec.goals_key]
+        return self._buffer._storage.instructions
 
     @property
     def goals_dtype(self) -> np.dtype:
@@ -123,9 +124,7 @@ class DrawView:
     def achieved_at(self, rows: np.ndarray, env_idx: np.ndarray | int) -> np.ndarray:
         """Achieved values after the transitions in ``rows`` of sub-envs ``env_idx``: ``(*rows.shape,
         *goal_shape)``."""
-        flat = np.asarray(rows) * self.n_envs + env_idx  # one flat take: faster than 2-d fancy indexing
-        values = take_rows(self.achieved, flat.reshape(-1))
-        return values.reshape(*np.shape(flat), *self.goal_shape)
+        return self._buffer._storage.achieved_at(rows, env_idx, self._buffer.goal_shape)
 
     def own_goals(self, start: np.ndarray, env_idx: np.ndarray) -> np.ndarray:
         """``(B, k, *goal_shape)`` the recorded instruction of the episodes starting in rows ``start``."""
@@ -135,21 +134,7 @@ class DrawView:
     def episode(self, env_idx: int, rows: np.ndarray) -> Episode:
         """The stored episode of sub-env ``env_idx`` in ``rows``, as an :class:`~sb3_hir.episodes.Episode`
         (observations ``[obs_0, next_obs_0, ..., next_obs_{T-1}]``), for strategies that call a relabeler on it."""
-        buffer = self._buffer
-        layout, flat = buffer._layout, np.asarray(rows) * buffer.n_envs + env_idx
-        observations = {
-            key: np.concatenate((layout.obs_rows(buffer, key, flat[:1]), layout.next_rows(buffer, key, flat)))
-            for key in layout.keys(buffer)
-        }
-        timeouts = buffer.timeouts[rows, env_idx].astype(bool)
-        dones = buffer.dones[rows, env_idx].astype(bool)
-        return Episode(
-            observations=observations,
-            actions=buffer.actions[rows, env_idx],
-            rewards=buffer.rewards[rows, env_idx],
-            terminated=dones & ~timeouts,
-            truncated=dones & timeouts,
-        )
+        return self._buffer._storage.episode(env_idx, rows, with_infos=False)
 
     # -- facts decided when the buffer is built ---------------------------------------------------------------------
     @property
