@@ -90,8 +90,9 @@ def register_draw_strategies(register: Register) -> None:
     """Register draw strategies of the replay buffers (kind ``"draw_strategy"``).
 
     The factory is called with keyword arguments only (the buffers' ``draw_strategy_kwargs``) and returns a
-    :class:`sb3_hir.buffers.draws.DrawStrategy`: how a relabeled transition gets its hindsight instruction. One object
-    serves one buffer. See the docs' "Write your own draw strategy".
+    :class:`sb3_hir.buffers.draws.DrawStrategy`: how a relabeled transition gets its hindsight instruction. Each
+    source of rows (a buffer's online rows, its demonstrations) binds its own copy. See the docs' "Write your own
+    draw strategy".
     """
 
 

@@ -146,7 +146,7 @@ def resolve_draw_strategy(draw_strategy: Any, argument: str = "draw_strategy", k
     name or a class and are refused with an instance, which is already built.
     """
     accepted = ("a draw-strategy plugin name (e.g. 'first-reach', 'her', 'exact-index', 'window', 'stored'), a "
-                "sb3_hir.buffers.draws.DrawStrategy subclass, or a new instance of one")
+                "sb3_hir.buffers.draws.DrawStrategy subclass, or an instance of one")
     kwargs = {**(kwargs or {}), **more}
     if draw_strategy is None:
         raise ValueError(f"{argument} must be {accepted}; got None")

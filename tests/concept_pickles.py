@@ -30,13 +30,31 @@ CASES: dict[str, tuple[str, dict[str, Any], int]] = {
     "stored_k2": ("maze_k2_tolerance", dict(relabeler="final-goal", goal_spec=None), 80),
     "her_bitflip_nstep": ("bitflip_episode_nstep", {}, 120),
     "her_terminating_compact": ("point_terminating_future", dict(optimize_memory_usage=True), 120),
+    "exact_k3_demos": ("maze_k3_some_future", dict(demo_ratio=0.5), 60),
+    "her_bitflip_demos_compact": ("bitflip_future", dict(demo_ratio=0.25, optimize_memory_usage=True), 60),
 }
+
+#: cases whose buffer also holds demonstrations: episodes a seeded random policy plays in the case's env.
+DEMOS = {"exact_k3_demos": 5, "her_bitflip_demos_compact": 5}
+
+
+def demonstrations(buffer: Any, case: str, count: int) -> list[Any]:
+    from served_rows import CASES as FILLS
+
+    from sb3_hir.episodes import Episode
+
+    env = FILLS[case][0]().envs[0]
+    env.action_space.seed(11)
+    return [Episode.record(env, lambda obs: env.action_space.sample(), seed=20 + i, max_steps=30)
+            for i in range(count)]
 
 
 def main() -> None:
     arrays: dict[str, np.ndarray] = {}
     for name, (case, overrides, steps) in CASES.items():
         buffer = filled_buffer(case, steps=steps, size=SIZE, **overrides)
+        if name in DEMOS:
+            buffer.add_demonstrations(demonstrations(buffer, case, DEMOS[name]))
         arrays[f"{name}/pickle"] = np.frombuffer(pickle.dumps(buffer), dtype=np.uint8)
         arrays.update({f"{name}/{key}": value for key, value in served(buffer).items()})
     CONCEPT.parent.mkdir(exist_ok=True)

@@ -4,9 +4,11 @@ HER plus a demonstration buffer is the classic recipe for pushing and stacking f
 arXiv 1709.10089), and symmetric sampling (a fixed share of each batch from the demonstrations, as in RLPD, arXiv
 2302.02948) needs no change to the algorithm. SB3 never shipped it (SB3 issues #249, #278).
 
-The demonstrations live in a second buffer of the owner's class and settings (:class:`Demonstrations`), sized to hold
-them all and never wrapped: online data cannot overwrite them, and they are relabeled, served and n-stepped exactly
-as online episodes are, because the same code serves them. A batch of ``B`` takes ``floor(B * demo_ratio)`` rows from
+The demonstrations are the sampler's second source (:class:`Demonstrations`, a :class:`~sb3_hir.buffers.source.Source`
+of their own): rows of a plain ``DictReplayBuffer`` sized to hold them all and never wrapped, in the owner's layout,
+with their own episode index and a copy of the owner's draw strategy. Online data cannot overwrite them, and they are
+relabeled, served and n-stepped exactly as online episodes are, because the owner's settings, generator and serving
+serve them. A batch of ``B`` takes ``floor(B * demo_ratio)`` rows from
 them, one more with probability of the remainder, so ``demo_ratio`` is the served share, with the least variance.
 
 Sources (:func:`as_episodes`): :class:`~sb3_hir.episodes.Episode`\\ s, imitation ``TrajectoryWithRew`` lists (with
@@ -23,18 +25,19 @@ import math
 import os
 import pathlib
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_hir._validate import check_int, check_number, check_space_values, describe
+from sb3_hir.buffers.draws import DrawView
 from sb3_hir.buffers.serving import Served
-from sb3_hir.buffers.storage import Storage
+from sb3_hir.buffers.source import Source
 from sb3_hir.episodes import TIMEOUT_INFO_KEY, Episode
 from sb3_hir.extras import require
 
@@ -47,44 +50,35 @@ __all__ = [
 DemonstrationSource = Any
 
 
-class DemonstrationBuffer(Protocol):
-    """What the demonstrations read of a buffer: its storage, spaces, ``add`` and ``sample``."""
+class DemonstrationOwner(Protocol):
+    """What the demonstrations read of the buffer they belong to: its spaces, generator and env, and how it builds
+    a source of rows."""
 
-    buffer_size: int
-    pos: int
-    full: bool
-    dones: np.ndarray
     observation_space: spaces.Dict
     obs_shape: dict[str, tuple[int, ...]]
-    env: Any
-    _storage: Storage
     action_space: spaces.Space
     action_dim: int
-    terminate_on_success: bool | None
-    _last_sample: Served | None
+    rng: np.random.Generator
+    env: Any
 
-    def add(self, obs: dict[str, np.ndarray], next_obs: dict[str, np.ndarray], action: np.ndarray,
-            reward: np.ndarray, done: np.ndarray, infos: list[dict[str, Any]]) -> None: ...
-
-    def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples: ...
+    def _demonstration_source(self, capacity: int, seed: int) -> Source: ...
 
 
 class Demonstrations:
-    """The demonstration region of a replay buffer: a buffer of its own, served as ``ratio`` of each batch.
+    """The demonstration region of a replay buffer: a second source of rows, served as ``ratio`` of each batch.
 
     :param ratio: share of each sampled batch served from the demonstrations (0: stored, never served).
-    :param make_buffer: builds an empty buffer of the owner's class and settings for ``capacity`` transitions of one
-        env, seeded with ``seed``.
     """
 
-    def __init__(self, ratio: float, make_buffer: Callable[[int, int], DemonstrationBuffer]) -> None:
+    def __init__(self, ratio: float) -> None:
         self.ratio = ratio
-        self.make_buffer = make_buffer
-        #: the buffer holding the demonstrations (one env, never wrapped); None until the first is added.
-        self.buffer: DemonstrationBuffer | None = None
+        #: the rows holding the demonstrations (one env, never wrapped); None until the first is added.
+        self.source: Source | None = None
         self.num_episodes = 0
         #: whether ``count`` warned that ``ratio > 0`` serves nothing, since nothing was added (once per buffer).
         self.warned_empty = False
+        #: what the last ``sample()`` served from them (``last_demonstration_info`` of the buffer).
+        self.last_sample: Served | None = None
 
     @property
     def ratio(self) -> float:
@@ -96,13 +90,12 @@ class Demonstrations:
 
     @property
     def num_transitions(self) -> int:
-        buffer = self.buffer
-        return 0 if buffer is None else (buffer.buffer_size if buffer.full else buffer.pos)
+        return 0 if self.source is None else self.source.upper
 
     def __len__(self) -> int:
         return self.num_episodes
 
-    def add(self, episodes: list[Episode], owner: DemonstrationBuffer) -> None:
+    def add(self, episodes: list[Episode], owner: DemonstrationOwner) -> None:
         """Store ``episodes``, all or none: every one is checked against ``owner``'s spaces first, and they are
         stored into a staged copy that replaces the region only once all are in, so a rejected call leaves the
         region, its counters and ``owner``'s generator as they were."""
@@ -117,26 +110,25 @@ class Demonstrations:
         except BaseException:
             owner.rng.bit_generator.state = state
             raise
-        self.buffer = staged
+        self.source = staged
         self.num_episodes += len(prepared)
 
-    def _staged(self, needed: int, owner: DemonstrationBuffer) -> DemonstrationBuffer:
+    def _staged(self, needed: int, owner: DemonstrationOwner) -> Source:
         """A copy of the region with room for ``needed`` transitions: the same capacity if they fit, else a larger
-        buffer holding the stored episodes again (the region never wraps)."""
-        if self.buffer is not None and needed <= self.buffer.buffer_size:
-            staged = copy.deepcopy(self.buffer)  # the env is not pickled: given back below
-        else:
-            capacity = max(needed, 2 * (0 if self.buffer is None else self.buffer.buffer_size))
-            staged = self.make_buffer(capacity, int(owner.rng.integers(2**31 - 1)))
-            for episode in [] if self.buffer is None else stored_episodes(self.buffer, env_units=False):
-                add_episode(staged, episode)
-        staged.env = owner.env
+        one holding the stored episodes again (the region never wraps)."""
+        source = self.source
+        if source is not None and needed <= source.storage.buffer_size:
+            return copy.deepcopy(source, {id(owner): owner})  # the owner (the view's settings) is shared, not copied
+        capacity = max(needed, 2 * (0 if source is None else source.storage.buffer_size))
+        staged = owner._demonstration_source(capacity, int(owner.rng.integers(2**31 - 1)))
+        for episode in [] if source is None else stored_episodes(source, env_units=False):
+            add_episode(staged, episode)
         return staged
 
     def count(self, batch_size: int, rng: np.random.Generator, online_empty: bool) -> int:
         """How many of ``batch_size`` rows the demonstrations serve: all of them while the online part is empty."""
-        if self.buffer is None or self.ratio == 0.0:
-            if self.buffer is None and self.ratio > 0.0 and not online_empty and not self.__dict__.get("warned_empty"):
+        if self.source is None or self.ratio == 0.0:
+            if self.source is None and self.ratio > 0.0 and not online_empty and not self.__dict__.get("warned_empty"):
                 self.warned_empty = True
                 warnings.warn(f"demo_ratio is {self.ratio:g} but no demonstrations were added: every batch comes from "
                               "the online storage; add them with add_demonstrations() before learning, or set "
@@ -148,14 +140,23 @@ class Demonstrations:
         whole = math.floor(expected)
         return whole + int(rng.random() < expected - whole)
 
-    def sample(self, batch_size: int, env: VecNormalize | None, terminates_on_success: bool) -> DictReplayBufferSamples:
-        """``batch_size`` rows, relabeled successes terminal exactly when the owner's are (GoalEnv mode)."""
-        assert self.buffer is not None
-        self.buffer.terminate_on_success = terminates_on_success
-        return self.buffer.sample(batch_size, env)
+    def adopt(self, owner: Any) -> None:
+        """After loading: a region pickled as a nested buffer (before the demonstrations were a source of the owner)
+        becomes a source over that buffer's rows, drawn with the owner's settings and generator."""
+        nested = self.__dict__.pop("buffer", None)
+        self.__dict__.pop("make_buffer", None)
+        self.__dict__.setdefault("last_sample", None)
+        if "source" not in self.__dict__:
+            self.source = None
+            if nested is not None:
+                source = nested._online
+                source.view = DrawView(owner, source.storage, nested.rng)
+                source.view.index = source.index
+                source.index.view = source.view
+                self.source = source
 
 
-def prepare_episode(episode: Episode, buffer: DemonstrationBuffer, number: int) -> Episode:
+def prepare_episode(episode: Episode, buffer: DemonstrationOwner, number: int) -> Episode:
     """``episode`` checked against ``buffer``'s spaces and with its actions in the buffer's units.
 
     Raises ``ValueError`` naming the demonstration, the field and what the buffer accepts. Box actions are scaled
@@ -167,7 +168,7 @@ def prepare_episode(episode: Episode, buffer: DemonstrationBuffer, number: int) 
     return dataclasses.replace(episode, actions=to_buffer_units(actions, buffer.action_space))
 
 
-def check_episode(episode: Episode, buffer: DemonstrationBuffer, number: int) -> None:
+def check_episode(episode: Episode, buffer: DemonstrationOwner, number: int) -> None:
     """Raise ``ValueError`` naming the demonstration, the key and what the buffer stores, unless ``episode`` fits:
     keys, shapes and values (finite, integral for integer keys, actions in the action space), rewards and infos."""
     name = f"demonstrations[{number}]"
@@ -224,7 +225,7 @@ def to_env_units(actions: np.ndarray, space: spaces.Space) -> np.ndarray:
     return low + (0.5 * (actions + 1.0) * (high - low))
 
 
-def add_episode(buffer: DemonstrationBuffer, episode: Episode) -> None:
+def add_episode(buffer: Source, episode: Episode) -> None:
     """Store ``episode`` (checked, actions in the buffer's units: :func:`prepare_episode`) through ``add()`` (one
     env), as a VecEnv would have handed it over; its last step ends it.
 
@@ -248,18 +249,18 @@ def add_episode(buffer: DemonstrationBuffer, episode: Episode) -> None:
         )
 
 
-def stored_episodes(buffer: DemonstrationBuffer, env_units: bool = True) -> list[Episode]:
-    """The finished episodes of a one-env buffer that never wrapped, in order, as ``add_episode`` stored them.
+def stored_episodes(source: Source, env_units: bool = True) -> list[Episode]:
+    """The finished episodes of a one-env source that never wrapped, in order, as ``add_episode`` stored them.
 
     :param env_units: Box actions in the env's units, as they were given (else as stored: scaled to [-1, 1]).
     """
-    upper = buffer.buffer_size if buffer.full else buffer.pos
-    ends = np.flatnonzero(buffer.dones[:upper, 0])
+    storage = source.storage
+    ends = np.flatnonzero(storage.dones[: source.upper, 0])
     episodes, start = [], 0
     for end in ends.tolist():
-        episode = buffer._storage.episode(0, np.arange(start, end + 1))
+        episode = storage.episode(0, np.arange(start, end + 1))
         if env_units:
-            episode = dataclasses.replace(episode, actions=to_env_units(episode.actions, buffer.action_space))
+            episode = dataclasses.replace(episode, actions=to_env_units(episode.actions, source.rows.action_space))
         episodes.append(episode)
         start = end + 1
     return episodes

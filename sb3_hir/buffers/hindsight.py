@@ -65,18 +65,18 @@ from sb3_hir._validate import check_int, describe
 from sb3_hir.buffers.demonstrations import Demonstrations, DemonstrationSource, as_episodes, concat_samples
 from sb3_hir.buffers.draws import DrawStrategy, DrawView, FirstReachDraw, HerDraw, Relabeled, StoredDraws
 from sb3_hir.buffers.layout import CompactLayout, FullLayout
-from sb3_hir.buffers.legacy import is_legacy, upgrade
+from sb3_hir.buffers.legacy import adopt_parts, is_legacy, upgrade, upgrade_state
 from sb3_hir.buffers.options import (
     BufferOptions,
     build_index,
     choose_draws,
     choose_serving,
-    rebuilt_serving,
     resolve_options,
     resolve_terminate_on_success,
 )
 from sb3_hir.buffers.reward_checks import batch_rewards, note_batch_call
 from sb3_hir.buffers.serving import SampleInfo, Served
+from sb3_hir.buffers.source import Source
 from sb3_hir.buffers.storage import Cursor, Storage
 from sb3_hir.goals import GoalSpec
 from sb3_hir.relabel import InstructionRelabeler
@@ -168,9 +168,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         ``"full"`` stores them twice; None (default) follows ``optimize_memory_usage``.
     :param draw_strategy: how relabeled transitions get their hindsight instructions: a draw-strategy plugin name
         (``"first-reach"``, ``"her"``, ``"exact-index"``, ``"window"``, ``"stored"`` or a plugin's), a
-        :class:`~sb3_hir.buffers.draws.DrawStrategy` subclass, or a new instance of one (see "Write your own draw
-        strategy" in the docs). None (default) picks the built-in one that fits the mode, the relabeler and the goal
-        spec.
+        :class:`~sb3_hir.buffers.draws.DrawStrategy` subclass, or an instance of one, which each source of rows (the
+        online rows, the demonstrations) copies (see "Write your own draw strategy" in the docs). None (default)
+        picks the built-in one that fits the mode, the relabeler and the goal spec.
     :param draw_strategy_kwargs: keyword arguments of a named or class ``draw_strategy``.
     :param demo_ratio: share of each sampled batch served from the demonstrations added with
         :meth:`add_demonstrations` (0: stored, not served). While the online storage is still empty every row comes
@@ -233,10 +233,10 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         #: the rows and every read of them (``storage``), observations stored twice, as SB3 stores them, or once
         #: (``layout``).
         spec = options.relabeler.goal_spec
-        self._storage = Storage(self.observations, self.next_observations, self.actions, self.rewards, self.dones,
-                                self.timeouts, self.infos, self._cursor, observation_space, self.obs_shape,
-                                spec.goals_key, spec.achieved_key)
-        self._storage.layout = CompactLayout(self._storage, spec.achieved_key) if options.compact else FullLayout()
+        storage = Storage(self.observations, self.next_observations, self.actions, self.rewards, self.dones,
+                          self.timeouts, self.infos, self._cursor, observation_space, self.obs_shape, spec.goals_key,
+                          spec.achieved_key)
+        storage.layout = CompactLayout(storage, spec.achieved_key) if options.compact else FullLayout()
         #: GoalEnv mode: ``observation`` / ``achieved_goal`` / ``desired_goal`` taken as they come (module docstring).
         self.goal_env = options.goal_env
         self.relabeler = options.relabeler
@@ -261,39 +261,53 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self.terminate_on_success = resolve_terminate_on_success(
             terminate_on_success, options, action_space, env, observation_space
         )
-        #: the draw strategy, chosen once (``sb3_hir.buffers.draws``), what it reads of the buffer, the episode index
-        #: it reads, the serving.
-        draw_template = copy.deepcopy(draw_strategy) if isinstance(draw_strategy, DrawStrategy) else draw_strategy
-        self._view = DrawView(self)
-        self._draws = self._choose_draws(options, draw_strategy, draw_strategy_kwargs)
-        self._draws.bind(self._view)
-        self._index = build_index(options, self._storage, self._draws, self._view)
+        self.has_success_test = options.has_success_test
+        #: the draw strategy, chosen once (``sb3_hir.buffers.draws``), unbound: each source binds a copy of it.
+        self._draw_template = self._choose_draws(options, draw_strategy, draw_strategy_kwargs)
+        #: the online rows as the sampler's source: this buffer's storage, its episode index and draw strategy.
+        self._online = self._source(self, storage, copy.deepcopy(self._draw_template))
         self._serving = choose_serving(options, self.device, self, type(self).__name__)
         #: transitions served so far, and how many of them relabeled (see ``served_relabeled_share``).
         self.num_served = 0
         self.num_served_relabeled = 0
         self._last_sample: Served | None = None
-        #: settings a buffer for the demonstrations is built with: this one's, with its resolved relabeler.
-        self._settings = dict(
-            handle_timeout_termination=handle_timeout_termination, n_sampled_goal=n_sampled_goal,
-            goal_selection_strategy=goal_selection_strategy, copy_info_dict=copy_info_dict,
-            terminate_on_success=self.terminate_on_success, relabel_ratio=relabel_ratio, goal_selection=goal_selection,
-            n_steps=n_steps, gamma=gamma, draws_per_episode=draws_per_episode, max_redraws=max_redraws,
-            optimize_memory_usage=options.compact, draw_strategy=draw_template,
-            draw_strategy_kwargs=draw_strategy_kwargs,
-            **(dict(goal_spec=goal_spec) if self.goal_env else dict(relabeler=self.relabeler)),
-        )
-        #: the demonstrations, apart from the circular storage (``demonstrations``).
-        self.demonstrations = Demonstrations(demo_ratio, self._demonstration_buffer)
+        #: the demonstrations: a second source, apart from the circular storage (``demonstrations``).
+        self.demonstrations = Demonstrations(demo_ratio)
         self.num_served_demos = 0
 
-    def _demonstration_buffer(self, capacity: int, seed: int) -> HindsightInstructionReplayBuffer:
-        """An empty buffer of this class and settings for ``capacity`` demonstration transitions of one env."""
-        settings = dict(self._settings)
-        if isinstance(settings.get("draw_strategy"), DrawStrategy):  # an object serves one buffer: a fresh copy
-            settings["draw_strategy"] = copy.deepcopy(settings["draw_strategy"])
-        return type(self)(capacity, self.observation_space, self.action_space, env=None, device=self.device,
-                          n_envs=1, seed=seed, **settings)
+    # The online source's parts, under the names the buffer's tests and diagnostics read.
+    _storage = property(attrgetter("_online.storage"))
+    _index = property(attrgetter("_online.index"))
+    _draws = property(attrgetter("_online.draws"))
+    _view = property(attrgetter("_online.view"))
+
+    def _source(self, rows: DictReplayBuffer, storage: Storage, draws: DrawStrategy,
+                rng: np.random.Generator | None = None) -> Source:
+        """A source of rows for the sampler: ``storage`` (written by ``rows.add``), indexed and drawn from by
+        ``draws`` (a new object, bound here) with this buffer's settings and ``rng`` (None: this buffer's)."""
+        view = DrawView(self, storage, rng)
+        draws.bind(view)
+        view.index = build_index(self.goal_env, self.has_success_test, storage, draws, view)
+        return Source(rows, storage, view.index, draws, view)
+
+    def _demonstration_source(self, capacity: int, seed: int) -> Source:
+        """An empty source for ``capacity`` demonstration transitions of one env: a plain ``DictReplayBuffer``'s
+        rows (never wrapped), this buffer's layout, a copy of its draw strategy, a generator of its own seeded with
+        ``seed`` (so the online rows' draws do not depend on whether demonstrations are mixed in)."""
+        rows = DictReplayBuffer(capacity, self.observation_space, self.action_space, device=self.device, n_envs=1,
+                                handle_timeout_termination=self.handle_timeout_termination)
+        infos = np.empty((capacity, 1), dtype=object) if self.copy_info_dict else None
+        spec = self.goal_spec
+        storage = Storage(rows.observations, rows.next_observations, rows.actions, rows.rewards, rows.dones,
+                          rows.timeouts, infos, rows, self.observation_space, self.obs_shape, spec.goals_key,
+                          spec.achieved_key)
+        storage.layout = CompactLayout(storage, spec.achieved_key) if self.optimize_memory_usage else FullLayout()
+        return self._source(rows, storage, copy.deepcopy(self._draw_template), np.random.default_rng(seed))
+
+    def _demonstration_buffer(self, capacity: int, seed: int) -> Source:
+        """The region builder of buffers pickled before the demonstrations were a source: their pickles name this
+        method, and loading drops it (``Demonstrations.adopt``)."""
+        return self._demonstration_source(capacity, seed)
 
     def _choose_draws(self, options: BufferOptions, draw_strategy: Any = None,
                       draw_strategy_kwargs: dict[str, Any] | None = None) -> DrawStrategy:
@@ -336,31 +350,18 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state.pop("last_sample_info", None)  # an attribute in sb3-hir 0.1.0, a property since
-        state.pop("_reward_checked", None)  # the buffer's until the serving held it
-        if "_cursor" not in state:  # pickled before the storage owned the cursor and the layout
-            state["_cursor"] = Cursor(state.pop("pos"), state.pop("full"))
-        layout = state.pop("_layout", None)
+        upgrade_state(self, state)  # pickled before the storage owned the rows and the sources held the parts
         self.__dict__.update(state)
-        if "_storage" not in state:
-            spec = self.relabeler.goal_spec
-            self._storage = Storage(self.observations, self.next_observations, self.actions, self.rewards,
-                                    self.dones, self.timeouts, self.__dict__.get("infos"), self._cursor,
-                                    self.observation_space, self.obs_shape, spec.goals_key, spec.achieved_key)
-            self._storage.layout = layout if layout is not None else FullLayout()
         if is_legacy(state):  # pickled before the layout by concept: the components are built from its state
             upgrade(self, state, self._choose_draws)
         self.env = None
-        if "_view" not in self.__dict__:  # pickled before the draw strategies read a view
-            self._view = DrawView(self)
-            self._index.view = self._view
-        if not hasattr(self._index, "storage"):  # pickled before the index read a storage
-            self._index.storage = self._storage
-        if not hasattr(self._serving, "windows"):  # pickled before the serving took its settings
-            self._serving = rebuilt_serving(self, self._serving)
+        if "_online" not in state:
+            adopt_parts(self)
         self.__dict__.setdefault("_last_sample", None)
         self.__dict__.setdefault("num_served_demos", 0)
         if "demonstrations" not in state:  # pickled before demonstrations: none stored, none can be added
-            self.demonstrations = Demonstrations(0.0, self._demonstration_buffer)
+            self.demonstrations = Demonstrations(0.0)
+        self.demonstrations.adopt(self)
         self._serving.env_changed()  # the env given back may not be the one checked
 
     def set_env(self, env: VecEnv) -> None:
@@ -372,8 +373,6 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             raise ValueError(f"env must be a VecEnv (the training env, as SB3 passes it); got {type(env).__name__}")
         self.env = env
         self._serving.env_changed()
-        if self.demonstrations.buffer is not None:
-            self.demonstrations.buffer.env = env
 
     @property
     def served_relabeled_share(self) -> float:
@@ -437,20 +436,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         infos: list[dict[str, Any]],
     ) -> None:
         self._check_add(obs, next_obs, action, reward, done, infos)
-        index = self._index
-        if index.num_adds and not self._continues(obs):
+        if self._online.index.num_adds and not self._continues(obs):
             self._close_spliced_episodes(obs)
-        storage = self._storage
-        storage.before_add(obs, index.running())
-        index.record_step(self.pos)
-        if self.infos is not None:
-            self.infos[self.pos] = infos
-        DictReplayBuffer.add(self, obs, next_obs, action, reward, done, infos)
-        storage.after_add(next_obs, done)
-        done = np.asarray(done)
-        if np.count_nonzero(done):  # cheaper than done.any() on the per-step path
-            for env_idx in np.flatnonzero(done.reshape(self.n_envs)):
-                index.end_episode(int(env_idx))
+        self._online.add(obs, next_obs, action, reward, done, infos)
 
     def _check_add(self, obs: dict[str, np.ndarray], next_obs: dict[str, np.ndarray], action: np.ndarray,
                    reward: np.ndarray, done: np.ndarray, infos: list[dict[str, Any]]) -> None:
@@ -538,35 +526,37 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
     # -- sampling ---------------------------------------------------------------------------------
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples:  # type: ignore[override]
-        """A batch: the online rows first, then ``demo_ratio`` of it from the demonstrations (if any)."""
+        """A batch from the two sources: the online rows first, then ``demo_ratio`` of it from the demonstrations
+        (if any), both relabeled and served alike."""
         check_int(batch_size, "batch_size", 1)
-        upper = self.buffer_size if self.full else self.pos
-        num_demos = self.demonstrations.count(batch_size, self.rng, online_empty=upper == 0)
+        online, demos = self._online, self.demonstrations
+        upper = online.upper
+        num_demos = demos.count(batch_size, self.rng, online_empty=upper == 0)
         if upper == 0 and not num_demos:
             raise ValueError("cannot sample from an empty replay buffer")
         if not num_demos:
-            return self._sample_online(batch_size, upper, env)
-        demos = self.demonstrations.sample(num_demos, env, self.terminates_on_success)
-        assert self.demonstrations.buffer is not None
-        served = self.demonstrations.buffer._last_sample
-        assert served is not None
-        self.num_served += num_demos
+            return self._sample_source(online, batch_size, env)
+        assert demos.source is not None
+        demo_part = self._sample_source(demos.source, num_demos, env, online=False)
         self.num_served_demos += num_demos
-        self.num_served_relabeled += num_demos - served.num_recorded
         if num_demos == batch_size:
             self._last_sample = None
-            return demos
-        return concat_samples(self._sample_online(batch_size - num_demos, upper, env), demos)
+            return demo_part
+        return concat_samples(self._sample_source(online, batch_size - num_demos, env), demo_part)
 
-    def _sample_online(self, batch_size: int, upper: int, env: VecNormalize | None) -> DictReplayBufferSamples:
-        """``batch_size`` rows of the circular storage: relabeled and recorded ones."""
-        num_relabel = int(self.rng.binomial(batch_size, self.relabel_ratio)) if self.relabel_ratio > 0 else 0
-        relabeled = self._draws.draw(self._view, num_relabel, upper) if num_relabel else None
+    def _sample_source(self, source: Source, batch_size: int, env: VecNormalize | None, online: bool = True
+                       ) -> DictReplayBufferSamples:
+        """``batch_size`` rows of one source: relabeled and recorded ones."""
+        upper = source.upper
+        rng = source.view.rng
+        num_relabel = int(rng.binomial(batch_size, self.relabel_ratio)) if self.relabel_ratio > 0 else 0
+        relabeled = source.draw(num_relabel) if num_relabel else None
         num_recorded = batch_size - (0 if relabeled is None else len(relabeled.flat))
         # The recorded part draws exactly as DictReplayBuffer does (np.random, seeded by SB3).
+        n_envs = source.storage.n_envs
         rows = np.random.randint(0, upper, size=num_recorded)
-        envs = np.random.randint(0, high=self.n_envs, size=(num_recorded,))
-        return self._serve(rows * self.n_envs + envs, relabeled, env)
+        envs = np.random.randint(0, high=n_envs, size=(num_recorded,))
+        return self._serve(source, rows * n_envs + envs, relabeled, env, online)
 
     def _get_samples(  # type: ignore[override]
         self,
@@ -575,23 +565,32 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     ) -> DictReplayBufferSamples:
         """Rows ``batch_inds`` served as recorded (with random sub-envs), as ``DictReplayBuffer`` serves them."""
         env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
-        return self._serve(np.asarray(batch_inds) * self.n_envs + env_indices, None, env)
+        return self._serve(self._online, np.asarray(batch_inds) * self.n_envs + env_indices, None, env)
 
-    def _serve(
-        self, recorded_flat: np.ndarray, relabeled: Relabeled | None, env: VecNormalize | None
-    ) -> DictReplayBufferSamples:
-        """Serve recorded rows and relabeled pairs as one batch (``serving``), and count them."""
-        samples, self._last_sample = self._serving.serve(self._storage, recorded_flat, relabeled, env)
-        self.num_served += len(self._last_sample.flat)
-        self.num_served_relabeled += len(self._last_sample.flat) - self._last_sample.num_recorded
+    def _serve(self, source: Source, recorded_flat: np.ndarray, relabeled: Relabeled | None,
+               env: VecNormalize | None, online: bool = True) -> DictReplayBufferSamples:
+        """Serve one source's recorded rows and relabeled pairs as one batch (``serving``), and count them."""
+        samples, served = self._serving.serve(source.storage, recorded_flat, relabeled, env)
+        if online:
+            self._last_sample = served
+        else:
+            self.demonstrations.last_sample = served
+        self.num_served += len(served.flat)
+        self.num_served_relabeled += len(served.flat) - served.num_recorded
         return samples
 
     @property
     def last_sample_info(self) -> SampleInfo | None:
         """What the last ``sample()`` served from the online storage (built on access: sampling itself does not pay
-        for it); ``demonstrations.buffer.last_sample_info`` tells the demonstrations' rows."""
+        for it); :attr:`last_demonstration_info` tells the demonstrations' rows."""
         last = self.__dict__.get("_last_sample")
         return None if last is None else last.info(self.num_goals, self.goal_shape, self.n_envs)
+
+    @property
+    def last_demonstration_info(self) -> SampleInfo | None:
+        """What the last ``sample()`` served from the demonstrations (rows of their one-env region)."""
+        last = self.demonstrations.last_sample
+        return None if last is None else last.info(self.num_goals, self.goal_shape, 1)
 
     def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, infos: Any) -> np.ndarray:
         """The env's ``compute_reward`` on a batch (HER's call: the first sub-env's method), as float32."""
@@ -620,6 +619,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         if not isinstance(on, (bool, np.bool_)):
             raise ValueError(f"jit must be a bool; got {on!r}")
         self._draws.use_compiled(on)
+        if self.demonstrations.source is not None:
+            self.demonstrations.source.draws.use_compiled(on)
 
     @property
     def batched_draws(self) -> bool:

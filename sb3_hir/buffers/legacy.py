@@ -9,14 +9,18 @@ loads and serves on as before (the same draws: its generator and episode index c
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
 from sb3_hir.buffers.draws import DrawStrategy, DrawView, StoredDraws
-from sb3_hir.buffers.options import BufferOptions, build_index, choose_serving
+from sb3_hir.buffers.layout import FullLayout
+from sb3_hir.buffers.options import BufferOptions, build_index, choose_serving, rebuilt_serving
 from sb3_hir.buffers.serving import Served
+from sb3_hir.buffers.source import Source
+from sb3_hir.buffers.storage import Cursor, Storage
 
-__all__ = ["is_legacy", "upgrade"]
+__all__ = ["adopt_parts", "is_legacy", "upgrade", "upgrade_state"]
 
 #: What the earlier layout kept on the buffer and today's keeps in its components (or derives).
 _LEGACY_KEYS = (
@@ -45,9 +49,10 @@ def upgrade(buffer: Any, state: dict[str, Any], choose_draws: Callable[[BufferOp
         handle_timeout_termination=state["handle_timeout_termination"],
     )
     draws = choose_draws(options)
-    view = DrawView(buffer)
+    parts = vars(buffer)["_parts"]
+    view = DrawView(buffer, parts["storage"])
     draws.bind(view)
-    index = build_index(options, buffer._storage, draws, view)
+    index = build_index(goal_env, options.has_success_test, parts["storage"], draws, view)
     for name, column in index.field.items():  # the earlier layout holds every field of today's (and maybe more)
         index.meta[..., column] = state["_meta"][..., state["_field"][name]]
     index.row_head[:] = state["_row_head"]
@@ -62,9 +67,55 @@ def upgrade(buffer: Any, state: dict[str, Any], choose_draws: Callable[[BufferOp
     draws.admitted = state.get("_admitted", 1.0)
     last = state.get("_last_sample")
     vars(buffer).update(
-        _draws=draws, _index=index, _view=view,
         _serving=choose_serving(options, buffer.device, buffer, type(buffer).__name__),
         _last_sample=None if last is None else Served(*last),
     )
+    parts.update(draws=draws, index=index)
     for key in _LEGACY_KEYS:
         vars(buffer).pop(key, None)
+
+
+def upgrade_state(buffer: Any, state: dict[str, Any]) -> None:
+    """A state pickled before the storage owned the rows (commit a8ff4f8 and earlier), made today's in place: the
+    cursor and the storage with its layout; the parts the online source now holds are kept aside (``_parts``) for
+    :func:`adopt_parts`, once the state is the buffer's."""
+    state.pop("_reward_checked", None)  # the serving's since
+    state.pop("_settings", None)  # how the demonstrations' nested buffer was built
+    if "_cursor" not in state:
+        state["_cursor"] = Cursor(state.pop("pos"), state.pop("full"))
+    if "_online" in state:
+        return
+    layout = state.pop("_layout", None)
+    spec = state["relabeler"].goal_spec
+    storage = Storage(state["observations"], state["next_observations"], state["actions"], state["rewards"],
+                      state["dones"], state["timeouts"], state.get("infos"), state["_cursor"],
+                      state["observation_space"], state["obs_shape"], spec.goals_key, spec.achieved_key)
+    storage.layout = layout if layout is not None else FullLayout()
+    state["_parts"] = dict(storage=storage, index=state.pop("_index", None), draws=state.pop("_draws", None))
+    state.pop("_view", None)
+
+
+def adopt_parts(buffer: Any) -> None:
+    """The online source of a buffer pickled before the sources held the parts (:func:`upgrade_state`), its draw
+    strategy's unbound template, and its serving with its own settings."""
+    parts = vars(buffer).pop("_parts")
+    storage, index, draws = parts["storage"], parts["index"], parts["draws"]
+    view = DrawView(buffer, storage)
+    view.index = index
+    index.view, index.storage = view, storage
+    buffer.has_success_test = getattr(index, "has_success_test", True)
+    buffer._draw_template = unbound_copy(draws)
+    buffer._online = Source(buffer, storage, index, draws, view)
+    if not hasattr(buffer._serving, "windows"):  # it read its settings from the buffer
+        buffer._serving = rebuilt_serving(buffer)
+
+
+def unbound_copy(draws: DrawStrategy) -> DrawStrategy:
+    """A bound strategy as a new one: its settings, none of its per-buffer state."""
+    fresh = copy.deepcopy(draws)
+    fresh.bound, fresh.admitted = False, 1.0
+    if hasattr(fresh, "cfg"):
+        fresh.cfg = None
+    if isinstance(fresh, StoredDraws):
+        fresh.goals = fresh.reach = None
+    return fresh

@@ -319,7 +319,7 @@ def choose_serving(options: BufferOptions, device: th.device, env_rewards: EnvRe
     return Serving(options.relabeler.goal_spec, options.num_goals, options.goal_shape, windows, device)
 
 
-def rebuilt_serving(buffer: Any, old: Any) -> Serving:
+def rebuilt_serving(buffer: Any) -> Serving:
     """The serving of a buffer pickled before the serving took its settings (it read them from the buffer)."""
     windows = NSteps(buffer.n_steps, buffer.gamma) if buffer.n_steps > 1 else OneStep()
     if buffer.goal_env:
@@ -327,8 +327,10 @@ def rebuilt_serving(buffer: Any, old: Any) -> Serving:
     return Serving(buffer.goal_spec, buffer.num_goals, buffer.goal_shape, windows, buffer.device)
 
 
-def build_index(options: BufferOptions, storage: Storage, draws: DrawStrategy, view: DrawView) -> EpisodeIndex:
-    """The episode index of the buffer's mode, laid out for the draw strategy's fields."""
-    if options.goal_env:
-        return GoalEnvEpisodeIndex(storage, draws, view, options.has_success_test)
+def build_index(goal_env: bool, has_success_test: bool, storage: Storage, draws: DrawStrategy, view: DrawView
+                ) -> EpisodeIndex:
+    """The episode index of the buffer's mode (``has_success_test``: GoalEnv mode can find first reaches), laid out
+    for the draw strategy's fields."""
+    if goal_env:
+        return GoalEnvEpisodeIndex(storage, draws, view, has_success_test)
     return EpisodeIndex(storage, draws, view)

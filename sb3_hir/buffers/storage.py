@@ -72,7 +72,8 @@ class Storage:
     :param actions: ``(buffer_size, n_envs, action_dim)``.
     :param rewards: ``(buffer_size, n_envs)``, as are ``dones`` and ``timeouts``.
     :param infos: per-row infos (``copy_info_dict``), or None.
-    :param cursor: the write position, shared with the buffer.
+    :param cursor: the write position (``pos``, ``full``): a :class:`Cursor` the buffer shares, or the SB3 buffer
+        whose ``add`` writes these rows.
     :param observation_space: the Dict space of one observation.
     :param obs_shape: each key's shape of one observation.
     :param goals_key: key of the instruction (a GoalEnv's desired goal).
@@ -81,7 +82,7 @@ class Storage:
 
     def __init__(self, observations: dict[str, np.ndarray], next_observations: dict[str, np.ndarray],
                  actions: np.ndarray, rewards: np.ndarray, dones: np.ndarray, timeouts: np.ndarray,
-                 infos: np.ndarray | None, cursor: Cursor, observation_space: spaces.Dict,
+                 infos: np.ndarray | None, cursor: Any, observation_space: spaces.Dict,
                  obs_shape: dict[str, tuple[int, ...]], goals_key: str, achieved_key: str) -> None:
         self.buffer_size, self.n_envs = rewards.shape
         self.observations = observations

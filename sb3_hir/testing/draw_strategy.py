@@ -42,7 +42,7 @@ def check_draw_strategy(
     strategy's own ``ValueError`` where it refuses a buffer (pass the ``num_goals`` it serves).
 
     :param strategy: a registered name, a :class:`~sb3_hir.buffers.draws.DrawStrategy` subclass, or an instance
-        (copied for each buffer: one object serves one buffer).
+        (each source of rows binds its own copy).
     :param num_goals: instruction lengths ``k`` to check.
     :param n_steps: served windows to check (1: 1-step rows).
     :param memory_layouts: ``"full"`` and/or ``"compact"``.
@@ -79,7 +79,7 @@ def check_draw_strategy(
             num_online = 32
             try:
                 if demo_part is not None:
-                    served = demo_part.buffer.last_sample_info
+                    served = buffer.last_demonstration_info
                     num_online = 32 - len(served.rows)
                     oracle.check_served(demo_part, sample, falls=demo_falls, offset=num_online)
                     relabeled += int(served.relabeled.sum())

@@ -138,10 +138,22 @@ class Stream:
         add_step(self.buffer, recs, ts)
 
 
+class _Demonstrations:
+    """A buffer's demonstrations as :func:`check_served` reads a buffer: what was served last, and the settings."""
+
+    def __init__(self, buffer: HindsightInstructionReplayBuffer) -> None:
+        self.owner = buffer
+        self.n_steps, self.gamma = buffer.n_steps, buffer.gamma
+
+    @property
+    def last_sample_info(self) -> object:
+        return self.owner.last_demonstration_info
+
+
 def demo_stream(buffer: HindsightInstructionReplayBuffer, recs: list[Recorded]) -> Stream:
     """Which (episode, step) each row of ``buffer``'s demonstrations holds: they are stored in order, one env."""
-    assert buffer.demonstrations.buffer is not None
-    stream = Stream.into(buffer.demonstrations.buffer)
+    assert buffer.demonstrations.source is not None
+    stream = Stream.into(_Demonstrations(buffer))  # type: ignore[arg-type]
     row = 0
     for rec in recs:
         for t in range(len(rec.episode)):

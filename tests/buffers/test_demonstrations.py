@@ -71,7 +71,7 @@ def test_served_demonstration_rows_are_replays_under_the_drawn_goals(n_steps: in
     relabeled = 0
     for _ in range(20):
         sample = buffer.sample(32)
-        served = buffer.demonstrations.buffer.last_sample_info
+        served = buffer.last_demonstration_info
         num_online = 32 - len(served.rows)
         assert len(served.rows) == 16 and len(buffer.last_sample_info.rows) == num_online
         check_served(online, sample, falls=online_falls)
@@ -88,7 +88,7 @@ def test_demo_ratio_is_the_served_share() -> None:
     counts = []
     for _ in range(200):
         buffer.sample(100)
-        counts.append(len(buffer.demonstrations.buffer.last_sample_info.rows))
+        counts.append(len(buffer.last_demonstration_info.rows))
     # floor(30.0) plus nothing: exactly 30 each time; at 0.255 either 25 or 26, 26 about half the time.
     assert set(counts) == {30}
     assert buffer.served_demo_share == pytest.approx(0.3)
@@ -96,7 +96,7 @@ def test_demo_ratio_is_the_served_share() -> None:
     counts = []
     for _ in range(400):
         buffer.sample(100)
-        counts.append(len(buffer.demonstrations.buffer.last_sample_info.rows))
+        counts.append(len(buffer.last_demonstration_info.rows))
     assert set(counts) == {25, 26} and abs(np.mean(counts) - 25.5) < 0.15
     with pytest.raises(ValueError, match=r"demo_ratio must be a number in \[0, 1\]"):
         buffer.demo_ratio = 1.5
@@ -132,13 +132,13 @@ def test_demonstrations_survive_wrap_around_growth_reset_and_pickling() -> None:
     first, _ = recorded(rng, 3)
     second, _ = recorded(rng, 40)  # a second call that outgrows the first capacity
     buffer.add_demonstrations([rec.episode for rec in first])
-    capacity = buffer.demonstrations.buffer.buffer_size
+    capacity = buffer.demonstrations.source.storage.buffer_size
     buffer.add_demonstrations([rec.episode for rec in second])
-    assert buffer.demonstrations.buffer.buffer_size > capacity and len(buffer.demonstrations) == 43
+    assert buffer.demonstrations.source.storage.buffer_size > capacity and len(buffer.demonstrations) == 43
     fill_online(buffer, rng, 100)  # the online part wraps eight times
     buffer.reset()  # SB3's reset empties the online part only
     fill_online(buffer, rng, 10)
-    kept = stored_episodes(buffer.demonstrations.buffer)
+    kept = stored_episodes(buffer.demonstrations.source)
     assert len(kept) == 43
     for rec, episode in zip(first + second, kept, strict=True):
         assert_same_episode(rec.episode, episode)
@@ -147,7 +147,6 @@ def test_demonstrations_survive_wrap_around_growth_reset_and_pickling() -> None:
     for one in (buffer, copy):
         np.random.seed(7)
         one.rng = np.random.default_rng(7)
-        one.demonstrations.buffer.rng = np.random.default_rng(8)
     assert_serves_the_same(buffer, copy, seed=9)
 
 
@@ -176,7 +175,7 @@ def test_sources_imitation_trajectories_and_dagger_round_files(tmp_path) -> None
         for traj in trajs:
             save_trajectories(new_round_file(directory, rng), [traj])
     assert buffer.add_demonstrations(tmp_path / "scratch") == 3
-    kept = stored_episodes(buffer.demonstrations.buffer)
+    kept = stored_episodes(buffer.demonstrations.source)
     assert_same_episode(kept[0], recs[0].episode)
     for rec, traj, episode in zip(recs[1:], dagger, kept[1:], strict=True):
         np.testing.assert_array_equal(episode.actions[:, 0], traj.executed_acts)
@@ -195,7 +194,7 @@ def test_bad_demonstrations_raise_clear_errors_and_add_nothing() -> None:
                           good.rewards, good.terminated, good.truncated)
     with pytest.raises(ValueError, match=r"demonstrations\[1\] lacks the keys \['achieved'\].*achieved goals"):
         buffer.add_demonstrations([good, no_achieved])
-    assert len(buffer.demonstrations) == 0 and buffer.demonstrations.buffer is None
+    assert len(buffer.demonstrations) == 0 and buffer.demonstrations.source is None
     extra = Episode({**good.observations, "other": np.zeros((len(good) + 1, 2))}, good.actions, good.rewards,
                     good.terminated, good.truncated)
     with pytest.raises(ValueError, match=r"has keys the buffer does not store: \['other'\]"):
@@ -247,13 +246,13 @@ def test_her_drop_in_with_dqn_trains_on_demonstrations_and_saves_them(tmp_path) 
         model.learn(400)
     buffer = model.replay_buffer
     assert buffer.num_served > 0 and abs(buffer.served_demo_share - 0.25) < 0.01
-    served = buffer.demonstrations.buffer.last_sample_info
+    served = buffer.last_demonstration_info
     assert served.relabeled.any() and not served.relabeled.all()
     model.save_replay_buffer(tmp_path / "buffer.pkl")
     model.replay_buffer = None
     model.load_replay_buffer(tmp_path / "buffer.pkl")
     loaded = model.replay_buffer
-    assert loaded.demonstrations.buffer.env is model.get_env() and len(loaded.demonstrations) == 10
-    for rec, episode in zip(demos, stored_episodes(loaded.demonstrations.buffer), strict=True):
+    assert loaded.env is model.get_env() and len(loaded.demonstrations) == 10
+    for rec, episode in zip(demos, stored_episodes(loaded.demonstrations.source), strict=True):
         assert_same_episode(rec, episode)
     model.learn(100, reset_num_timesteps=False)

@@ -56,8 +56,8 @@ def test_box_demonstration_actions_are_stored_byte_identically_to_the_same_actio
     truncated[-1] = True
     online.add_demonstrations(Episode(observations, env_actions, online.rewards[:steps, 0], np.zeros(steps, bool),
                                       truncated))
-    demos = online.demonstrations.buffer
-    assert demos.actions[:steps, 0].tobytes() == online.actions[:steps, 0].tobytes()
+    demos = online.demonstrations.source
+    assert demos.storage.actions[:steps, 0].tobytes() == online.actions[:steps, 0].tobytes()
     np.testing.assert_allclose(online.actions[:steps, 0], env_actions / 2.0, rtol=0, atol=1e-6)
     (kept,) = stored_episodes(demos)
     np.testing.assert_allclose(kept.actions, env_actions, rtol=0, atol=1e-6)  # exported in env units
@@ -131,7 +131,7 @@ def episodes(rng: np.random.Generator, n: int) -> list[Episode]:
 
 
 def state(buffer: Any) -> bytes:
-    """Everything the buffer holds, its demonstrations' buffer and every generator included, as bytes."""
+    """Everything the buffer holds, its demonstrations' rows and every generator included, as bytes."""
     return pickle.dumps(buffer)
 
 
@@ -164,7 +164,7 @@ def test_each_bad_demonstration_in_a_list_of_good_ones_is_named_and_nothing_is_a
     before = state(buffer)
     with pytest.raises(ValueError, match=BAD[kind].replace(r"\[\d+\]", r"\[2\]", 1)):
         buffer.add_demonstrations([*good, bad])
-    assert state(buffer) == before and buffer.demonstrations.buffer is None and len(buffer.demonstrations) == 0
+    assert state(buffer) == before and buffer.demonstrations.source is None and len(buffer.demonstrations) == 0
 
 
 def test_box_demonstrations_out_of_the_action_space_or_on_an_unbounded_one_are_refused() -> None:
@@ -182,7 +182,7 @@ def test_box_demonstrations_out_of_the_action_space_or_on_an_unbounded_one_are_r
     loose = HerReplayBuffer(200, venv.observation_space, unbounded, env=venv, seed=0)
     with pytest.raises(ValueError, match=r"the action space Box\(-inf, inf, \(2,\), float32\) is unbounded"):
         loose.add_demonstrations(good)
-    assert loose.demonstrations.buffer is None
+    assert loose.demonstrations.source is None
 
 
 def test_bad_values_from_imitation_trajectories_are_named_too() -> None:

@@ -149,11 +149,14 @@ def test_bad_draw_strategy_arguments_are_refused_by_name():
         make_buffer(1, draw_strategy="stored", draw_strategy_kwargs=dict(draws_per_episode=0))
 
 
-def test_one_strategy_object_serves_one_buffer():
+def test_a_strategy_object_is_a_template_each_source_copies():
+    """Per-buffer state (the admitted share, compiled configurations) never leaks between buffers or sources."""
     strategy = NextStepDraw()
-    make_buffer(1, draw_strategy=strategy)
+    a, b = make_buffer(1, draw_strategy=strategy), make_buffer(1, draw_strategy=strategy)
+    assert type(a._draws) is NextStepDraw and a._draws is not strategy and a._draws is not b._draws
+    assert not strategy.bound and a._draws.bound
     with pytest.raises(ValueError, match="already serves another buffer"):
-        make_buffer(1, draw_strategy=strategy)
+        a._draws.bind(b._view)
 
 
 def test_a_strategy_object_with_demonstrations_and_pickling_keeps_serving_its_rule():
@@ -166,8 +169,8 @@ def test_a_strategy_object_with_demonstrations_and_pickling_keeps_serving_its_ru
     rng = np.random.default_rng(3)
     stream, _ = fill(buffer, rng, 50)
     buffer.add_demonstrations([rec.episode for rec, _ in (stream.owner[(0, 0)],)])
-    assert type(buffer.demonstrations.buffer._draws) is NextStepDraw
-    assert buffer.demonstrations.buffer._draws is not buffer._draws
+    assert type(buffer.demonstrations.source.draws) is NextStepDraw
+    assert buffer.demonstrations.source.draws is not buffer._draws
     clone = pickle.loads(pickle.dumps(buffer))
     assert type(clone._draws) is NextStepDraw
     assert_serves_the_same(buffer, clone)

@@ -104,4 +104,4 @@ def test_sbx_trains_on_demonstrations_served_as_demo_ratio(algo: str) -> None:
     assert model.replay_buffer.add_demonstrations(expert) == 5
     model.learn(120)
     assert abs(model.replay_buffer.served_demo_share - 0.25) < 0.02
-    assert model.replay_buffer.demonstrations.buffer.actions[:4, 0].max() <= 1.0
+    assert model.replay_buffer.demonstrations.source.storage.actions[:4, 0].max() <= 1.0

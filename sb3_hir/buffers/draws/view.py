@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sb3_hir.buffers.storage import take_rows
+from sb3_hir.buffers.storage import Storage, take_rows
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import GoalSpec, indexable_by_value
 from sb3_hir.relabel import InstructionRelabeler, has_builtin_draw
@@ -29,23 +29,33 @@ class DrawView:
     Rows are indexed as in SB3, ``(buffer_size, n_envs)``; a *flat* index is ``row * n_envs + env``. An episode's
     step ``s`` (1-based) is the transition stored in row ``(start + s - 1) % buffer_size``.
 
-    :param buffer: the :class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer` viewed.
+    :param buffer: the :class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer` whose settings and generator the
+        strategy uses.
+    :param storage: the rows it draws from: the buffer's own, or its demonstrations' (a second source).
+    :param rng: the generator of this source's draws; None: the buffer's.
     """
 
-    __slots__ = ("_buffer",)
+    __slots__ = ("_buffer", "_rng", "_storage", "index")
 
-    def __init__(self, buffer: Any) -> None:
+    def __init__(self, buffer: Any, storage: Storage, rng: np.random.Generator | None = None) -> None:
         self._buffer = buffer
+        self._storage = storage
+        self._rng = rng
+        #: the episode index of these rows (set once it is built, since it reads this view): integers per row
+        #: (``meta``, columns named by ``field``): ``id``, ``t`` (the step within its episode), ``len`` (0 while
+        #: running), ``own`` (in the episode's rows ``start + j``: its own goal j's reach step), ``end``, and the
+        #: strategy's own ``fields``.
+        self.index: EpisodeIndex | None = None  # type: ignore[assignment]
 
     # -- sizes and settings ----------------------------------------------------------------------------------------
     @property
     def buffer_size(self) -> int:
         """Rows per sub-env."""
-        return self._buffer.buffer_size
+        return self._storage.buffer_size
 
     @property
     def n_envs(self) -> int:
-        return self._buffer.n_envs
+        return self._storage.n_envs
 
     @property
     def num_goals(self) -> int:
@@ -83,8 +93,9 @@ class DrawView:
 
     @property
     def rng(self) -> np.random.Generator:
-        """The buffer's generator: every random choice of a draw comes from it, so a seeded buffer draws the same."""
-        return self._buffer.rng
+        """The source's generator (the buffer's, or one seeded from it): every random choice of a draw comes from it,
+        so a seeded buffer draws the same."""
+        return self._buffer.rng if self._rng is None else self._rng
 
     @property
     def terminates_on_success(self) -> bool:
@@ -98,23 +109,16 @@ class DrawView:
 
     # -- the episode index and the stored values ------------------------------------------------------------------
     @property
-    def index(self) -> EpisodeIndex:
-        """Integers per row (``meta``, columns named by ``field``): ``id``, ``t`` (the step within its episode),
-        ``len`` (0 while running), ``own`` (in the episode's rows ``start + j``: its own goal j's reach step),
-        ``end``, and the strategy's own ``fields``."""
-        return self._buffer._index
-
-    @property
     def achieved(self) -> np.ndarray:
         """``(buffer_size, n_envs, *goal_shape)`` the value achieved after each transition (stored in either
         layout)."""
-        return self._buffer._storage.achieved
+        return self._storage.achieved
 
     @property
     def instructions(self) -> np.ndarray:
         """``(buffer_size, n_envs, ...)`` the instruction observed before each transition; an episode's first row
         holds its own instruction, unmasked."""
-        return self._buffer._storage.instructions
+        return self._storage.instructions
 
     @property
     def goals_dtype(self) -> np.dtype:
@@ -124,7 +128,7 @@ class DrawView:
     def achieved_at(self, rows: np.ndarray, env_idx: np.ndarray | int) -> np.ndarray:
         """Achieved values after the transitions in ``rows`` of sub-envs ``env_idx``: ``(*rows.shape,
         *goal_shape)``."""
-        return self._buffer._storage.achieved_at(rows, env_idx, self._buffer.goal_shape)
+        return self._storage.achieved_at(rows, env_idx, self._buffer.goal_shape)
 
     def own_goals(self, start: np.ndarray, env_idx: np.ndarray) -> np.ndarray:
         """``(B, k, *goal_shape)`` the recorded instruction of the episodes starting in rows ``start``."""
@@ -134,7 +138,7 @@ class DrawView:
     def episode(self, env_idx: int, rows: np.ndarray) -> Episode:
         """The stored episode of sub-env ``env_idx`` in ``rows``, as an :class:`~sb3_hir.episodes.Episode`
         (observations ``[obs_0, next_obs_0, ..., next_obs_{T-1}]``), for strategies that call a relabeler on it."""
-        return self._buffer._storage.episode(env_idx, rows, with_infos=False)
+        return self._storage.episode(env_idx, rows, with_infos=False)
 
     # -- facts decided when the buffer is built ---------------------------------------------------------------------
     @property
