@@ -350,7 +350,7 @@ class GoalEnvServing(Serving):
         n = self.windows.n_steps
         win_flat = self.windows.window_rows(storage, r, m)
         if achieved is None:
-            achieved = take_rows(storage.next_observations[ACHIEVED_GOAL], win_flat)
+            achieved = take_rows(storage.achieved, win_flat)
         desired = np.repeat(r.goals[:, 0], n, axis=0) if n > 1 else r.goals[:, 0]
         if not self.reward_checked:
             self._first_reward_use(storage, r)
@@ -364,8 +364,8 @@ class GoalEnvServing(Serving):
         if owner.env is not None:  # else compute_reward says that it needs one
             require_compute_reward(owner.env, self.owner)
         flat = relabeled.flat
-        achieved = take_rows(storage.next_observations[ACHIEVED_GOAL], flat)
-        desired = take_rows(storage.observations[DESIRED_GOAL], flat)  # the goal step() was rewarded under
+        achieved = take_rows(storage.achieved, flat)
+        desired = storage.obs_rows(DESIRED_GOAL, flat)  # the goal step() was rewarded under
         computed = owner.compute_reward(achieved, desired, _infos(storage, flat))
         self.reward_checked = True  # before warning: a warning turned into an error is not repeated every sample
         # Raw with raw: the buffer stores rewards before VecNormalize, and sample() normalizes after this.
