@@ -1,10 +1,10 @@
-"""Command line options that several benchmark scripts share.
+"""Command line options that the benchmark scripts share.
 
 Why: the training benchmarks repeat the same ``argparse`` blocks (seeds, budgets, the MazeRunner size, learner
 hyperparameters, Ray Tune trials); one definition keeps their names, types and help texts from drifting apart.
 Each function adds one option or one group, with the per-script defaults passed in, in the order of the call, so
-that a script's ``vars(args)`` (printed or saved by some of them) keeps its order. ``benchmarks/`` is not a
-package: scripts import this module by name, as they import ``ray_trials``.
+that a script's ``vars(args)`` (printed or saved by some of them) keeps its order. It lives in the library, not in
+``benchmarks/``, so that no benchmark imports another.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def _positive_float(text: str) -> float:
 
 
 def add_ray(parser: argparse.ArgumentParser, what: str = "runs", cpus_per_trial: bool = True) -> None:
-    """``--ray``, ``--ray-address`` and (unless ``cpus_per_trial=False``) ``--cpus-per-trial``: see ``ray_trials``.
+    """``--ray``, ``--ray-address`` and (unless ``cpus_per_trial=False``) ``--cpus-per-trial``: see :mod:`.runner`.
 
     ``what`` names the runs in the help of ``--ray``, such as ``"(seed, variant) pairs"``.
     """

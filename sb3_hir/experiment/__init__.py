@@ -1,0 +1,39 @@
+"""The benchmark harness: specs, seeds, the budget callback, the runner, JSON records and the table renderer.
+
+Why: the benchmark scripts each carried a copy of this machinery; here it is written once, one concept per
+module, and ``sb3-hir sweep`` runs its trials through the same :mod:`~sb3_hir.experiment.runner`:
+
+* :mod:`~sb3_hir.experiment.spec`: :class:`BenchmarkSpec` and :func:`run_benchmark`;
+* :mod:`~sb3_hir.experiment.seeds`: training and evaluation seeds;
+* :mod:`~sb3_hir.experiment.budgets`: :class:`BudgetCallback`, evaluating at several budgets in one run;
+* :mod:`~sb3_hir.experiment.runner`: local or Ray Tune execution (the ``sweep`` extra);
+* :mod:`~sb3_hir.experiment.records`: :class:`Records`, the JSON the tables come from;
+* :mod:`~sb3_hir.experiment.table`: :func:`render_table` and :func:`mean_std`, the one spelling of mean ± std;
+* :mod:`~sb3_hir.experiment.arguments`: the command line options the scripts share.
+
+``python -m sb3_hir.experiment render RECORDS.json`` prints the table of a records file.
+"""
+
+from __future__ import annotations
+
+from sb3_hir.experiment.budgets import BudgetCallback, instruction_evaluator
+from sb3_hir.experiment.records import Record, Records, TableLayout
+from sb3_hir.experiment.seeds import eval_seed, seed_process
+from sb3_hir.experiment.spec import BenchmarkSpec, run_benchmark, timed_run
+from sb3_hir.experiment.table import mean_and_std, mean_std, render_table
+
+__all__ = [
+    "BenchmarkSpec",
+    "BudgetCallback",
+    "Record",
+    "Records",
+    "TableLayout",
+    "eval_seed",
+    "instruction_evaluator",
+    "mean_and_std",
+    "mean_std",
+    "render_table",
+    "run_benchmark",
+    "seed_process",
+    "timed_run",
+]

@@ -1,0 +1,74 @@
+"""Evaluate one training run at several budgets: the learning curve of a benchmark without retraining per budget.
+
+Why: a table with columns at 10k, 20k and 30k steps would otherwise cost three runs per seed. :class:`BudgetCallback`
+evaluates inside the one run, as it passes each budget, with the library's own evaluator
+(:func:`sb3_hir.callbacks.evaluate_instruction_policy`, the score the CLI reports) unless a script brings its own
+metric (:func:`instruction_evaluator` builds the usual one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecEnv
+
+from sb3_hir._validate import check_int
+from sb3_hir.callbacks import evaluate_instruction_policy
+
+__all__ = ["BudgetCallback", "Evaluator", "instruction_evaluator"]
+
+#: Scores a model: metric name -> value (``{"goals_reached": 1.4, "success_rate": 0.3}``).
+Evaluator = Callable[[Any], Mapping[str, float]]
+
+
+def instruction_evaluator(make_env: Callable[[], VecEnv], n_episodes: int, seed: int | None,
+                          *, deterministic: bool = True) -> Evaluator:
+    """An :data:`Evaluator` scoring ``goals_reached`` and ``success_rate`` over ``n_episodes`` of a fresh
+    ``make_env()``, reseeded with ``seed`` each time, so every budget (and every side) scores the same episodes."""
+    check_int(n_episodes, "n_episodes", 1)
+
+    def evaluate(model: Any) -> dict[str, float]:
+        env = make_env()
+        try:
+            result = evaluate_instruction_policy(model, env, n_episodes, deterministic=deterministic, seed=seed)
+        finally:
+            env.close()
+        return {"goals_reached": result.goals_reached, "success_rate": result.success_rate}
+
+    return evaluate
+
+
+class BudgetCallback(BaseCallback):
+    """Call ``evaluate(model)`` once as training passes each of ``budgets`` (env steps, summed over envs).
+
+    A budget a vectorised step jumps over is evaluated at that step; budgets still pending when training ends
+    (``learn`` stopped early, or a budget beyond its length) are evaluated then if reached, and left out if not,
+    so :attr:`results` never holds a score for steps the run did not take.
+
+    :param budgets: env steps at which to evaluate, in any order.
+    :param evaluate: the :data:`Evaluator`.
+    """
+
+    def __init__(self, budgets: Sequence[int], evaluate: Evaluator) -> None:
+        super().__init__()
+        for budget in budgets:
+            check_int(budget, "budget", 0)
+        self.budgets = sorted(set(int(b) for b in budgets))
+        self.evaluate = evaluate
+        #: budget -> the metrics at it, in budget order.
+        self.results: dict[int, dict[str, float]] = {}
+        self._pending = list(self.budgets)
+
+    def _evaluate_reached(self) -> None:
+        while self._pending and self.num_timesteps >= self._pending[0]:
+            self.results[self._pending.pop(0)] = dict(self.evaluate(self.model))
+
+    def _on_step(self) -> bool:
+        self._evaluate_reached()
+        return True
+
+    def _on_training_end(self) -> None:
+        self.num_timesteps = self.model.num_timesteps
+        self._evaluate_reached()

@@ -1,0 +1,70 @@
+"""The one table renderer of the benchmarks: mean ± std over seeds, per side and budget, as a markdown table.
+
+Why: the scripts hand-formatted their tables, in two spellings of mean ± std, and ``docs/results.md`` quoted
+them; a table rendered from :class:`~sb3_hir.experiment.records.Records` can be regenerated from the JSON file
+alone. :func:`mean_std` is the one spelling (``0.45 ± 0.02``, population std as NumPy computes it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from sb3_hir.experiment.records import Records
+
+__all__ = ["mean_and_std", "mean_std", "render_table", "run_line"]
+
+
+def mean_and_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and (population) standard deviation of ``values``; NaN, NaN for none."""
+    if len(values) == 0:
+        return math.nan, math.nan
+    array = np.asarray(values, dtype=float)
+    return float(array.mean()), float(array.std())
+
+
+def mean_std(values: Sequence[float], digits: int = 2) -> str:
+    """``"mean ± std"`` of ``values`` with ``digits`` decimals: the one spelling of every table."""
+    mean, std = mean_and_std(values)
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def render_table(records: Records, digits: int = 2, *, metrics: Sequence[str] | None = None,
+                 labels: bool = True) -> str:
+    """The markdown table of ``records``: one row per side (in the order first recorded), one column per budget,
+    each cell the metrics as mean ± std over seeds, joined by `` / ``.
+
+    :param metrics: the metrics to show (default: the layout's), e.g. only ``success_rate`` where goals reached
+        equals it (one goal).
+    :param labels: name the sides by the layout's labels (as published); False names them as the script does.
+    """
+    layout = records.layout
+    shown = {m: layout.metrics.get(m, m) for m in (metrics if metrics is not None else layout.metrics)}
+    budgets = sorted({r.budget for r in records.records})
+    sides = list(dict.fromkeys(r.side for r in records.records))
+    header = " / ".join(shown.values())
+    lines = [f"| {layout.row} | " + " | ".join(f"{b} {layout.unit}: {header}" for b in budgets) + " |",
+             "|---|" + "---:|" * len(budgets)]
+    for side in sides:
+        cells = []
+        for budget in budgets:
+            runs = [r for r in records.records if r.side == side and r.budget == budget]
+            cells.append(" / ".join(mean_std([r.metrics.get(m, math.nan) for r in runs], digits)
+                                    for m in shown))
+        label = layout.labels.get(side, side) if labels else side
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def run_line(records: Records, side: str, seed: int, seconds: float | None = None, width: int = 8) -> str:
+    """One run's progress line: ``  seed 0 some     goals/success at budgets 10000:1.20/0.16 ...  (40 s)``."""
+    layout = records.layout
+    runs = sorted((r for r in records.records if r.side == side and r.seed == seed), key=lambda r: r.budget)
+    values = " ".join(f"{r.budget}:" + "/".join(f"{r.metrics.get(m, math.nan):.2f}" for m in layout.metrics)
+                      for r in runs)
+    tail = f"  ({seconds:.0f} s)" if seconds is not None else ""
+    return f"  seed {seed} {side:<{width}} {'/'.join(layout.metrics.values())} at budgets {values}{tail}"
