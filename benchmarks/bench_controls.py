@@ -30,12 +30,13 @@ import os
 import time
 from typing import Any
 
-import bench_args
 import numpy as np
 import torch as th
 from bench_hir_learning import BudgetEval
 from moonshot_mazerunner import build_model, evaluate, make_parser
-from ray_trials import run_all
+
+from sb3_hir.experiment import arguments
+from sb3_hir.experiment.runner import run_all
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "fixed": dict(randomized_actions=False, q_head="standard", action_features="none"),
@@ -91,13 +92,13 @@ def dagger_trial(config: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     parser = make_parser(__doc__.split("\n\n")[0])
     parser.set_defaults(maze_dim=9, goals=1, time_limit=60, steps=30_000, eval_episodes=100)
-    bench_args.add_seeds(parser, [0, 1, 2])
-    bench_args.add_budgets(parser, [10_000, 20_000, 30_000])
+    arguments.add_seeds(parser, [0, 1, 2])
+    arguments.add_budgets(parser, [10_000, 20_000, 30_000])
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--dagger", action="store_true",
                         help="the DAgger suite: sb3-hir dagger's --policy-head standard against per-action")
     parser.add_argument("--rounds", type=int, default=4, help="--dagger: DAgger rounds (4000 labels each)")
-    bench_args.add_ray(parser)
+    arguments.add_ray(parser)
     args = parser.parse_args()
     shared = {k: v for k, v in vars(args).items() if k not in ("seeds", "variants", "ray", "cpus_per_trial",
                                                                 "ray_address")}

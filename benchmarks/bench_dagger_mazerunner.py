@@ -30,18 +30,18 @@ import tempfile
 import time
 import warnings
 
-import bench_args
 import numpy as np
 import torch as th
 from imitation.algorithms import bc
 from imitation.data import types
 from imitation.util import logger as imit_logger
-from ray_trials import run_all
 from stable_baselines3.common.policies import BasePolicy, MultiInputActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from sb3_hir.dagger import DAggerCollector, DAggerTrainer, PolicyRunner
 from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
+from sb3_hir.experiment import arguments
+from sb3_hir.experiment.runner import run_all
 from sb3_hir.extractors import HistoryExtractor
 from sb3_hir.history import HistoryWrapper
 
@@ -178,16 +178,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--steps-per-round", type=int, default=250, help="vector steps (x 8 envs = labels)")
     parser.add_argument("--batches-per-round", type=int, default=1000)
-    bench_args.add_eval_episodes(parser, 200)
-    bench_args.add_seeds(parser, [0, 1, 2])
-    bench_args.add_history(parser, [0, 16], help="window lengths to compare (0: the memoryless learner)")
+    arguments.add_eval_episodes(parser, 200)
+    arguments.add_seeds(parser, [0, 1, 2])
+    arguments.add_history(parser, [0, 16], help="window lengths to compare (0: the memoryless learner)")
     parser.add_argument("--encoder", default="gru", choices=["gru", "conv"], help="HistoryExtractor encoder")
-    bench_args.add_ray(parser, "(seed, memory, arm) runs", cpus_per_trial=False)
+    arguments.add_ray(parser, "(seed, memory, arm) runs", cpus_per_trial=False)
     args = parser.parse_args()
     th.set_num_threads(1)
     warnings.filterwarnings("ignore", category=UserWarning, module="imitation")  # its DictObs/BC chatter
     start = time.perf_counter()
-    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
+    options = {k: v for k, v in vars(args).items() if k not in arguments.RAY_OPTIONS}
     runs = [(seed, h, arm) for seed in args.seeds for h in args.history for arm in ARMS]
     configs = [dict(seed=seed, history=h, arm=arm, options=options) for seed, h, arm in runs]
     outs = list(run_all(run_trial, configs, use_ray=args.ray, address=args.ray_address, name="bench_dagger_mazerunner"))

@@ -44,11 +44,9 @@ import argparse
 import time
 from typing import Any
 
-import bench_args
 import gymnasium as gym
 import numpy as np
 import torch as th
-from ray_trials import run_all
 from stable_baselines3 import DQN, SAC, HerReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -58,6 +56,8 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from sb3_hir import buffers as hir
 from sb3_hir import plugins
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.experiment import arguments
+from sb3_hir.experiment.runner import run_all
 from sb3_hir.extractors import KeySelectExtractor
 from sb3_hir.instruction import DesiredGoalSampler, InstructionWrapper
 from sb3_hir.testing import PointReachEnv
@@ -194,18 +194,18 @@ def run_seed(config: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default=PLANAR, help="planar, bitflip, or a GoalEnv id such as PointMaze_UMaze-v3")
-    bench_args.add_budgets(parser, [2000, 4000, 8000], help=bench_args.BUDGETS_HELP)
-    bench_args.add_seeds(parser, [0, 1, 2])
+    arguments.add_budgets(parser, [2000, 4000, 8000], help=arguments.BUDGETS_HELP)
+    arguments.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--max-episode-steps", type=int, default=50)
     parser.add_argument("--n-bits", type=int, default=15, help="bitflip: number of bits (and episode length)")
-    bench_args.add_n_envs(parser, 1)
-    bench_args.add_learner(parser, helps={"gradient_steps": "gradient steps per vector step"}, gradient_steps=1,
+    arguments.add_n_envs(parser, 1)
+    arguments.add_learner(parser, helps={"gradient_steps": "gradient steps per vector step"}, gradient_steps=1,
                            learning_starts=500, learning_rate=1e-3, gamma=0.95, batch_size=128)
     parser.add_argument("--hidden", type=int, default=64)
-    bench_args.add_learner(parser, helps={"exploration_fraction": "DQN only"}, exploration_fraction=0.1)
+    arguments.add_learner(parser, helps={"exploration_fraction": "DQN only"}, exploration_fraction=0.1)
     parser.add_argument("--target-update-interval", type=int, default=500, help="DQN only")
     parser.add_argument("--ent-coef", default="auto", help="SAC only: its ent_coef (same for both buffers)")
-    bench_args.add_eval_episodes(parser, 50)
+    arguments.add_eval_episodes(parser, 50)
     parser.add_argument("--ours", choices=["native", "instruction"], default="native",
                         help="native: sb3_hir.HerReplayBuffer on the raw GoalEnv, only the class swapped; instruction: "
                         "the InstructionWrapper adapter (the options below apply to it)")
@@ -216,8 +216,8 @@ def main() -> None:
                         help="HIR strategy; with one goal 'all' is HER's future rule, 'some' keeps half the draws")
     parser.add_argument("--goal-selection", choices=["future", "episode"], default="future")
     parser.add_argument("--relabel-ratio", type=float, default=0.8, help="HIR relabel_ratio (HER: n_sampled_goal=4)")
-    bench_args.add_threads(parser)
-    bench_args.add_ray(parser, "(seed, buffer) pairs")
+    arguments.add_threads(parser)
+    arguments.add_ray(parser, "(seed, buffer) pairs")
     args = parser.parse_args()
     if args.ray and args.threads != 1:
         parser.error("--threads: Ray trials use one torch thread each; use --cpus-per-trial to reserve cores")
@@ -229,7 +229,7 @@ def main() -> None:
     results: dict[str, dict[int, list[float]]] = {a: {b: [] for b in args.budgets} for a in agents}
     times: dict[str, list[float]] = {a: [] for a in agents}
     runs = [(seed, name) for seed in args.seeds for name in agents]
-    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
+    options = {k: v for k, v in vars(args).items() if k not in arguments.RAY_OPTIONS}
     configs = [dict(agent=agents[name], seed=seed, options=options) for seed, name in runs]
 
     def report(seed: int, name: str, out: dict[str, Any]) -> None:

@@ -73,12 +73,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import bench_args
 import gymnasium as gym
 import numpy as np
 import torch as th
 from fetch_push_expert import push_demos, push_env_id
-from ray_trials import run_all
 from stable_baselines3 import DQN, SAC, HerReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -87,6 +85,8 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_hir import buffers as hir
 from sb3_hir.atomic import atomic_path
+from sb3_hir.experiment import arguments
+from sb3_hir.experiment.runner import run_all
 
 BUFFERS = {"HER": HerReplayBuffer, "ours": hir.HerReplayBuffer}
 #: the push suite's sides: (buffer class, extra ``replay_buffer_kwargs``); demonstrations are added to ``ours-demos``.
@@ -432,22 +432,22 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true",
                         help="push suite: reuse the runs already kept in results/push_runs/ with the same settings")
     parser.add_argument("--settings", nargs="+", choices=list(GRID), default=list(GRID), help="grid suite")
-    bench_args.add_seeds(parser, [0, 1, 2, 3, 4])
-    bench_args.add_budgets(parser, None, help="perf: default 1000 1500 2500; fetch, panda: default 5000 10000 20000")
+    arguments.add_seeds(parser, [0, 1, 2, 3, 4])
+    arguments.add_budgets(parser, None, help="perf: default 1000 1500 2500; fetch, panda: default 5000 10000 20000")
     parser.add_argument("--n-bits", type=int, nargs="+", default=[8, 12, 15], help="bitflip suite")
     parser.add_argument("--max-steps", type=int, nargs="+", default=[16000, 32000, 64000],
                         help="bitflip suite: longest budget per --n-bits entry")
     parser.add_argument("--dqn", choices=["perf-test", "defaults"], default="perf-test",
                         help="bitflip suite: DQN settings (see the module docstring)")
-    bench_args.add_eval_episodes(parser, 50)
-    bench_args.add_ray(parser)
+    arguments.add_eval_episodes(parser, 50)
+    arguments.add_ray(parser)
     args = parser.parse_args()
     if args.budgets is None:
         args.budgets = [1000, 1500, 2500] if args.suite == "perf" else [5000, 10000, 20000]
     if len(args.max_steps) != len(args.n_bits):
         parser.error("--max-steps needs one entry per --n-bits entry")
     th.set_num_threads(1)
-    options = {k: v for k, v in vars(args).items() if k not in (*bench_args.RAY_OPTIONS, "resume")}
+    options = {k: v for k, v in vars(args).items() if k not in (*arguments.RAY_OPTIONS, "resume")}
     variants: list[dict[str, Any]] = [{}]
     if args.suite == "bitflip":
         variants = [dict(n_bits=n) for n in args.n_bits]

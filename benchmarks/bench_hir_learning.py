@@ -43,11 +43,9 @@ import types
 from pathlib import Path
 from typing import Any
 
-import bench_args
 import numpy as np
 import torch as th
 from evaluation import goals_and_success
-from ray_trials import run_all
 from relaxed_draw import RelaxedReachBuffer
 from stable_baselines3 import DQN
 from stable_baselines3.common.callbacks import BaseCallback
@@ -56,6 +54,8 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.experiment import arguments
+from sb3_hir.experiment.runner import run_all
 from sb3_hir.extractors import KeySelectExtractor
 
 VARIANTS = ("none", "some", "all", "some-n3", "old-some", "old-all", "some-relaxed", "some-n3-relaxed")
@@ -157,25 +157,25 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    bench_args.add_seeds(parser, [0, 1, 2])
+    arguments.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
-    bench_args.add_budgets(parser, [10_000, 20_000, 30_000], help=bench_args.BUDGETS_HELP)
-    bench_args.add_maze(parser, maze_dim=7, goals=3, time_limit=40)
-    bench_args.add_n_envs(parser, 4)
+    arguments.add_budgets(parser, [10_000, 20_000, 30_000], help=arguments.BUDGETS_HELP)
+    arguments.add_maze(parser, maze_dim=7, goals=3, time_limit=40)
+    arguments.add_n_envs(parser, 4)
     parser.add_argument("--step-reward", type=float, default=0.0,
                         help="MazeRunner's per-step reward (0: 0/1 rewards, -1: HER's -1/0 scale); the buffer "
                         "relabels with the env's declared goal spec")
-    bench_args.add_eval_episodes(parser, 50)
+    arguments.add_eval_episodes(parser, 50)
     parser.add_argument("--relabel-ratio", type=float, default=0.8)
-    bench_args.add_learner(parser, learning_rate=5e-4, learning_starts=1_000, batch_size=128, gamma=0.95)
+    arguments.add_learner(parser, learning_rate=5e-4, learning_starts=1_000, batch_size=128, gamma=0.95)
     parser.add_argument("--train-freq", type=int, default=1, help="vectorized env steps between updates")
-    bench_args.add_learner(parser, gradient_steps=1)
+    arguments.add_learner(parser, gradient_steps=1)
     parser.add_argument("--target-update-interval", type=int, default=1_000)
-    bench_args.add_learner(parser, exploration_fraction=0.3)
+    arguments.add_learner(parser, exploration_fraction=0.3)
     parser.add_argument("--exploration-final-eps", type=float, default=0.05)
     parser.add_argument("--net-arch", type=int, nargs="+", default=[128, 128])
-    bench_args.add_threads(parser, help="torch threads (1 is fastest for these MLPs)")
-    bench_args.add_ray(parser, "(seed, variant) pairs")
+    arguments.add_threads(parser, help="torch threads (1 is fastest for these MLPs)")
+    arguments.add_ray(parser, "(seed, variant) pairs")
     args = parser.parse_args()
     if args.ray and args.threads != 1:
         parser.error("--threads: Ray trials use one torch thread each; use --cpus-per-trial to reserve cores")
@@ -187,7 +187,7 @@ def main() -> None:
     print(f"DQN on MazeRunner(maze_dim={args.maze_dim}, num_goals={args.goals}, time_limit={args.time_limit}), "
           f"{args.n_envs} envs, budgets {args.budgets}, seeds {args.seeds}, relabel_ratio {args.relabel_ratio}; "
           f"eval: {args.eval_episodes} episodes, deterministic policy", flush=True)
-    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
+    options = {k: v for k, v in vars(args).items() if k not in arguments.RAY_OPTIONS}
     print(f"hyperparameters: {options}", flush=True)
     results: dict[str, dict[int, list[tuple[float, float]]]] = {v: {b: [] for b in args.budgets} for v in args.variants}
     start = time.perf_counter()

@@ -27,18 +27,18 @@ import argparse
 import time
 from typing import Any
 
-import bench_args
 import numpy as np
 import torch as th
 from bench_hir_learning import BudgetEval
 from evaluation import goals_and_success
-from ray_trials import run_all
 from stable_baselines3 import DQN
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.experiment import arguments
+from sb3_hir.experiment.runner import run_all
 from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
 from sb3_hir.history import HistoryWrapper
 
@@ -103,29 +103,29 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    bench_args.add_seeds(parser, [0, 1, 2])
+    arguments.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--variants", nargs="+", default=["some", "some-gru", "some-conv"], choices=VARIANTS)
-    bench_args.add_budgets(parser, [20_000, 40_000, 60_000])
-    bench_args.add_maze(parser, maze_dim=9, goals=3, time_limit=100)
-    bench_args.add_history(parser, 16, help="steps in the HistoryWrapper window")
+    arguments.add_budgets(parser, [20_000, 40_000, 60_000])
+    arguments.add_maze(parser, maze_dim=9, goals=3, time_limit=100)
+    arguments.add_history(parser, 16, help="steps in the HistoryWrapper window")
     parser.add_argument("--hidden-size", type=int, default=64, help="HistoryExtractor encoding size")
-    bench_args.add_n_envs(parser, 8)
-    bench_args.add_eval_episodes(parser, 50)
+    arguments.add_n_envs(parser, 8)
+    arguments.add_eval_episodes(parser, 50)
     parser.add_argument("--relabel-ratio", type=float, default=0.8)
-    bench_args.add_learner(parser, learning_rate=5e-4, learning_starts=1_000, batch_size=128, gamma=0.97,
+    arguments.add_learner(parser, learning_rate=5e-4, learning_starts=1_000, batch_size=128, gamma=0.97,
                            gradient_steps=4)
     parser.add_argument("--target-update-interval", type=int, default=2_000)
-    bench_args.add_learner(parser, exploration_fraction=0.3)
+    arguments.add_learner(parser, exploration_fraction=0.3)
     parser.add_argument("--exploration-final-eps", type=float, default=0.05)
     parser.add_argument("--net-arch", type=int, nargs="+", default=[256, 256])
-    bench_args.add_ray(parser, "(seed, variant) pairs")
+    arguments.add_ray(parser, "(seed, variant) pairs")
     args = parser.parse_args()
     args.budgets = sorted(args.budgets)
     th.set_num_threads(1)
     print(f"DQN on MazeRunner(maze_dim={args.maze_dim}, num_goals={args.goals}, time_limit={args.time_limit}), "
           f"{args.n_envs} envs, history {args.history}, budgets {args.budgets}, seeds {args.seeds}; eval "
           f"{args.eval_episodes} episodes, deterministic policy", flush=True)
-    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
+    options = {k: v for k, v in vars(args).items() if k not in arguments.RAY_OPTIONS}
     runs = [(seed, variant) for seed in args.seeds for variant in args.variants]
     configs = [dict(variant=variant, seed=seed, options=options) for seed, variant in runs]
     start = time.perf_counter()

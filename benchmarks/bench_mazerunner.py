@@ -18,12 +18,12 @@ import argparse
 import time
 from collections.abc import Callable
 
-import bench_args
 import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.experiment import arguments
 
 
 class LoopSensorMazeRunner(MazeRunnerEnv):
@@ -108,8 +108,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200_000, help="single-env steps per variant")
     parser.add_argument("--vec-steps", type=int, default=20_000, help="DummyVecEnv steps (x n_envs env steps)")
-    bench_args.add_n_envs(parser, 8)
-    bench_args.add_maze(parser, maze_dim=11)
+    arguments.add_n_envs(parser, 8)
+    arguments.add_maze(parser, maze_dim=11)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--chunks", type=int, default=40, help="alternating chunks the steps are split into")
     args = parser.parse_args(argv)

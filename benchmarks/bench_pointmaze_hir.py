@@ -22,7 +22,6 @@ import argparse
 import time
 from typing import Any
 
-import bench_args
 import numpy as np
 import torch as th
 from stable_baselines3 import SAC
@@ -30,6 +29,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_hir import plugins
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.experiment import arguments
 from sb3_hir.extractors import KeySelectExtractor
 
 #: A 3x3 open room with walls around it.
@@ -103,16 +103,16 @@ def evaluate(model: SAC, args: argparse.Namespace, seed: int) -> tuple[float, fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--timesteps", type=int, default=32_000, help="env steps per agent and seed")
-    bench_args.add_seeds(parser, [0, 1])
+    arguments.add_seeds(parser, [0, 1])
     parser.add_argument("--maze", choices=["open3", "umaze"], default="open3")
     parser.add_argument("--num-goals", type=int, default=2)
     parser.add_argument("--max-episode-steps", type=int, default=100)
-    bench_args.add_n_envs(parser, 4)
-    bench_args.add_learner(parser, helps={"gradient_steps": "gradient steps per vector step"}, gradient_steps=2,
+    arguments.add_n_envs(parser, 4)
+    arguments.add_learner(parser, helps={"gradient_steps": "gradient steps per vector step"}, gradient_steps=2,
                            learning_starts=1000, learning_rate=1e-3, batch_size=256)
     parser.add_argument("--hidden", type=int, default=64)
-    bench_args.add_eval_episodes(parser, 30)
-    bench_args.add_threads(parser)
+    arguments.add_eval_episodes(parser, 30)
+    arguments.add_threads(parser)
     args = parser.parse_args()
     th.set_num_threads(args.threads)
 

@@ -20,15 +20,16 @@ import argparse
 import time
 from typing import Any
 
-import bench_args
 import gymnasium as gym
 import numpy as np
 import torch as th
 from bench_her_dropin import deterministic_success, fetch_id
-from ray_trials import run_all
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
+
+from sb3_hir.experiment import arguments
+from sb3_hir.experiment.runner import run_all
 
 SIDES = [("sb3", "HER"), ("sb3", "ours"), ("sbx", "HER"), ("sbx", "ours")]
 
@@ -84,14 +85,14 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    bench_args.add_seeds(parser, [0, 1, 2])
+    arguments.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--level", type=float, default=0.9, help="success level to reach")
     parser.add_argument("--eval-every", type=int, default=1000, help="env steps between evaluations")
     parser.add_argument("--max-steps", type=int, default=20_000, help="env steps at most (rl-zoo3's budget)")
-    bench_args.add_eval_episodes(parser, 20)
-    bench_args.add_ray(parser)
+    arguments.add_eval_episodes(parser, 20)
+    arguments.add_ray(parser)
     args = parser.parse_args()
-    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
+    options = {k: v for k, v in vars(args).items() if k not in arguments.RAY_OPTIONS}
     configs = [dict(framework=f, buffer=b, seed=s, options=options) for f, b in SIDES for s in args.seeds]
     began = time.perf_counter()
     outs = list(run_all(run, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,

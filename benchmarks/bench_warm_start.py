@@ -24,7 +24,6 @@ import time
 import warnings
 from typing import Any
 
-import bench_args
 import numpy as np
 import torch as th
 from bench_hir_learning import BudgetEval
@@ -32,13 +31,14 @@ from evaluation import goals_and_success
 from imitation.algorithms import bc
 from imitation.data import rollout
 from imitation.util import logger as imit_logger
-from ray_trials import run_all
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
+from sb3_hir.experiment import arguments
+from sb3_hir.experiment.runner import run_all
 from sb3_hir.extractors import HistoryExtractor
 from sb3_hir.history import HistoryWrapper
 
@@ -131,24 +131,24 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    bench_args.add_seeds(parser, [0, 1, 2])
-    bench_args.add_budgets(parser, [25_000, 50_000, 100_000])
-    bench_args.add_maze(parser, maze_dim=9, goals=2, time_limit=100)
-    bench_args.add_history(parser, 16)
+    arguments.add_seeds(parser, [0, 1, 2])
+    arguments.add_budgets(parser, [25_000, 50_000, 100_000])
+    arguments.add_maze(parser, maze_dim=9, goals=2, time_limit=100)
+    arguments.add_history(parser, 16)
     parser.add_argument("--encoder", default="gru", choices=["gru", "conv"])
     parser.add_argument("--labels", type=int, default=8_000, help="expert steps BC trains on (warm arm)")
     parser.add_argument("--bc-batches", type=int, default=3_000)
     parser.add_argument("--critic-warmup", type=int, default=8_192, help="env steps training only the critic")
-    bench_args.add_n_envs(parser, 8)
+    arguments.add_n_envs(parser, 8)
     parser.add_argument("--n-steps", type=int, default=256)
-    bench_args.add_learner(parser, learning_rate=1e-4, gamma=0.97)
+    arguments.add_learner(parser, learning_rate=1e-4, gamma=0.97)
     parser.add_argument("--ent-coef", type=float, default=0.0)
-    bench_args.add_eval_episodes(parser, 50)
-    bench_args.add_ray(parser, "(seed, arm) runs", cpus_per_trial=False)
+    arguments.add_eval_episodes(parser, 50)
+    arguments.add_ray(parser, "(seed, arm) runs", cpus_per_trial=False)
     args = parser.parse_args()
     args.budgets = sorted(args.budgets)
     th.set_num_threads(1)
-    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
+    options = {k: v for k, v in vars(args).items() if k not in arguments.RAY_OPTIONS}
     runs = [(seed, arm) for seed in args.seeds for arm in ARMS]
     start = time.perf_counter()
     outs = list(run_all(run_trial, [dict(seed=s, arm=a, options=options) for s, a in runs], use_ray=args.ray,

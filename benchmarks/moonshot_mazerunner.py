@@ -22,7 +22,6 @@ import os
 import time
 from pathlib import Path
 
-import bench_args
 import torch as th
 from evaluation import goals_and_success
 from relaxed_draw import RelaxedReachBuffer
@@ -35,6 +34,7 @@ from sb3_hir.action_features import ACTION_FEATURES_KEY, EFFECTS_KEY, ActionEffe
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.buffers.demonstrations import expert_episodes
 from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
+from sb3_hir.experiment import arguments
 from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
 from sb3_hir.history import HistoryWrapper
 from sb3_hir.policies import PerActionDQNPolicy
@@ -126,11 +126,11 @@ def make_parser(description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--eval-minutes", type=float, default=5.0)
-    bench_args.add_eval_episodes(parser, 100)
-    bench_args.add_maze(parser, maze_dim=11, goals=3, time_limit=250)
+    arguments.add_eval_episodes(parser, 100)
+    arguments.add_maze(parser, maze_dim=11, goals=3, time_limit=250)
     parser.add_argument("--randomized-actions", action="store_true",
                         help="permute the moves every episode (the agent must identify its controls from context)")
-    bench_args.add_history(parser, 16)
+    arguments.add_history(parser, 16)
     parser.add_argument("--action-features", default="none", choices=["none", "effects", "env"],
                         help="per-action features: effects (ActionEffectWrapper's generic table) or env "
                              "(MazeRunner's MoveBelief, through ActionFeaturesWrapper)")
@@ -139,8 +139,8 @@ def make_parser(description: str) -> argparse.ArgumentParser:
                              "(PerActionDQNPolicy over the --action-features rows)")
     parser.add_argument("--encoder", default="gru", choices=["gru", "conv"])
     parser.add_argument("--steps", type=int, default=600_000, help="planned env steps (sets buffer and exploration)")
-    bench_args.add_n_envs(parser, 8)
-    bench_args.add_learner(parser, gamma=0.98, learning_rate=5e-4, gradient_steps=4, exploration_fraction=0.15)
+    arguments.add_n_envs(parser, 8)
+    arguments.add_learner(parser, gamma=0.98, learning_rate=5e-4, gradient_steps=4, exploration_fraction=0.15)
     parser.add_argument("--n-steps", type=int, default=3, help="n-step hindsight returns of the buffer")
     parser.add_argument("--relaxed-draw", action="store_true",
                         help="relabel under the relaxed reach rule (relaxed_draw.RelaxedReachBuffer), to measure it")

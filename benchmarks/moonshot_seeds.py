@@ -28,10 +28,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-import bench_args
 import numpy as np
 from moonshot_mazerunner import make_parser, train
-from ray_trials import run_all
+
+from sb3_hir.experiment import arguments
+from sb3_hir.experiment.runner import run_all
 
 VARIANTS = ("history", "memoryless", "history-relaxed")
 
@@ -109,11 +110,11 @@ def plot(summary: dict[str, list[dict[str, float]]], args: argparse.Namespace, o
 
 def main() -> None:
     parser = make_parser(__doc__.split("\n\n")[0])
-    bench_args.add_seeds(parser, [0, 1, 2])
+    arguments.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     parser.add_argument("--target-minutes", type=float, default=None,
                         help="wall time of the target (default --minutes)")
-    bench_args.add_ray(parser, "(variant, seed) runs")
+    arguments.add_ray(parser, "(variant, seed) runs")
     parser.add_argument("--replot", metavar="DIR", help="redo DIR's summary (JSON, PNG, table) from its runs and exit")
     parser.add_argument("--collect", action="store_true",
                         help="with the launch's options: build --out's summary from its runs' curve.json files and "
