@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-#: The options of :func:`add_ray`: where the runs execute, not what they compute (left out of the runs' configs).
-RAY_OPTIONS = ("ray", "ray_address", "cpus_per_trial")
+#: Where the runs execute and where their records go, not what they compute (left out of the runs' configs).
+RAY_OPTIONS = ("ray", "ray_address", "cpus_per_trial", "records")
 
 #: Type of each learner option of :func:`add_learner`, by its ``argparse`` dest.
 LEARNER_TYPES: dict[str, type] = {
@@ -111,3 +111,10 @@ def add_ray(parser: argparse.ArgumentParser, what: str = "runs", cpus_per_trial:
         parser.add_argument("--cpus-per-trial", type=_positive_float, default=1.0,
                             help="with --ray: CPUs reserved per trial; a fraction (0.5) runs more trials than cores "
                                  "at once, each on a share of a core")
+
+
+def add_records(parser: argparse.ArgumentParser) -> None:
+    """``--records FILE``: write the runs' JSON records (:class:`~sb3_hir.experiment.records.Records`) there."""
+    parser.add_argument("--records", metavar="FILE", default=None,
+                        help="write every run's numbers as JSON records to FILE (the table renders from them: "
+                             "python -m sb3_hir.experiment render FILE)")

@@ -43,6 +43,8 @@ class TableLayout:
     metrics: dict[str, str] = field(default_factory=lambda: {"goals_reached": "goals", "success_rate": "success"})
     unit: str = "steps"
     labels: dict[str, str] = field(default_factory=dict)
+    #: header of a last column with each side's run seconds (mean ± std), e.g. ``"train s"``; empty: no column.
+    seconds_column: str = ""
 
 
 @dataclass
@@ -61,6 +63,16 @@ class Records:
         for budget, metrics in sorted(curve.items(), key=lambda item: int(item[0])):
             self.records.append(Record(side, int(seed), int(budget), {k: float(v) for k, v in metrics.items()},
                                        seconds))
+
+    def values(self, side: str, budget: int, metric: str) -> list[float]:
+        """``metric`` of every run of ``side`` at ``budget``, in seed order: what a verdict compares."""
+        runs = sorted((r for r in self.records if r.side == side and r.budget == budget), key=lambda r: r.seed)
+        return [r.metrics.get(metric, math.nan) for r in runs]
+
+    def seconds(self, side: str) -> list[float]:
+        """The run time of every run of ``side`` that recorded one, in seed order."""
+        runs = {r.seed: r.seconds for r in self.records if r.side == side and r.seconds is not None}
+        return [runs[seed] for seed in sorted(runs)]
 
     def to_json(self) -> str:
         data = {"format": FORMAT, "benchmark": self.benchmark, "command": self.command,

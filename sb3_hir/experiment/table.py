@@ -47,14 +47,18 @@ def render_table(records: Records, digits: int = 2, *, metrics: Sequence[str] | 
     budgets = sorted({r.budget for r in records.records})
     sides = list(dict.fromkeys(r.side for r in records.records))
     header = " / ".join(shown.values())
-    lines = [f"| {layout.row} | " + " | ".join(f"{b} {layout.unit}: {header}" for b in budgets) + " |",
-             "|---|" + "---:|" * len(budgets)]
+    unit = f" {layout.unit}" if layout.unit else ""
+    extra = [layout.seconds_column] if layout.seconds_column else []
+    columns = [f"{b}{unit}: {header}" for b in budgets] + extra
+    lines = [f"| {layout.row} | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
     for side in sides:
         cells = []
         for budget in budgets:
             runs = [r for r in records.records if r.side == side and r.budget == budget]
             cells.append(" / ".join(mean_std([r.metrics.get(m, math.nan) for r in runs], digits)
                                     for m in shown))
+        if extra:
+            cells.append(mean_std(records.seconds(side), 0))
         label = layout.labels.get(side, side) if labels else side
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
