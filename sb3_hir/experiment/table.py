@@ -36,7 +36,7 @@ def mean_std(values: Sequence[float], digits: int = 2) -> str:
 def render_table(records: Records, digits: int = 2, *, metrics: Sequence[str] | None = None,
                  labels: bool = True) -> str:
     """The markdown table of ``records``: one row per side (in the order first recorded), one column per budget,
-    each cell the metrics as mean ± std over seeds, joined by `` / ``.
+    each cell the metrics as mean ± std over seeds, joined by `` / `` (``-`` where a side has no run at a budget).
 
     :param metrics: the metrics to show (default: the layout's), e.g. only ``success_rate`` where goals reached
         equals it (one goal).
@@ -56,7 +56,7 @@ def render_table(records: Records, digits: int = 2, *, metrics: Sequence[str] | 
         for budget in budgets:
             runs = [r for r in records.records if r.side == side and r.budget == budget]
             cells.append(" / ".join(mean_std([r.metrics.get(m, math.nan) for r in runs], digits)
-                                    for m in shown))
+                                    for m in shown) if runs else "-")
         if extra:
             cells.append(mean_std(records.seconds(side), 0))
         label = layout.labels.get(side, side) if labels else side
