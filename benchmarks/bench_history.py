@@ -139,7 +139,7 @@ def main() -> None:
     spec = BenchmarkSpec(
         name="bench_history", algorithm="DQN", sides=args.variants, seeds=args.seeds, budgets=args.budgets,
         env=f"MazeRunner(maze_dim={args.maze_dim}, num_goals={args.goals}, time_limit={args.time_limit})",
-        buffer=dict(relabel_ratio=args.relabel_ratio), layout=TableLayout(unit="", seconds_column="train s"))
+        buffer=dict(relabel_ratio=args.relabel_ratio), layout=TableLayout(column="{budget}", seconds_column="train s"))
     start = time.perf_counter()
     records = run_benchmark(spec, run_trial, options, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial,
                             address=args.ray_address)

@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 import torch as th
-from evaluation import goals_and_success
 from relaxed_draw import RelaxedReachBuffer
 from stable_baselines3 import DQN
 from stable_baselines3.common.callbacks import BaseCallback
@@ -34,7 +33,7 @@ from sb3_hir.action_features import ACTION_FEATURES_KEY, EFFECTS_KEY, ActionEffe
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.buffers.demonstrations import expert_episodes
 from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
-from sb3_hir.experiment import arguments
+from sb3_hir.experiment import arguments, eval_seed, instruction_evaluator
 from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
 from sb3_hir.history import HistoryWrapper
 from sb3_hir.policies import PerActionDQNPolicy
@@ -54,8 +53,11 @@ def make_venv(args: argparse.Namespace, seed: int, n_envs: int):
     return make_vec_env(env_fn, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv)
 
 
-def evaluate(model: DQN, args: argparse.Namespace) -> tuple[float, float]:
-    return goals_and_success(model, make_venv(args, 10_000 + args.seed, 10), args.eval_episodes)
+def evaluate(model: DQN, args: argparse.Namespace) -> dict[str, float]:
+    """``goals_reached`` and ``success_rate`` of the greedy policy on the run's held-out episodes (10 envs on its
+    evaluation seed, the library's evaluator)."""
+    seed = eval_seed(args.seed)
+    return dict(instruction_evaluator(lambda: make_venv(args, seed, 10), args.eval_episodes, seed)(model))
 
 
 class WallClock(BaseCallback):
@@ -72,7 +74,8 @@ class WallClock(BaseCallback):
         self.curve: list[dict[str, float]] = []
 
     def record(self) -> None:
-        goals, success = evaluate(self.model, self.args)
+        result = evaluate(self.model, self.args)
+        goals, success = result["goals_reached"], result["success_rate"]
         minutes = (time.perf_counter() - self.start) / 60
         self.curve.append(dict(minutes=round(minutes, 2), timesteps=int(self.num_timesteps), goals_reached=goals,
                                success_rate=success, load_average=round(os.getloadavg()[0], 2)))

@@ -4,7 +4,7 @@ Each (variant, seed) is one run of ``moonshot_mazerunner.py``'s training (same o
 evaluations included, held-out evaluation every ``--eval-minutes``): ``history`` is the moonshot's DQN with its
 ``--history`` window and encoder, ``memoryless`` the same DQN and buffer without the window (``--history 0``),
 ``history-relaxed`` the ``history`` run under the relaxed reach rule (``--relaxed-draw``).
-With ``--ray`` the runs are Ray Tune trials of ``--cpus-per-trial`` CPUs each (``ray_trials``): with 1, at most as
+With ``--ray`` the runs are Ray Tune trials of ``--cpus-per-trial`` CPUs each (:mod:`sb3_hir.experiment.runner`): with 1, at most as
 many run at once as the machine has cores and each gets a whole core; with a fraction (0.5 on 2 cores runs all 3
 seeds at once, each on 2/3 of a core) every seed gets the same share of the same wall hour. The load average at
 every evaluation is kept in the curves.
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from moonshot_mazerunner import make_parser, train
 
-from sb3_hir.experiment import arguments
+from sb3_hir.experiment import arguments, format_mean_std
 from sb3_hir.experiment.runner import run_all
 
 VARIANTS = ("history", "memoryless", "history-relaxed")
@@ -184,14 +184,15 @@ def report(runs: list[dict[str, Any]], args: argparse.Namespace, out: Path) -> N
     for variant, rows in summary.items():
         for r in rows:
             print(f"| {variant} | {r['evaluation']} | {r['minutes_mean']:.1f} | {r['timesteps_mean']:.0f} | "
-                  f"{r['success_rate_mean']:.3f} ± {r['success_rate_std']:.3f} | "
-                  f"{r['goals_reached_mean']:.2f} ± {r['goals_reached_std']:.2f} | {r['load_average_mean']:.2f} |")
+                  f"{format_mean_std(r['success_rate_mean'], r['success_rate_std'], 3)} | "
+                  f"{format_mean_std(r['goals_reached_mean'], r['goals_reached_std'])} | "
+                  f"{r['load_average_mean']:.2f} |")
     if "history" in summary:
         limit = args.target_minutes if args.target_minutes is not None else args.minutes
         within = [r for r in summary["history"] if r["minutes_mean"] <= limit + 0.5]
         best = max(within, key=lambda r: r["success_rate_mean"]) if within else None
         verdict = "PASS" if best is not None and best["success_rate_mean"] >= 0.5 else "MISS"
-        detail = (f"best mean {best['success_rate_mean']:.3f} ± {best['success_rate_std']:.3f} at "
+        detail = (f"best mean {format_mean_std(best['success_rate_mean'], best['success_rate_std'], 3)} at "
                   f"{best['minutes_mean']:.1f} min" if best else "no evaluation")
         print(f"{verdict}  history: mean success >= 0.5 within {limit:g} min over seeds {args.seeds}: {detail}")
 

@@ -20,7 +20,7 @@ from sb3_hir.experiment.budgets import BudgetCallback, instruction_evaluator
 from sb3_hir.experiment.records import Record, Records, TableLayout
 from sb3_hir.experiment.seeds import eval_seed, seed_process
 from sb3_hir.experiment.spec import BenchmarkSpec, run_benchmark, timed_run
-from sb3_hir.experiment.table import mean_and_std, mean_std, render_table
+from sb3_hir.experiment.table import format_mean_std, mean_and_std, mean_std, render_table
 
 __all__ = [
     "BenchmarkSpec",
@@ -29,6 +29,7 @@ __all__ = [
     "Records",
     "TableLayout",
     "eval_seed",
+    "format_mean_std",
     "instruction_evaluator",
     "mean_and_std",
     "mean_std",

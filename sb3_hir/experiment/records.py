@@ -36,12 +36,13 @@ class Record:
 
 @dataclass(frozen=True)
 class TableLayout:
-    """How a table shows records: the row header, the metrics (name -> short label), the budget's unit, and the
-    label of each side where a published table names it more fully than the script (``"some, n_steps=3"``)."""
+    """How a table shows records: the row header, the metrics (name -> short label), each budget's column title
+    (``column`` with ``{budget}``: ``"{budget} steps"``, ``"round {budget}"``), and the label of each side where a
+    published table names it more fully than the script (``"some, n_steps=3"``)."""
 
     row: str = "variant"
     metrics: dict[str, str] = field(default_factory=lambda: {"goals_reached": "goals", "success_rate": "success"})
-    unit: str = "steps"
+    column: str = "{budget} steps"
     labels: dict[str, str] = field(default_factory=dict)
     #: header of a last column with each side's run seconds (mean ± std), e.g. ``"train s"``; empty: no column.
     seconds_column: str = ""

@@ -16,7 +16,7 @@ import numpy as np
 if TYPE_CHECKING:
     from sb3_hir.experiment.records import Records
 
-__all__ = ["mean_and_std", "mean_std", "render_table", "run_line"]
+__all__ = ["format_mean_std", "mean_and_std", "mean_std", "render_table", "run_line"]
 
 
 def mean_and_std(values: Sequence[float]) -> tuple[float, float]:
@@ -29,7 +29,11 @@ def mean_and_std(values: Sequence[float]) -> tuple[float, float]:
 
 def mean_std(values: Sequence[float], digits: int = 2) -> str:
     """``"mean ± std"`` of ``values`` with ``digits`` decimals: the one spelling of every table."""
-    mean, std = mean_and_std(values)
+    return format_mean_std(*mean_and_std(values), digits)
+
+
+def format_mean_std(mean: float, std: float, digits: int = 2) -> str:
+    """:func:`mean_std`'s spelling for a mean and std computed elsewhere (a summary file's)."""
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
@@ -47,9 +51,8 @@ def render_table(records: Records, digits: int = 2, *, metrics: Sequence[str] | 
     budgets = sorted({r.budget for r in records.records})
     sides = list(dict.fromkeys(r.side for r in records.records))
     header = " / ".join(shown.values())
-    unit = f" {layout.unit}" if layout.unit else ""
     extra = [layout.seconds_column] if layout.seconds_column else []
-    columns = [f"{b}{unit}: {header}" for b in budgets] + extra
+    columns = [f"{layout.column.format(budget=b)}: {header}" for b in budgets] + extra
     lines = [f"| {layout.row} | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
     for side in sides:
         cells = []
