@@ -4,10 +4,10 @@ Each (variant, seed) is one run of ``moonshot_mazerunner.py``'s training (same o
 evaluations included, held-out evaluation every ``--eval-minutes``): ``history`` is the moonshot's DQN with its
 ``--history`` window and encoder, ``memoryless`` the same DQN and buffer without the window (``--history 0``),
 ``history-relaxed`` the ``history`` run under the relaxed reach rule (``--relaxed-draw``).
-With ``--ray`` the runs are Ray Tune trials of ``--cpus-per-trial`` CPUs each (:mod:`sb3_hir.experiment.runner`): with 1, at most as
-many run at once as the machine has cores and each gets a whole core; with a fraction (0.5 on 2 cores runs all 3
-seeds at once, each on 2/3 of a core) every seed gets the same share of the same wall hour. The load average at
-every evaluation is kept in the curves.
+With ``--ray`` the runs are Ray Tune trials of ``--cpus-per-trial`` CPUs each (:mod:`sb3_hir.experiment.runner`):
+with 1, at most as many run at once as the machine has cores and each gets a whole core; with a fraction (0.5 on
+2 cores runs all 3 seeds at once, each on 2/3 of a core) every seed gets the same share of the same wall hour. The
+load average at every evaluation is kept in the curves.
 
 Output in ``--out``: each run's ``<variant>-seed<s>/curve.json`` / ``curve.png``, and ``summary.json`` /
 ``summary.png``: success rate and goals reached per variant, mean ± std over seeds at each evaluation (the k-th
