@@ -15,11 +15,10 @@ from __future__ import annotations
 import argparse
 import functools
 
-from bench_mazerunner import SingleEnvTimer
-
 from sb3_hir.action_features import ActionFeaturesWrapper
 from sb3_hir.envs import MazeRunnerEnv
 from sb3_hir.experiment import arguments
+from sb3_hir.experiment.timing import SingleEnvTimer
 
 
 def make(features: str | None, randomized_actions: bool, **kwargs: int) -> ActionFeaturesWrapper | MazeRunnerEnv:

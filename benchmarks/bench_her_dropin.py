@@ -78,14 +78,14 @@ import numpy as np
 import torch as th
 from fetch_push_expert import push_demos, push_env_id
 from stable_baselines3 import DQN, SAC, HerReplayBuffer
-from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_hir import buffers as hir
 from sb3_hir.atomic import atomic_path
-from sb3_hir.experiment import arguments
+from sb3_hir.experiment import BudgetCallback, arguments
+from sb3_hir.experiment.budgets import goal_env_evaluator
 from sb3_hir.experiment.runner import run_all
 
 BUFFERS = {"HER": HerReplayBuffer, "ours": hir.HerReplayBuffer}
@@ -125,46 +125,15 @@ GRID: dict[str, tuple[str, int, int, dict[str, Any], int]] = {
 GRID_BUDGETS = [5000, 10000, 20000]
 
 
-class AtBudgets(BaseCallback):
-    """Calls ``score(model)`` when the step count first passes each budget (one training run, several budgets)."""
-
-    def __init__(self, budgets: list[int], score: Any) -> None:
-        super().__init__()
-        self.budgets, self.score = sorted(budgets), score
-        self.results: dict[int, float] = {}
-
-    def _on_step(self) -> bool:
-        for budget in self.budgets:
-            if budget not in self.results and self.num_timesteps >= budget:
-                self.results[budget] = float(self.score(self.model))
-        return True
-
-
-def training_success(model: Any) -> float:
+def training_success(model: Any) -> dict[str, float]:
     """SB3's performance-test score: mean ``is_success`` over the last 50 finished training episodes."""
     recent = list(model.ep_success_buffer)[-50:]
-    return float(np.mean(recent)) if recent else 0.0
+    return {"success_rate": float(np.mean(recent)) if recent else 0.0}
 
 
-def deterministic_success(make_env: Any, episodes: int, seed: int, normalize: VecNormalize | None = None) -> Any:
-    """Success at the episode's last step (the env's ``is_success``), deterministic policy, fixed eval seeds."""
-
-    def score(model: Any) -> float:
-        env = make_env()
-        hits = []
-        for episode in range(episodes):
-            obs, _ = env.reset(seed=10_000 + 1000 * seed + episode)
-            done, info = False, {}
-            while not done:
-                policy_obs = normalize.normalize_obs(obs) if normalize is not None else obs
-                action, _ = model.predict(policy_obs, deterministic=True)
-                obs, _, terminated, truncated, info = env.step(action)
-                done = terminated or truncated
-            hits.append(bool(info.get("is_success", False)))
-        env.close()
-        return float(np.mean(hits))
-
-    return score
+def successes(callback: BudgetCallback) -> dict[str, float]:
+    """The success rate at each budget, keyed by the budget's text (JSON keys)."""
+    return {str(b): v["success_rate"] for b, v in callback.results.items()}
 
 
 def fetch_id() -> str:
@@ -203,7 +172,7 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
                     replay_buffer_kwargs=dict(n_sampled_goal=5 if tuned else 4, goal_selection_strategy="future"),
                     seed=seed, device="cpu", **settings)
         budgets = bitflip_budgets(args.max_steps[args.n_bits.index(n_bits)])
-        score = deterministic_success(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), args.eval_episodes,
+        score = goal_env_evaluator(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), args.eval_episodes,
                                       seed)
     elif args.suite == "panda":
         import panda_gym  # noqa: F401  (registers the Panda ids)
@@ -217,7 +186,7 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
             learning_starts=1000, policy_kwargs=dict(net_arch=[64, 64], n_critics=1), seed=seed, device="cpu",
         )
         budgets = args.budgets
-        score = deterministic_success(lambda: gym.make("PandaReach-v3"), args.eval_episodes, seed, normalize=venv)
+        score = goal_env_evaluator(lambda: gym.make("PandaReach-v3"), args.eval_episodes, seed, normalize=venv)
     else:
         env_id = fetch_id()
         venv = VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=0.95)
@@ -228,11 +197,11 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
             learning_starts=1000, policy_kwargs=dict(net_arch=[64, 64]), seed=seed, device="cpu",
         )
         budgets = args.budgets
-        score = deterministic_success(lambda: gym.make(env_id), args.eval_episodes, seed, normalize=venv)
-    callback = AtBudgets(budgets, score)
+        score = goal_env_evaluator(lambda: gym.make(env_id), args.eval_episodes, seed, normalize=venv)
+    callback = BudgetCallback(budgets, score)
     begin = time.perf_counter()
     model.learn(total_timesteps=max(budgets), callback=callback)
-    return {"scores": {str(b): v for b, v in callback.results.items()}, "seconds": time.perf_counter() - begin}
+    return {"scores": successes(callback), "seconds": time.perf_counter() - begin}
 
 
 #: each finished push run, one JSON file per (settings, side, seed): a push run takes a quarter of an hour on one
@@ -275,11 +244,11 @@ def run_push(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]
                  policy_kwargs=dict(net_arch=args.net_arch, n_critics=2), seed=seed, **device)
     if side == "ours-demos":
         model.replay_buffer.add_demonstrations(push_demos(args.demos, seed=100_000 + 1_000 * seed))
-    callback = AtBudgets(push_budgets(args), deterministic_success(lambda: gym.make(env_id), args.eval_episodes,
+    callback = BudgetCallback(push_budgets(args), goal_env_evaluator(lambda: gym.make(env_id), args.eval_episodes,
                                                                    seed))
     begin = time.perf_counter()
     model.learn(total_timesteps=args.max_push_steps, callback=callback)
-    out = {"scores": {str(b): v for b, v in callback.results.items()}, "seconds": time.perf_counter() - begin}
+    out = {"scores": successes(callback), "seconds": time.perf_counter() - begin}
     with atomic_path(push_run_path(config, args)) as path:
         path.write_text(json.dumps(dict(config={k: v for k, v in config.items() if k != "options"}, **out)))
     return out
@@ -350,12 +319,12 @@ def run_grid(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]
         budgets, score = [1500], training_success
     else:
         budgets = GRID_BUDGETS
-        score = deterministic_success(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), args.eval_episodes,
+        score = goal_env_evaluator(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), args.eval_episodes,
                                       seed)
-    callback = AtBudgets(budgets, score)
+    callback = BudgetCallback(budgets, score)
     begin = time.perf_counter()
     model.learn(total_timesteps=max(budgets), callback=callback)
-    return {"scores": {str(b): v for b, v in callback.results.items()}, "seconds": time.perf_counter() - begin}
+    return {"scores": successes(callback), "seconds": time.perf_counter() - begin}
 
 
 def grid_table(configs: list[dict[str, Any]], outs: list[dict[str, Any]], seeds: list[int]) -> bool:

@@ -23,12 +23,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch as th
-from bench_her_dropin import deterministic_success, fetch_id
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_hir.experiment import arguments
+from sb3_hir.experiment.budgets import goal_env_evaluator
 from sb3_hir.experiment.runner import run_all
 
 SIDES = [("sb3", "HER"), ("sb3", "ours"), ("sbx", "HER"), ("sbx", "ours")]
@@ -50,10 +50,18 @@ class UntilLevel(BaseCallback):
         if self.num_timesteps % self.every:
             return True
         self.training_seconds += time.perf_counter() - self.resumed
-        success = float(self.score(self.model))
+        success = float(self.score(self.model)["success_rate"])
         self.curve.append((self.num_timesteps, round(self.training_seconds, 2), success))
         self.resumed = time.perf_counter()
         return success < self.level
+
+
+def fetch_id() -> str:
+    """The newest FetchReach version gymnasium-robotics registers."""
+    import gymnasium_robotics
+
+    gym.register_envs(gymnasium_robotics)
+    return max(e for e in gym.registry if e.startswith("FetchReach-v"))
 
 
 def run(config: dict[str, Any]) -> dict[str, Any]:
@@ -77,7 +85,7 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
                 buffer_size=1_000_000, ent_coef="auto", batch_size=256, gamma=0.95, learning_rate=1e-3,
                 learning_starts=1000, policy_kwargs=dict(net_arch=[64, 64]), seed=seed)
     callback = UntilLevel(args.eval_every, args.level,
-                          deterministic_success(lambda: gym.make(env_id), args.eval_episodes, seed, normalize=venv))
+                          goal_env_evaluator(lambda: gym.make(env_id), args.eval_episodes, seed, normalize=venv))
     model.learn(total_timesteps=args.max_steps, callback=callback)
     reached = next(((steps, seconds) for steps, seconds, success in callback.curve if success >= args.level), None)
     return dict(curve=callback.curve, reached=reached)

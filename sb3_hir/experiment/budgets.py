@@ -3,7 +3,7 @@
 Why: a table with columns at 10k, 20k and 30k steps would otherwise cost three runs per seed. :class:`BudgetCallback`
 evaluates inside the one run, as it passes each budget, with the library's own evaluator
 (:func:`sb3_hir.callbacks.evaluate_instruction_policy`, the score the CLI reports) unless a script brings its own
-metric (:func:`instruction_evaluator` builds the usual one).
+metric (:func:`instruction_evaluator` builds the usual one, :func:`goal_env_evaluator` the GoalEnv benchmarks').
 """
 
 from __future__ import annotations
@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from sb3_hir._validate import check_int
 from sb3_hir.callbacks import evaluate_instruction_policy
+from sb3_hir.experiment.seeds import EVAL_SEED_OFFSET
 
-__all__ = ["BudgetCallback", "Evaluator", "instruction_evaluator"]
+__all__ = ["BudgetCallback", "Evaluator", "goal_env_evaluator", "instruction_evaluator"]
 
 #: Scores a model: metric name -> value (``{"goals_reached": 1.4, "success_rate": 0.3}``).
 Evaluator = Callable[[Any], Mapping[str, float]]
@@ -36,6 +39,39 @@ def instruction_evaluator(make_env: Callable[[], VecEnv], n_episodes: int, seed:
         finally:
             env.close()
         return {"goals_reached": result.goals_reached, "success_rate": result.success_rate}
+
+    return evaluate
+
+
+def goal_env_evaluator(make_env: Callable[[], gym.Env], n_episodes: int, seed: int,
+                       normalize: VecNormalize | None = None) -> Evaluator:
+    """An :data:`Evaluator` scoring ``success_rate`` on a single GoalEnv: ``is_success`` at each episode's last step.
+
+    Why not :func:`instruction_evaluator`: the GoalEnv benchmarks' published tables (the drop-in against HER,
+    FetchReach on SBX) were measured with one reset seed per episode (``10_000 + 1000 * seed + episode``) and the
+    training ``VecNormalize``'s observation statistics, which a VecEnv evaluation does not reproduce.
+
+    :param normalize: the training env's ``VecNormalize``, whose statistics normalise the observations the
+        policy sees (read at each call, so they are the current ones).
+    """
+    check_int(n_episodes, "n_episodes", 1)
+
+    def evaluate(model: Any) -> dict[str, float]:
+        env = make_env()
+        hits = []
+        try:
+            for episode in range(n_episodes):
+                obs, _ = env.reset(seed=EVAL_SEED_OFFSET + 1000 * seed + episode)
+                done, info = False, {}
+                while not done:
+                    policy_obs = normalize.normalize_obs(obs) if normalize is not None else obs
+                    action, _ = model.predict(policy_obs, deterministic=True)
+                    obs, _, terminated, truncated, info = env.step(action)
+                    done = terminated or truncated
+                hits.append(bool(info.get("is_success", False)))
+        finally:
+            env.close()
+        return {"success_rate": float(np.mean(hits))}
 
     return evaluate
 

@@ -1,0 +1,59 @@
+"""BudgetCallback evaluates once per budget inside one real DQN run, with the library's evaluator."""
+
+from __future__ import annotations
+
+from stable_baselines3 import DQN
+from stable_baselines3.common.env_util import make_vec_env
+
+from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.experiment import BudgetCallback, eval_seed, instruction_evaluator
+
+ENV_KWARGS = dict(maze_dim=7, num_goals=2, time_limit=20)
+
+
+def make_env(n_envs: int = 2, seed: int = 0):
+    return make_vec_env(MazeRunnerEnv, n_envs=n_envs, seed=seed, env_kwargs=ENV_KWARGS)
+
+
+def tiny_dqn(env) -> DQN:
+    return DQN("MultiInputPolicy", env, learning_starts=10**6, buffer_size=1_000, seed=0)
+
+
+def test_each_budget_is_evaluated_once_at_the_first_step_reaching_it():
+    seen: list[int] = []
+    model = tiny_dqn(make_env(n_envs=3))
+
+    def evaluate(m: DQN) -> dict[str, float]:
+        seen.append(m.num_timesteps)
+        return {"steps": float(m.num_timesteps)}
+
+    callback = BudgetCallback([60, 31, 90, 500], evaluate)
+    model.learn(90, callback=callback)
+    # 3 envs: 31 is passed at 33 (a vectorised step jumps over it), 60 and 90 are hit exactly; 500 is never reached.
+    assert list(callback.results) == [31, 60, 90]
+    assert seen == [33, 60, 90]
+    assert callback.results[31] == {"steps": 33.0}
+
+
+def test_a_budget_reached_only_by_the_last_step_is_evaluated_at_training_end():
+    model = tiny_dqn(make_env(n_envs=2))
+    callback = BudgetCallback([10, 20], lambda m: {"steps": float(m.num_timesteps)})
+    model.learn(20, callback=callback)
+    assert callback.results == {10: {"steps": 10.0}, 20: {"steps": 20.0}}
+    model.learn(4, callback=callback, reset_num_timesteps=False)  # a second learn adds no evaluation
+    assert list(callback.results) == [10, 20]
+
+
+def test_the_instruction_evaluator_scores_the_same_episodes_each_time():
+    model = tiny_dqn(make_env())
+    evaluate = instruction_evaluator(lambda: make_env(n_envs=2, seed=99), 6, eval_seed(0))
+    first, second = evaluate(model), evaluate(model)
+    assert set(first) == {"goals_reached", "success_rate"}
+    assert first == second
+    assert 0.0 <= first["success_rate"] <= 1.0
+    assert 0.0 <= first["goals_reached"] <= 2.0
+
+
+def test_eval_seeds_are_apart_from_training_seeds():
+    assert eval_seed(0) == 10_000
+    assert eval_seed(3) == 10_003
