@@ -40,7 +40,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from sb3_hir.dagger import DAggerCollector, DAggerTrainer, PolicyRunner
 from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
-from sb3_hir.experiment import arguments
+from sb3_hir.experiment import arguments, mean_std
 from sb3_hir.experiment.runner import run_all
 from sb3_hir.extractors import HistoryExtractor
 from sb3_hir.history import HistoryWrapper
@@ -199,7 +199,7 @@ def main() -> None:
           f"{args.steps_per_round * N_ENVS} labels and {args.batches_per_round} BC batches (64) per round; "
           f"success over {args.eval_episodes} held-out episodes; mean ± std over seeds {args.seeds}; "
           f"history encoder {args.encoder}")
-    print(f"shortest-path expert success: {expert.mean():.3f} ± {expert.std():.3f}")
+    print(f"shortest-path expert success: {mean_std(expert, 3)}")
 
     def name(h: int) -> str:
         return f"history {h}" if h else "memoryless"
@@ -214,7 +214,7 @@ def main() -> None:
             for arm in ARMS:
                 assert int(np.sum(by[(h, arm)][0]["labels"][: r + 1])) == n_labels  # equal labels, every arm
                 rates = np.array([out["success"][r] for out in by[(h, arm)]])
-                cells.append(f"{rates.mean():.3f} ± {rates.std():.3f}")
+                cells.append(f"{mean_std(rates, 3)}")
         print(f"| {r} | {schedule_of('DAgger')(r):.2f} | {n_labels} | " + " | ".join(cells) + " |")
     print("\nper memory, DAgger's labels collected where the learner acted / of those, disagreed with the expert:")
     for h in args.history:

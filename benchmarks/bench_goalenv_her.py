@@ -28,9 +28,9 @@ Envs (``--env``):
 
 Each run is evaluated at every budget of ``--budgets`` inside the same training run (a callback), with
 ``--eval-episodes`` deterministic episodes on fixed seeds; success = the env's own test held at some step. Prints
-mean +- std over seeds per budget, and the target check: ours not below HER by more than the spread at every budget.
+mean ± std over seeds per budget, and the target check: ours not below HER by more than the spread at every budget.
 
-With ``--ray`` the (seed, buffer) runs are Ray Tune trials (:mod:`ray_trials`: one torch thread each,
+With ``--ray`` the (seed, buffer) runs are Ray Tune trials (:mod:`sb3_hir.experiment.runner`: one torch thread each,
 ``--cpus-per-trial`` CPUs reserved, a local Ray instance or ``--ray-address``), in parallel; each run is seeded as
 in the sequential loop, so the printed lines and table are the same, printed once all trials are done.
 
@@ -48,7 +48,6 @@ import gymnasium as gym
 import numpy as np
 import torch as th
 from stable_baselines3 import DQN, SAC, HerReplayBuffer
-from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
@@ -56,7 +55,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from sb3_hir import buffers as hir
 from sb3_hir import plugins
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
-from sb3_hir.experiment import arguments
+from sb3_hir.experiment import BudgetCallback, arguments, mean_std
 from sb3_hir.experiment.runner import run_all
 from sb3_hir.extractors import KeySelectExtractor
 from sb3_hir.instruction import DesiredGoalSampler, InstructionWrapper
@@ -102,21 +101,6 @@ def make_instruction(args: argparse.Namespace) -> gym.Env:
     if args.env == BITFLIP:
         return InstructionWrapper(make_raw(args), DesiredGoalSampler(), num_goals=1)
     return plugins.create("env", "goalenv", env_id=env_id(args), **raw_env_kwargs(args))
-
-
-class BudgetEval(BaseCallback):
-    """Evaluate at each budget inside one training run, so that one run gives the whole learning curve."""
-
-    def __init__(self, budgets: list[int], evaluate: Any) -> None:
-        super().__init__()
-        self.budgets = sorted(budgets)
-        self.evaluate = evaluate
-        self.results: dict[int, float] = {}
-
-    def _on_step(self) -> bool:
-        while self.budgets and self.num_timesteps >= self.budgets[0]:
-            self.results[self.budgets.pop(0)] = self.evaluate(self.model)
-        return True
 
 
 def build(agent: str, args: argparse.Namespace, seed: int) -> OffPolicyAlgorithm:
@@ -184,11 +168,11 @@ def run_seed(config: dict[str, Any]) -> dict[str, Any]:
     args = argparse.Namespace(**config["options"])
     agent, seed = config["agent"], config["seed"]
     model = build(agent, args, seed)
-    callback = BudgetEval(args.budgets, lambda m: evaluate(agent, m, args, seed))
+    callback = BudgetCallback(args.budgets, lambda m: {"success_rate": evaluate(agent, m, args, seed)})
     begin = time.perf_counter()
     model.learn(total_timesteps=args.budgets[-1], callback=callback)
     seconds = time.perf_counter() - begin
-    return {"success": {str(b): value for b, value in callback.results.items()}, "seconds": seconds}
+    return {"success": {str(b): value["success_rate"] for b, value in callback.results.items()}, "seconds": seconds}
 
 
 def main() -> None:
@@ -258,10 +242,10 @@ def main() -> None:
         spread = max(ours.std(), hers.std())
         met = ours.mean() >= hers.mean() - spread
         all_met &= bool(met)
-        cells = " | ".join(f"{np.mean(results[n][budget]):.3f} ± {np.std(results[n][budget]):.3f}" for n in agents)
+        cells = " | ".join(f"{mean_std(results[n][budget], 3)}" for n in agents)
         mark = "met" if met else "MISSED"
         print(f"| {budget} | {cells} | {ours.mean() - hers.mean():+.3f} | {spread:.3f} | {mark} |")
-    print("train seconds: " + ", ".join(f"{n} {np.mean(t):.0f} ± {np.std(t):.0f}" for n, t in times.items()))
+    print("train seconds: " + ", ".join(f"{n} {mean_std(t, 0)}" for n, t in times.items()))
     print(f"target 'ours not below HER beyond the spread at every budget': {'met' if all_met else 'MISSED'}")
 
 

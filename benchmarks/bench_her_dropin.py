@@ -84,7 +84,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_hir import buffers as hir
 from sb3_hir.atomic import atomic_path
-from sb3_hir.experiment import BudgetCallback, arguments
+from sb3_hir.experiment import BudgetCallback, arguments, mean_std
 from sb3_hir.experiment.budgets import goal_env_evaluator
 from sb3_hir.experiment.runner import run_all
 
@@ -356,7 +356,7 @@ def grid_table(configs: list[dict[str, Any]], outs: list[dict[str, Any]], seeds:
     seconds = {side: [o["seconds"] for c, o in zip(configs, outs, strict=True) if c["buffer"] == side]
                for side in GRID_SIDES}
     print("train seconds per run (evaluation included): " + ", ".join(
-        f"{side} {np.mean(s):.0f} ± {np.std(s):.0f}" for side, s in seconds.items()))
+        f"{side} {mean_std(s, 0)}" for side, s in seconds.items()))
     return held["ours"]
 
 
@@ -369,7 +369,7 @@ def bitflip_budgets(max_steps: int) -> list[int]:
 
 
 def summary(values: list[float]) -> str:
-    return f"{np.mean(values):.2f} ± {np.std(values):.2f}"
+    return mean_std(values, 2)
 
 
 def table(title: str, budgets: list[int], scores: dict[str, dict[int, list[float]]], seeds: list[int]) -> bool:
@@ -491,7 +491,7 @@ def main() -> None:
             title = f"{fetch_id()} (rl-zoo3 SAC config): is_success at the last of 50 steps, deterministic"
             verdicts.append(table(title, budgets, scores, args.seeds))
         print("train seconds (evaluation included): " + ", ".join(
-            f"{b} {np.mean(s):.0f} ± {np.std(s):.0f}" for b, s in seconds.items()))
+            f"{b} {mean_std(s, 0)}" for b, s in seconds.items()))
     print(f"\ntarget 'ours >= HER within the spread at every budget': {'met' if all(verdicts) else 'MISSED'}")
     print(f"wall time {time.perf_counter() - began:.0f} s")
 

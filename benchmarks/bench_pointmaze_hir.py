@@ -9,7 +9,7 @@ and the ``distance-threshold`` goal spec; they differ only in the relabeling str
 The default map is a 3x3 open room (``--maze open3``; ``umaze`` = ``PointMaze_UMaze-v3``) so that the default
 budget fits in about ten minutes on two shared cores; a sparse k-goal task in the U-maze needs far more steps.
 
-Evaluation: ``--eval-episodes`` fresh instructions per seed, deterministic policy. Prints mean +- std over seeds of
+Evaluation: ``--eval-episodes`` fresh instructions per seed, deterministic policy. Prints mean ± std over seeds of
 the success rate (all k goals reached in order) and of the goals reached per episode. Target: HIR above "none".
 
 Usage: ``python benchmarks/bench_pointmaze_hir.py [--timesteps 32000] [--seeds 0 1] [--maze open3] [--num-goals 2]
@@ -29,7 +29,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_hir import plugins
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
-from sb3_hir.experiment import arguments
+from sb3_hir.experiment import arguments, mean_std
 from sb3_hir.extractors import KeySelectExtractor
 
 #: A 3x3 open room with walls around it.
@@ -135,8 +135,7 @@ def main() -> None:
     print(f"{'agent':<20}{'success rate':>18}{'goals reached':>18}{'train s':>14}")
     for name in agents:
         r = {key: np.asarray(value) for key, value in results[name].items()}
-        print(f"{name:<20}{r['success'].mean():>10.3f} +- {r['success'].std():.3f}"
-              f"{r['goals'].mean():>11.2f} +- {r['goals'].std():.2f}{r['time'].mean():>9.0f} +- {r['time'].std():.0f}")
+        print(f"{name:<20}{mean_std(r['success'], 3):>18}{mean_std(r['goals'], 2):>18}{mean_std(r['time'], 0):>14}")
     names = list(agents)
     diff = np.mean(results[names[0]]["goals"]) - np.mean(results[names[1]]["goals"])
     print(f"goals reached, HIR - no relabel: {diff:+.2f} per episode (target > 0)")

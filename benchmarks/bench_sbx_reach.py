@@ -27,7 +27,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
 
-from sb3_hir.experiment import arguments
+from sb3_hir.experiment import arguments, mean_std
 from sb3_hir.experiment.budgets import goal_env_evaluator
 from sb3_hir.experiment.runner import run_all
 
@@ -122,8 +122,8 @@ def main() -> None:
         steps, seconds = np.array([r[0] for r in reached]), np.array([r[1] for r in reached])
         base = seconds.mean() if base is None and (framework, buffer) == ("sb3", "HER") else base
         ratio = f"{seconds.mean() / base:.2f}x" if base else "-"
-        print(f"| {framework} + {buffer} | {len(reached)} of {len(args.seeds)} | {seconds.mean():.0f} ± "
-              f"{seconds.std():.0f} | {steps.mean():.0f} ± {steps.std():.0f} | {ratio} |")
+        print(f"| {framework} + {buffer} | {len(reached)} of {len(args.seeds)} | {mean_std(seconds, 0)} | "
+              f"{mean_std(steps, 0)} | {ratio} |")
     print(f"wall time {time.perf_counter() - began:.0f} s")
 
 
