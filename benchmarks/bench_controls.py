@@ -1,7 +1,8 @@
 """Controls that change every episode: which Q head and which per-action features let DQN + HIR identify them?
 
-Every run is the moonshot's learner (``moonshot_mazerunner.build_model``: DQN, history window + GRU, HIR with
-n-step returns, the same hyperparameters) on MazeRunner with ``--steps`` planned steps; only the variant differs:
+Every run is the moonshot's learner (:func:`sb3_hir.experiment.moonshot.build_model`: DQN, history window + GRU,
+HIR with n-step returns, the same hyperparameters) on MazeRunner with ``--steps`` planned steps; only the variant
+differs:
 
 * ``fixed``: fixed controls, DQN's standard head, no per-action features (the reference);
 * ``random``: controls permuted every episode, standard head, no features (the learner before issue 32);
@@ -32,7 +33,6 @@ import time
 from typing import Any
 
 import torch as th
-from moonshot_mazerunner import build_model, evaluate, make_parser
 
 from sb3_hir.experiment import (
     BenchmarkSpec,
@@ -43,6 +43,7 @@ from sb3_hir.experiment import (
     run_benchmark,
     timed_run,
 )
+from sb3_hir.experiment.moonshot import build_model, evaluate, make_parser
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "fixed": dict(randomized_actions=False, q_head="standard", action_features="none"),

@@ -1,9 +1,10 @@
 """The moonshot over several seeds, with a memoryless control, as Ray Tune trials sharing the machine fairly.
 
-Each (variant, seed) is one run of ``moonshot_mazerunner.py``'s training (same options, same wall-time limit,
-evaluations included, held-out evaluation every ``--eval-minutes``): ``history`` is the moonshot's DQN with its
-``--history`` window and encoder, ``memoryless`` the same DQN and buffer without the window (``--history 0``),
-``history-relaxed`` the ``history`` run under the relaxed reach rule (``--relaxed-draw``).
+Each (variant, seed) is one run of ``moonshot_mazerunner.py``'s training (:mod:`sb3_hir.experiment.moonshot`:
+same options, same wall-time limit, evaluations included, held-out evaluation every ``--eval-minutes``):
+``history`` is the moonshot's DQN with its ``--history`` window and encoder, ``memoryless`` the same DQN and buffer
+without the window (``--history 0``), ``history-relaxed`` the ``history`` run under the relaxed reach rule
+(``--relaxed-draw``).
 With ``--ray`` the runs are Ray Tune trials of ``--cpus-per-trial`` CPUs each (:mod:`sb3_hir.experiment.runner`):
 with 1, at most as many run at once as the machine has cores and each gets a whole core; with a fraction (0.5 on
 2 cores runs all 3 seeds at once, each on 2/3 of a core) every seed gets the same share of the same wall hour. The
@@ -29,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from moonshot_mazerunner import make_parser, train
+from relaxed_draw import RelaxedReachBuffer
 
 from sb3_hir.experiment import arguments, format_mean_std
+from sb3_hir.experiment.moonshot import make_parser, train
 from sb3_hir.experiment.runner import run_all
 
 VARIANTS = ("history", "memoryless", "history-relaxed")
@@ -49,7 +51,7 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     args.seed = config["seed"]
     out = Path(config["out"]) / f"{config['variant']}-seed{config['seed']}"
     args.out = str(out)
-    clock = train(args, out)
+    clock = train(args, out, RelaxedReachBuffer if getattr(args, "relaxed_draw", False) else None)
     return {"variant": config["variant"], "seed": config["seed"], "curve": clock.curve}
 
 

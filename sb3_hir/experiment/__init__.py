@@ -5,18 +5,21 @@ module, and ``sb3-hir sweep`` runs its trials through the same :mod:`~sb3_hir.ex
 
 * :mod:`~sb3_hir.experiment.spec`: :class:`BenchmarkSpec` and :func:`run_benchmark`;
 * :mod:`~sb3_hir.experiment.seeds`: training and evaluation seeds;
-* :mod:`~sb3_hir.experiment.budgets`: :class:`BudgetCallback`, evaluating at several budgets in one run;
+* :mod:`~sb3_hir.experiment.budgets`: :class:`BudgetCallback`, evaluating at several budgets in one run (and
+  :class:`WallClockCallback` for wall-time budgets), with the library's evaluator;
 * :mod:`~sb3_hir.experiment.runner`: local or Ray Tune execution (the ``sweep`` extra);
 * :mod:`~sb3_hir.experiment.records`: :class:`Records`, the JSON the tables come from;
 * :mod:`~sb3_hir.experiment.table`: :func:`render_table` and :func:`mean_std`, the one spelling of mean ± std;
-* :mod:`~sb3_hir.experiment.arguments`: the command line options the scripts share.
+* :mod:`~sb3_hir.experiment.arguments`: the command line options the scripts share;
+* :mod:`~sb3_hir.experiment.timing`: the alternating-chunk env timer of the speed benchmarks;
+* :mod:`~sb3_hir.experiment.moonshot`: the moonshot's learner, which three benchmarks run.
 
 ``python -m sb3_hir.experiment render RECORDS.json`` prints the table of a records file.
 """
 
 from __future__ import annotations
 
-from sb3_hir.experiment.budgets import BudgetCallback, instruction_evaluator
+from sb3_hir.experiment.budgets import BudgetCallback, WallClockCallback, goal_env_evaluator, instruction_evaluator
 from sb3_hir.experiment.records import Record, Records, TableLayout
 from sb3_hir.experiment.seeds import eval_seed, seed_process
 from sb3_hir.experiment.spec import BenchmarkSpec, run_benchmark, timed_run
@@ -28,8 +31,10 @@ __all__ = [
     "Record",
     "Records",
     "TableLayout",
+    "WallClockCallback",
     "eval_seed",
     "format_mean_std",
+    "goal_env_evaluator",
     "instruction_evaluator",
     "mean_and_std",
     "mean_std",

@@ -1,6 +1,8 @@
 """Evaluate one training run at several budgets: the learning curve of a benchmark without retraining per budget.
 
-Why: a table with columns at 10k, 20k and 30k steps would otherwise cost three runs per seed. :class:`BudgetCallback`
+Why: a table with columns at 10k, 20k and 30k steps would otherwise cost three runs per seed; a wall-time budget
+(the moonshot: what one hour on two cores reaches) is the same question with minutes for steps
+(:class:`WallClockCallback`). :class:`BudgetCallback`
 evaluates inside the one run, as it passes each budget, with the library's own evaluator
 (:func:`sb3_hir.callbacks.evaluate_instruction_policy`, the score the CLI reports) unless a script brings its own
 metric (:func:`instruction_evaluator` builds the usual one, :func:`goal_env_evaluator` the GoalEnv benchmarks').
@@ -8,6 +10,8 @@ metric (:func:`instruction_evaluator` builds the usual one, :func:`goal_env_eval
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,7 +24,7 @@ from sb3_hir._validate import check_int
 from sb3_hir.callbacks import evaluate_instruction_policy
 from sb3_hir.experiment.seeds import EVAL_SEED_OFFSET
 
-__all__ = ["BudgetCallback", "Evaluator", "goal_env_evaluator", "instruction_evaluator"]
+__all__ = ["BudgetCallback", "Evaluator", "WallClockCallback", "goal_env_evaluator", "instruction_evaluator"]
 
 #: Scores a model: metric name -> value (``{"goals_reached": 1.4, "success_rate": 0.3}``).
 Evaluator = Callable[[Any], Mapping[str, float]]
@@ -108,3 +112,47 @@ class BudgetCallback(BaseCallback):
     def _on_training_end(self) -> None:
         self.num_timesteps = self.model.num_timesteps
         self._evaluate_reached()
+
+
+class WallClockCallback(BaseCallback):
+    """Evaluate every ``eval_seconds`` of wall time and stop training after ``limit_seconds``, evaluations included.
+
+    Each evaluation appends a point to :attr:`curve`: ``minutes`` since the callback was built (so set-up done
+    after it, such as collecting demonstrations, is on the clock), ``timesteps``, the evaluator's metrics and the
+    machine's ``load_average`` (runs that shared the cores are told apart by it). ``on_evaluation(curve)`` is called
+    after each, to print or save it as it grows.
+
+    :param eval_seconds: wall time between evaluations.
+    :param limit_seconds: wall time after which ``learn`` stops.
+    :param evaluate: the :data:`Evaluator`.
+    :param on_evaluation: called with :attr:`curve` after each evaluation.
+    """
+
+    def __init__(self, eval_seconds: float, limit_seconds: float, evaluate: Evaluator,
+                 on_evaluation: Callable[[list[dict[str, float]]], None] | None = None) -> None:
+        super().__init__()
+        if not eval_seconds > 0 or not limit_seconds > 0:
+            raise ValueError(f"eval_seconds and limit_seconds must be > 0; got {eval_seconds}, {limit_seconds}")
+        self.every, self.limit = float(eval_seconds), float(limit_seconds)
+        self.evaluate = evaluate
+        self.on_evaluation = on_evaluation
+        self.start = time.perf_counter()
+        self.next_eval = self.every
+        #: one point per evaluation, in order.
+        self.curve: list[dict[str, float]] = []
+
+    def record(self) -> dict[str, float]:
+        """Evaluate now and append the point (also called after ``learn`` for the final policy)."""
+        metrics = dict(self.evaluate(self.model))
+        point = dict(minutes=round((time.perf_counter() - self.start) / 60, 2), timesteps=int(self.num_timesteps),
+                     **metrics, load_average=round(os.getloadavg()[0], 2))
+        self.curve.append(point)
+        if self.on_evaluation is not None:
+            self.on_evaluation(self.curve)
+        return point
+
+    def _on_step(self) -> bool:
+        if time.perf_counter() - self.start >= self.next_eval:
+            self.record()
+            self.next_eval += self.every
+        return time.perf_counter() - self.start < self.limit

@@ -14,9 +14,7 @@ ALLOWED: list[tuple[str, str, str]] = [
     ("bench_hir_learning", "relaxed_draw", "its draw-strategy buffer is being rewritten (issue 46); it moves into the "
                                            "library afterwards"),
     ("moonshot_mazerunner", "relaxed_draw", "the same buffer (--relaxed-draw)"),
-    ("moonshot_seeds", "moonshot_mazerunner", "runs the moonshot's learner, which needs relaxed_draw's buffer and "
-                                              "so cannot move into the library before it does"),
-    ("bench_controls", "moonshot_mazerunner", "the moonshot's learner, as for moonshot_seeds"),
+    ("moonshot_seeds", "relaxed_draw", "the same buffer (its history-relaxed variant)"),
     ("bench_demos_box", "fetch_push_expert", "the scripted FetchPush expert (a script too); not moved yet"),
     ("bench_demos_box", "pointmaze_expert", "the scripted PointMaze expert (a script too); not moved yet"),
     ("bench_her_dropin", "fetch_push_expert", "the scripted FetchPush expert, as for bench_demos_box"),

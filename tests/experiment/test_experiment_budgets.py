@@ -57,3 +57,20 @@ def test_the_instruction_evaluator_scores_the_same_episodes_each_time():
 def test_eval_seeds_are_apart_from_training_seeds():
     assert eval_seed(0) == 10_000
     assert eval_seed(3) == 10_003
+
+
+def test_the_wall_clock_stops_training_at_its_limit_and_records_each_evaluation():
+    from sb3_hir.experiment import WallClockCallback
+
+    model = tiny_dqn(make_env())
+    reported: list[int] = []
+    clock = WallClockCallback(0.2, 1.0, lambda m: {"steps": float(m.num_timesteps)},
+                              lambda curve: reported.append(len(curve)))
+    model.learn(10**6, callback=clock)
+    assert model.num_timesteps < 10**6  # stopped by the clock, not by the step budget
+    assert len(clock.curve) >= 2 and reported == list(range(1, len(clock.curve) + 1))
+    point = clock.curve[-1]
+    assert set(point) == {"minutes", "timesteps", "steps", "load_average"}
+    assert point["steps"] == point["timesteps"] <= model.num_timesteps
+    assert [p["timesteps"] for p in clock.curve] == sorted(p["timesteps"] for p in clock.curve)
+    assert all(p["minutes"] <= 1.0 / 60 + 0.01 for p in clock.curve)
