@@ -55,7 +55,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from sb3_hir import buffers as hir
 from sb3_hir import plugins
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
-from sb3_hir.experiment import BudgetCallback, arguments, mean_std
+from sb3_hir.experiment import BudgetCallback, arguments, episode_evaluator, mean_std
 from sb3_hir.experiment.runner import run_all
 from sb3_hir.extractors import KeySelectExtractor
 from sb3_hir.instruction import DesiredGoalSampler, InstructionWrapper
@@ -142,23 +142,16 @@ def build(agent: str, args: argparse.Namespace, seed: int) -> OffPolicyAlgorithm
     return SAC("MultiInputPolicy", venv, tau=0.05, ent_coef=args.ent_coef, policy_kwargs=net, **common)
 
 
-def evaluate(agent: str, model: OffPolicyAlgorithm, args: argparse.Namespace, seed: int) -> float:
+def evaluator(agent: str, args: argparse.Namespace, seed: int) -> Any:
     """Fraction of episodes in which the env's own success test held at some step (same seeds for both agents)."""
     instruction = agent == "HIR" and args.ours == "instruction"
-    env = make_instruction(args) if instruction else make_raw(args)
-    successes = []
-    for episode in range(args.eval_episodes):
-        obs, _ = env.reset(seed=100_000 + 1000 * seed + episode)
-        done = reached = False
-        while not done:
-            action, _ = model.predict(obs, deterministic=True)
-            obs, _, terminated, truncated, info = env.step(action)
-            own = info.get("env_is_success", info.get("is_success", info.get("success", False)))
-            reached = reached or bool(own) or (instruction and bool(info["is_success"]))
-            done = terminated or truncated
-        successes.append(reached)
-    env.close()
-    return float(np.mean(successes))
+
+    def succeeded(info: dict[str, Any]) -> float:
+        own = info.get("env_is_success", info.get("is_success", info.get("success", False)))
+        return float(bool(own) or (instruction and bool(info["is_success"])))
+
+    return episode_evaluator(lambda: make_instruction(args) if instruction else make_raw(args), args.eval_episodes,
+                             seed, seed_base=100_000, metrics={"success_rate": succeeded}, any_step=True)
 
 
 def run_seed(config: dict[str, Any]) -> dict[str, Any]:
@@ -168,7 +161,7 @@ def run_seed(config: dict[str, Any]) -> dict[str, Any]:
     args = argparse.Namespace(**config["options"])
     agent, seed = config["agent"], config["seed"]
     model = build(agent, args, seed)
-    callback = BudgetCallback(args.budgets, lambda m: {"success_rate": evaluate(agent, m, args, seed)})
+    callback = BudgetCallback(args.budgets, evaluator(agent, args, seed))
     begin = time.perf_counter()
     model.learn(total_timesteps=args.budgets[-1], callback=callback)
     seconds = time.perf_counter() - begin

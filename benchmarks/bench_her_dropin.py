@@ -84,8 +84,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_hir import buffers as hir
 from sb3_hir.atomic import atomic_path
-from sb3_hir.experiment import BudgetCallback, arguments, mean_std
-from sb3_hir.experiment.budgets import goal_env_evaluator
+from sb3_hir.experiment import BudgetCallback, arguments, episode_evaluator, mean_std
 from sb3_hir.experiment.runner import run_all
 
 BUFFERS = {"HER": HerReplayBuffer, "ours": hir.HerReplayBuffer}
@@ -172,7 +171,7 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
                     replay_buffer_kwargs=dict(n_sampled_goal=5 if tuned else 4, goal_selection_strategy="future"),
                     seed=seed, device="cpu", **settings)
         budgets = bitflip_budgets(args.max_steps[args.n_bits.index(n_bits)])
-        score = goal_env_evaluator(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), args.eval_episodes,
+        score = episode_evaluator(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), args.eval_episodes,
                                       seed)
     elif args.suite == "panda":
         import panda_gym  # noqa: F401  (registers the Panda ids)
@@ -186,7 +185,7 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
             learning_starts=1000, policy_kwargs=dict(net_arch=[64, 64], n_critics=1), seed=seed, device="cpu",
         )
         budgets = args.budgets
-        score = goal_env_evaluator(lambda: gym.make("PandaReach-v3"), args.eval_episodes, seed, normalize=venv)
+        score = episode_evaluator(lambda: gym.make("PandaReach-v3"), args.eval_episodes, seed, normalize=venv)
     else:
         env_id = fetch_id()
         venv = VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=0.95)
@@ -197,7 +196,7 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
             learning_starts=1000, policy_kwargs=dict(net_arch=[64, 64]), seed=seed, device="cpu",
         )
         budgets = args.budgets
-        score = goal_env_evaluator(lambda: gym.make(env_id), args.eval_episodes, seed, normalize=venv)
+        score = episode_evaluator(lambda: gym.make(env_id), args.eval_episodes, seed, normalize=venv)
     callback = BudgetCallback(budgets, score)
     begin = time.perf_counter()
     model.learn(total_timesteps=max(budgets), callback=callback)
@@ -244,7 +243,7 @@ def run_push(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]
                  policy_kwargs=dict(net_arch=args.net_arch, n_critics=2), seed=seed, **device)
     if side == "ours-demos":
         model.replay_buffer.add_demonstrations(push_demos(args.demos, seed=100_000 + 1_000 * seed))
-    callback = BudgetCallback(push_budgets(args), goal_env_evaluator(lambda: gym.make(env_id), args.eval_episodes,
+    callback = BudgetCallback(push_budgets(args), episode_evaluator(lambda: gym.make(env_id), args.eval_episodes,
                                                                    seed))
     begin = time.perf_counter()
     model.learn(total_timesteps=args.max_push_steps, callback=callback)
@@ -319,7 +318,7 @@ def run_grid(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]
         budgets, score = [1500], training_success
     else:
         budgets = GRID_BUDGETS
-        score = goal_env_evaluator(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), args.eval_episodes,
+        score = episode_evaluator(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), args.eval_episodes,
                                       seed)
     callback = BudgetCallback(budgets, score)
     begin = time.perf_counter()

@@ -85,21 +85,12 @@ def train(config: dict[str, Any]) -> tuple[dict[int, dict[str, float]], float]:
                 gradient_steps=args.gradient_steps, target_update_interval=args.target_update_interval,
                 exploration_fraction=args.exploration_fraction, exploration_final_eps=args.exploration_final_eps,
                 policy_kwargs=policy_kwargs(encoder, args), seed=seed, verbose=0, **buffer)
-    evaluating = [0.0]
     evaluate = instruction_evaluator(
         lambda: make_vec_env(make_env_fn(args, encoder), n_envs=10, seed=eval_seed(seed), vec_env_cls=DummyVecEnv),
         args.eval_episodes, eval_seed(seed))
-
-    def timed_eval(m: DQN) -> dict[str, float]:
-        t0 = time.perf_counter()
-        result = dict(evaluate(m))
-        evaluating[0] += time.perf_counter() - t0
-        return result
-
-    callback = BudgetCallback(config["budgets"], timed_eval)
-    t0 = time.perf_counter()
+    callback = BudgetCallback(config["budgets"], evaluate)
     model.learn(config["budgets"][-1], callback=callback)
-    seconds = time.perf_counter() - t0 - evaluating[0]
+    seconds = callback.training_seconds[config["budgets"][-1]]  # the evaluations left out
     venv.close()
     return callback.results, seconds
 

@@ -29,7 +29,8 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_hir import plugins
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
-from sb3_hir.experiment import arguments, mean_std
+from sb3_hir.experiment import arguments, episode_evaluator, mean_std
+from sb3_hir.experiment.budgets import is_success
 from sb3_hir.extractors import KeySelectExtractor
 
 #: A 3x3 open room with walls around it.
@@ -85,19 +86,11 @@ def train(strategy: str, args: argparse.Namespace, seed: int) -> tuple[SAC, floa
 
 
 def evaluate(model: SAC, args: argparse.Namespace, seed: int) -> tuple[float, float]:
-    env = make_env(args)
-    success, reached = [], []
-    for episode in range(args.eval_episodes):
-        obs, _ = env.reset(seed=100_000 + 1000 * seed + episode)
-        done = False
-        while not done:
-            action, _ = model.predict(obs, deterministic=True)
-            obs, _, terminated, truncated, info = env.step(action)
-            done = terminated or truncated
-        success.append(info["is_success"])
-        reached.append(info["goals_reached"])
-    env.close()
-    return float(np.mean(success)), float(np.mean(reached))
+    """Success rate and goals reached at the episodes' last step, one reset seed per episode."""
+    result = episode_evaluator(lambda: make_env(args), args.eval_episodes, seed, seed_base=100_000,
+                               metrics={"success_rate": is_success,
+                                        "goals_reached": lambda info: info["goals_reached"]})(model)
+    return result["success_rate"], result["goals_reached"]
 
 
 def main() -> None:

@@ -23,37 +23,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch as th
-from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
 
-from sb3_hir.experiment import arguments, mean_std
-from sb3_hir.experiment.budgets import goal_env_evaluator
+from sb3_hir.experiment import BudgetCallback, arguments, episode_evaluator, mean_std
 from sb3_hir.experiment.runner import run_all
 
 SIDES = [("sb3", "HER"), ("sb3", "ours"), ("sbx", "HER"), ("sbx", "ours")]
-
-
-class UntilLevel(BaseCallback):
-    """Scores the policy every ``every`` steps with the clock stopped; stops training at ``level``."""
-
-    def __init__(self, every: int, level: float, score: Any) -> None:
-        super().__init__()
-        self.every, self.level, self.score = every, level, score
-        self.training_seconds = 0.0
-        self.curve: list[tuple[int, float, float]] = []
-
-    def _on_training_start(self) -> None:
-        self.resumed = time.perf_counter()
-
-    def _on_step(self) -> bool:
-        if self.num_timesteps % self.every:
-            return True
-        self.training_seconds += time.perf_counter() - self.resumed
-        success = float(self.score(self.model)["success_rate"])
-        self.curve.append((self.num_timesteps, round(self.training_seconds, 2), success))
-        self.resumed = time.perf_counter()
-        return success < self.level
 
 
 def fetch_id() -> str:
@@ -84,11 +60,15 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
                 replay_buffer_kwargs=dict(goal_selection_strategy="future", n_sampled_goal=4),
                 buffer_size=1_000_000, ent_coef="auto", batch_size=256, gamma=0.95, learning_rate=1e-3,
                 learning_starts=1000, policy_kwargs=dict(net_arch=[64, 64]), seed=seed)
-    callback = UntilLevel(args.eval_every, args.level,
-                          goal_env_evaluator(lambda: gym.make(env_id), args.eval_episodes, seed, normalize=venv))
+    # Scored every --eval-every steps with the training clock stopped; training stops at the level.
+    callback = BudgetCallback(range(args.eval_every, args.max_steps + 1, args.eval_every),
+                              episode_evaluator(lambda: gym.make(env_id), args.eval_episodes, seed, normalize=venv),
+                              stop=lambda metrics: metrics["success_rate"] >= args.level)
     model.learn(total_timesteps=args.max_steps, callback=callback)
-    reached = next(((steps, seconds) for steps, seconds, success in callback.curve if success >= args.level), None)
-    return dict(curve=callback.curve, reached=reached)
+    curve = [(steps, round(callback.training_seconds[steps], 2), metrics["success_rate"])
+             for steps, metrics in callback.results.items()]
+    reached = next(((steps, seconds) for steps, seconds, success in curve if success >= args.level), None)
+    return dict(curve=curve, reached=reached)
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ module, and ``sb3-hir sweep`` runs its trials through the same :mod:`~sb3_hir.ex
 
 from __future__ import annotations
 
-from sb3_hir.experiment.budgets import BudgetCallback, WallClockCallback, goal_env_evaluator, instruction_evaluator
+from sb3_hir.experiment.budgets import BudgetCallback, WallClockCallback, episode_evaluator, instruction_evaluator
 from sb3_hir.experiment.records import Record, Records, TableLayout
 from sb3_hir.experiment.seeds import eval_seed, seed_process
 from sb3_hir.experiment.spec import BenchmarkSpec, run_benchmark, timed_run
@@ -32,9 +32,9 @@ __all__ = [
     "Records",
     "TableLayout",
     "WallClockCallback",
+    "episode_evaluator",
     "eval_seed",
     "format_mean_std",
-    "goal_env_evaluator",
     "instruction_evaluator",
     "mean_and_std",
     "mean_std",

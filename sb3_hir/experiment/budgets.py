@@ -5,7 +5,8 @@ Why: a table with columns at 10k, 20k and 30k steps would otherwise cost three r
 (:class:`WallClockCallback`). :class:`BudgetCallback`
 evaluates inside the one run, as it passes each budget, with the library's own evaluator
 (:func:`sb3_hir.callbacks.evaluate_instruction_policy`, the score the CLI reports) unless a script brings its own
-metric (:func:`instruction_evaluator` builds the usual one, :func:`goal_env_evaluator` the GoalEnv benchmarks').
+metric (:func:`instruction_evaluator` builds the usual one, :func:`episode_evaluator` the single-env,
+seed-per-episode one of the GoalEnv benchmarks).
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from sb3_hir._validate import check_int
 from sb3_hir.callbacks import evaluate_instruction_policy
 from sb3_hir.experiment.seeds import EVAL_SEED_OFFSET
 
-__all__ = ["BudgetCallback", "Evaluator", "WallClockCallback", "goal_env_evaluator", "instruction_evaluator"]
+__all__ = [
+    "BudgetCallback",
+    "Evaluator",
+    "WallClockCallback",
+    "episode_evaluator",
+    "instruction_evaluator",
+    "is_success",
+]
 
 #: Scores a model: metric name -> value (``{"goals_reached": 1.4, "success_rate": 0.3}``).
 Evaluator = Callable[[Any], Mapping[str, float]]
@@ -47,35 +55,52 @@ def instruction_evaluator(make_env: Callable[[], VecEnv], n_episodes: int, seed:
     return evaluate
 
 
-def goal_env_evaluator(make_env: Callable[[], gym.Env], n_episodes: int, seed: int,
-                       normalize: VecNormalize | None = None) -> Evaluator:
-    """An :data:`Evaluator` scoring ``success_rate`` on a single GoalEnv: ``is_success`` at each episode's last step.
+def is_success(info: Mapping[str, Any]) -> float:
+    """The env's ``is_success`` as 0.0 / 1.0 (missing: 0.0)."""
+    return float(bool(info.get("is_success", False)))
+
+
+def episode_evaluator(make_env: Callable[[], gym.Env], n_episodes: int, seed: int, *,
+                      seed_base: int = EVAL_SEED_OFFSET, normalize: VecNormalize | None = None,
+                      metrics: Mapping[str, Callable[[Mapping[str, Any]], float]] | None = None,
+                      any_step: bool = False) -> Evaluator:
+    """An :data:`Evaluator` over ``n_episodes`` of one (non-vectorised) env, each reset with its own seed
+    ``seed_base + 1000 * seed + episode``, the greedy policy acting.
 
     Why not :func:`instruction_evaluator`: the GoalEnv benchmarks' published tables (the drop-in against HER,
-    FetchReach on SBX) were measured with one reset seed per episode (``10_000 + 1000 * seed + episode``) and the
-    training ``VecNormalize``'s observation statistics, which a VecEnv evaluation does not reproduce.
+    FetchReach on SBX, the GoalEnv and PointMaze comparisons) were measured this way, with a reset seed per episode,
+    the training ``VecNormalize``'s statistics, or success "at some step"; a VecEnv evaluation reproduces none of
+    these.
 
-    :param normalize: the training env's ``VecNormalize``, whose statistics normalise the observations the
-        policy sees (read at each call, so they are the current ones).
+    :param seed_base: where the run's episode seeds start (the scripts used 10_000 or 100_000).
+    :param normalize: the training env's ``VecNormalize``, whose current statistics normalise what the policy sees.
+    :param metrics: name -> function of a step's ``info`` (default ``{"success_rate": is_success}``); each is
+        averaged over episodes.
+    :param any_step: score an episode by the best value any of its steps gave (the env's success test "held at
+        some step"); by default by its last step's.
     """
     check_int(n_episodes, "n_episodes", 1)
+    readers = dict(metrics) if metrics is not None else {"success_rate": is_success}
 
     def evaluate(model: Any) -> dict[str, float]:
         env = make_env()
-        hits = []
+        scores: dict[str, list[float]] = {name: [] for name in readers}
         try:
             for episode in range(n_episodes):
-                obs, _ = env.reset(seed=EVAL_SEED_OFFSET + 1000 * seed + episode)
-                done, info = False, {}
+                obs, _ = env.reset(seed=seed_base + 1000 * seed + episode)
+                done, best = False, dict.fromkeys(readers, -np.inf)
                 while not done:
                     policy_obs = normalize.normalize_obs(obs) if normalize is not None else obs
                     action, _ = model.predict(policy_obs, deterministic=True)
                     obs, _, terminated, truncated, info = env.step(action)
                     done = terminated or truncated
-                hits.append(bool(info.get("is_success", False)))
+                    if any_step:
+                        best = {name: max(best[name], float(read(info))) for name, read in readers.items()}
+                for name, read in readers.items():
+                    scores[name].append(best[name] if any_step else float(read(info)))
         finally:
             env.close()
-        return {"success_rate": float(np.mean(hits))}
+        return {name: float(np.mean(values)) for name, values in scores.items()}
 
     return evaluate
 
@@ -85,29 +110,48 @@ class BudgetCallback(BaseCallback):
 
     A budget a vectorised step jumps over is evaluated at that step; budgets still pending when training ends
     (``learn`` stopped early, or a budget beyond its length) are evaluated then if reached, and left out if not,
-    so :attr:`results` never holds a score for steps the run did not take.
+    so :attr:`results` never holds a score for steps the run did not take. The clock of
+    :attr:`training_seconds` stops while evaluating, so it measures what training cost.
 
     :param budgets: env steps at which to evaluate, in any order.
     :param evaluate: the :data:`Evaluator`.
+    :param stop: stop training after an evaluation whose metrics it returns True for (a level reached).
     """
 
-    def __init__(self, budgets: Sequence[int], evaluate: Evaluator) -> None:
+    def __init__(self, budgets: Sequence[int], evaluate: Evaluator,
+                 stop: Callable[[Mapping[str, float]], bool] | None = None) -> None:
         super().__init__()
         for budget in budgets:
             check_int(budget, "budget", 0)
         self.budgets = sorted(set(int(b) for b in budgets))
         self.evaluate = evaluate
+        self.stop = stop
         #: budget -> the metrics at it, in budget order.
         self.results: dict[int, dict[str, float]] = {}
+        #: budget -> wall seconds of training (evaluations left out) until it was reached.
+        self.training_seconds: dict[int, float] = {}
         self._pending = list(self.budgets)
+        self._trained = 0.0
+        self._resumed = time.perf_counter()
+        self._stopped = False
+
+    def _on_training_start(self) -> None:
+        self._resumed = time.perf_counter()
 
     def _evaluate_reached(self) -> None:
         while self._pending and self.num_timesteps >= self._pending[0]:
-            self.results[self._pending.pop(0)] = dict(self.evaluate(self.model))
+            budget = self._pending.pop(0)
+            self._trained += time.perf_counter() - self._resumed
+            self.training_seconds[budget] = self._trained
+            self.results[budget] = dict(self.evaluate(self.model))
+            self._resumed = time.perf_counter()
+            if self.stop is not None and self.stop(self.results[budget]):
+                self._stopped = True
+                self._pending.clear()
 
     def _on_step(self) -> bool:
         self._evaluate_reached()
-        return True
+        return not self._stopped
 
     def _on_training_end(self) -> None:
         self.num_timesteps = self.model.num_timesteps

@@ -74,3 +74,53 @@ def test_the_wall_clock_stops_training_at_its_limit_and_records_each_evaluation(
     assert point["steps"] == point["timesteps"] <= model.num_timesteps
     assert [p["timesteps"] for p in clock.curve] == sorted(p["timesteps"] for p in clock.curve)
     assert all(p["minutes"] <= 1.0 / 60 + 0.01 for p in clock.curve)
+
+
+def test_a_stop_rule_ends_training_after_the_evaluation_that_meets_it():
+    model = tiny_dqn(make_env(n_envs=1))
+    callback = BudgetCallback(range(10, 101, 10), lambda m: {"steps": float(m.num_timesteps)},
+                              stop=lambda metrics: metrics["steps"] >= 30)
+    model.learn(100, callback=callback)
+    assert list(callback.results) == [10, 20, 30]
+    assert model.num_timesteps == 30
+    seconds = list(callback.training_seconds.values())
+    assert list(callback.training_seconds) == [10, 20, 30]
+    assert 0 < seconds[0] <= seconds[1] <= seconds[2]
+
+
+def test_training_seconds_leave_the_evaluations_out():
+    import time
+
+    model = tiny_dqn(make_env(n_envs=1))
+
+    def slow(m: DQN) -> dict[str, float]:
+        time.sleep(0.3)
+        return {}
+
+    callback = BudgetCallback([5, 10], slow)
+    start = time.perf_counter()
+    model.learn(10, callback=callback)
+    wall = time.perf_counter() - start
+    assert wall >= 0.6
+    assert callback.training_seconds[10] < wall - 0.5  # both sleeps are off the training clock
+
+
+def test_the_episode_evaluator_seeds_each_episode_and_reads_the_last_or_any_step():
+    from stable_baselines3.common.envs import BitFlippingEnv
+
+    from sb3_hir.experiment import episode_evaluator
+
+    env = make_vec_env(lambda: BitFlippingEnv(n_bits=4, continuous=False), n_envs=1)
+    model = DQN("MultiInputPolicy", env, learning_starts=10**6, seed=0)
+    flips = {"bits": lambda info: float(info.get("is_success", False))}
+    last = episode_evaluator(lambda: BitFlippingEnv(n_bits=4, continuous=False), 5, seed=0)
+    assert set(last(model)) == {"success_rate"}
+    assert last(model) == last(model)  # the same seeded episodes each time
+    at_last = episode_evaluator(lambda: BitFlippingEnv(n_bits=4, continuous=False), 5, 0, metrics=flips)(model)
+    at_any = episode_evaluator(lambda: BitFlippingEnv(n_bits=4, continuous=False), 5, 0, metrics=flips,
+                               any_step=True)(model)
+    # BitFlipping ends at success, so success at some step is success at the last step.
+    assert at_any == at_last
+    steps = episode_evaluator(lambda: BitFlippingEnv(n_bits=4, continuous=False), 3, 0,
+                              metrics={"one": lambda info: 1.0, "never": lambda info: 0.0}, any_step=True)(model)
+    assert steps == {"one": 1.0, "never": 0.0}
