@@ -76,7 +76,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch as th
-from fetch_push_expert import push_demos, push_env_id
 from stable_baselines3 import DQN, SAC, HerReplayBuffer
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import BitFlippingEnv
@@ -85,6 +84,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 from sb3_hir import buffers as hir
 from sb3_hir.atomic import atomic_path
 from sb3_hir.experiment import BudgetCallback, arguments, episode_evaluator, mean_std
+from sb3_hir.experiment.experts.fetch_push import push_demos, push_env_id
 from sb3_hir.experiment.runner import run_all
 
 BUFFERS = {"HER": HerReplayBuffer, "ours": hir.HerReplayBuffer}

@@ -12,7 +12,8 @@ module, and ``sb3-hir sweep`` runs its trials through the same :mod:`~sb3_hir.ex
 * :mod:`~sb3_hir.experiment.table`: :func:`render_table` and :func:`mean_std`, the one spelling of mean ± std;
 * :mod:`~sb3_hir.experiment.arguments`: the command line options the scripts share;
 * :mod:`~sb3_hir.experiment.timing`: the alternating-chunk env timer of the speed benchmarks;
-* :mod:`~sb3_hir.experiment.moonshot`: the moonshot's learner, which three benchmarks run.
+* :mod:`~sb3_hir.experiment.moonshot`: the moonshot's learner, which three benchmarks run;
+* :mod:`~sb3_hir.experiment.experts`: the scripted FetchPush and PointMaze experts behind their demonstrations.
 
 ``python -m sb3_hir.experiment render RECORDS.json`` prints the table of a records file.
 """

@@ -15,9 +15,6 @@ ALLOWED: list[tuple[str, str, str]] = [
                                            "library afterwards"),
     ("moonshot_mazerunner", "relaxed_draw", "the same buffer (--relaxed-draw)"),
     ("moonshot_seeds", "relaxed_draw", "the same buffer (its history-relaxed variant)"),
-    ("bench_demos_box", "fetch_push_expert", "the scripted FetchPush expert (a script too); not moved yet"),
-    ("bench_demos_box", "pointmaze_expert", "the scripted PointMaze expert (a script too); not moved yet"),
-    ("bench_her_dropin", "fetch_push_expert", "the scripted FetchPush expert, as for bench_demos_box"),
 ]
 
 
