@@ -24,7 +24,14 @@ from sb3_hir.experiment.budgets import BudgetCallback, WallClockCallback, episod
 from sb3_hir.experiment.records import Record, Records, TableLayout
 from sb3_hir.experiment.seeds import eval_seed, seed_process
 from sb3_hir.experiment.spec import BenchmarkSpec, run_benchmark, timed_run
-from sb3_hir.experiment.table import format_mean_std, mean_and_std, mean_std, render_table
+from sb3_hir.experiment.table import (
+    format_mean_std,
+    mean_and_std,
+    mean_std,
+    render,
+    render_comparison,
+    render_table,
+)
 
 __all__ = [
     "BenchmarkSpec",
@@ -39,6 +46,8 @@ __all__ = [
     "instruction_evaluator",
     "mean_and_std",
     "mean_std",
+    "render",
+    "render_comparison",
     "render_table",
     "run_benchmark",
     "seed_process",

@@ -46,6 +46,11 @@ class TableLayout:
     labels: dict[str, str] = field(default_factory=dict)
     #: header of a last column with each side's run seconds (mean ± std), e.g. ``"train s"``; empty: no column.
     seconds_column: str = ""
+    #: decimals of mean and std.
+    digits: int = 2
+    #: ``[ours, theirs, difference title]`` for a two-sided claim (:func:`~.table.render_comparison`, on the first
+    #: metric); empty: the per-side table.
+    comparison: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -8,7 +8,7 @@ alone. :func:`mean_std` is the one spelling (``0.45 ± 0.02``, population std as
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,7 +16,15 @@ import numpy as np
 if TYPE_CHECKING:
     from sb3_hir.experiment.records import Records
 
-__all__ = ["format_mean_std", "mean_and_std", "mean_std", "render_table", "run_line"]
+__all__ = [
+    "format_mean_std",
+    "mean_and_std",
+    "mean_std",
+    "render",
+    "render_comparison",
+    "render_table",
+    "run_line",
+]
 
 
 def mean_and_std(values: Sequence[float]) -> tuple[float, float]:
@@ -65,6 +73,43 @@ def render_table(records: Records, digits: int = 2, *, metrics: Sequence[str] | 
         label = layout.labels.get(side, side) if labels else side
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def render_comparison(records: Records, ours: str, theirs: str, metric: str = "success_rate", digits: int = 3, *,
+                      difference: str = "difference",
+                      spread: Callable[[float, float], float] = max) -> tuple[str, bool]:
+    """The table of a two-sided claim, one row per budget: each side's mean ± std of ``metric``, the difference of
+    means, the spread and whether the target holds there (``ours`` not below ``theirs`` by more than the spread).
+
+    :param difference: the difference column's title (``"ours - HER"``).
+    :param spread: the allowance from both sides' standard deviations (``max``: the larger; a sum is stricter on
+        neither side).
+    :returns: the table and whether the target holds at every budget.
+    """
+    budgets = sorted({r.budget for r in records.records})
+    lines = [f"| budget | {ours} | {theirs} | {difference} | spread | target |", "|---:|" + "---:|" * 5]
+    every = True
+    for budget in budgets:
+        (mine, my_std), (other, other_std) = (mean_and_std(records.values(side, budget, metric))
+                                              for side in (ours, theirs))
+        allowance = spread(my_std, other_std)
+        met = bool(mine >= other - allowance)
+        every &= met
+        lines.append(f"| {budget} | {format_mean_std(mine, my_std, digits)} | "
+                     f"{format_mean_std(other, other_std, digits)} | {mine - other:+.{digits}f} | "
+                     f"{allowance:.{digits}f} | {'met' if met else 'MISSED'} |")
+    return "\n".join(lines), every
+
+
+def render(records: Records, *, metrics: Sequence[str] | None = None, labels: bool = True) -> str:
+    """The table a records file was printed with: :func:`render_comparison` if its layout names a comparison,
+    else :func:`render_table`, with the layout's digits."""
+    layout = records.layout
+    if layout.comparison:
+        ours, theirs, difference = layout.comparison
+        metric = (list(metrics) if metrics else list(layout.metrics))[0]
+        return render_comparison(records, ours, theirs, metric, layout.digits, difference=difference)[0]
+    return render_table(records, layout.digits, metrics=metrics, labels=labels)
 
 
 def run_line(records: Records, side: str, seed: int, seconds: float | None = None, width: int = 8) -> str:
