@@ -83,9 +83,10 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_hir import buffers as hir
 from sb3_hir.atomic import atomic_path
-from sb3_hir.experiment import BudgetCallback, arguments, episode_evaluator, mean_std
+from sb3_hir.experiment import BudgetCallback, Records, TableLayout, arguments, episode_evaluator, mean_std
 from sb3_hir.experiment.experts.fetch_push import push_demos, push_env_id
 from sb3_hir.experiment.runner import run_all
+from sb3_hir.experiment.table import render_comparison
 
 BUFFERS = {"HER": HerReplayBuffer, "ours": hir.HerReplayBuffer}
 #: the push suite's sides: (buffer class, extra ``replay_buffer_kwargs``); demonstrations are added to ``ours-demos``.
@@ -371,19 +372,13 @@ def summary(values: list[float]) -> str:
     return mean_std(values, 2)
 
 
-def table(title: str, budgets: list[int], scores: dict[str, dict[int, list[float]]], seeds: list[int]) -> bool:
+def table(title: str, budgets: list[int], records: Records, seeds: list[int]) -> bool:
+    """``ours`` against HER at ``budgets`` (the harness's comparison table); whether ours holds at each."""
     print(f"\n{title}; {len(seeds)} seeds (mean ± std)")
-    print("| budget | HER | ours | ours - HER | spread | target |")
-    print("|---:|---:|---:|---:|---:|---|")
-    met_all = True
-    for budget in budgets:
-        hers, ours = np.asarray(scores["HER"][budget]), np.asarray(scores["ours"][budget])
-        spread = max(hers.std(), ours.std())
-        met = ours.mean() >= hers.mean() - spread
-        met_all &= bool(met)
-        print(f"| {budget} | {summary(list(hers))} | {summary(list(ours))} | {ours.mean() - hers.mean():+.2f} | "
-              f"{spread:.2f} | {'met' if met else 'MISSED'} |")
-    return met_all
+    text, met = render_comparison(records, "ours", "HER", digits=2, difference="ours - HER", budgets=budgets,
+                                  theirs_first=True)
+    print(text)
+    return met
 
 
 def main() -> None:
@@ -456,15 +451,15 @@ def main() -> None:
     for variant in variants if args.suite != "perf" else [{}]:
         rows = [(c, o) for c, o in zip(configs, outs, strict=True) if c.get("n_bits") == variant.get("n_bits")]
         budgets = sorted({int(b) for _, o in rows for b in o["scores"]})
-        scores: dict[str, dict[int, list[float]]] = {b: {x: [] for x in budgets} for b in BUFFERS}
-        for config, out in rows:
-            for budget in budgets:
-                if str(budget) in out["scores"]:  # perf: one budget per run
-                    scores[config["buffer"]][budget].append(out["scores"][str(budget)])
+        records = Records("bench_her_dropin", layout=TableLayout(metrics={"success_rate": "success"}))
+        for config, out in rows:  # perf: one budget per run
+            records.add_run(config["buffer"], config["seed"],
+                            {b: {"success_rate": v} for b, v in out["scores"].items()}, out["seconds"])
+        scores = {b: {x: records.values(b, x, "success_rate") for x in budgets} for b in BUFFERS}
         seconds = {b: [o["seconds"] for c, o in rows if c["buffer"] == b] for b in BUFFERS}
         if args.suite == "perf":
             title = "SB3's HER performance test (DQN, BitFlipping-10, 2 envs): training success, last 50 episodes"
-            verdicts.append(table(title, budgets, scores, args.seeds))
+            verdicts.append(table(title, budgets, records, args.seeds))
             at = max(b for b in budgets if b <= 1500) if min(budgets) <= 1500 else budgets[0]
             ours = np.asarray(scores["ours"][at])
             passing = int((ours > 0.9).sum())
@@ -480,15 +475,15 @@ def main() -> None:
             note = "first reaches 0.8" if reaching else "never reaches 0.8; its largest budget"
             title = (f"BitFlipping n_bits={variant['n_bits']} (DQN {args.dqn} settings): deterministic success at 1/4, "
                      f"1/2 and 1x of B={top} (HER {note})")
-            verdicts.append(table(title, shown, scores, args.seeds))
+            verdicts.append(table(title, shown, records, args.seeds))
             print("full curves: " + "; ".join(
                 f"{b}: HER {np.mean(scores['HER'][b]):.2f} ours {np.mean(scores['ours'][b]):.2f}" for b in budgets))
         elif args.suite == "panda":
             title = "PandaReach-v3 (rl-zoo3 TQC config): is_success at the episode's end, deterministic"
-            verdicts.append(table(title, budgets, scores, args.seeds))
+            verdicts.append(table(title, budgets, records, args.seeds))
         else:
             title = f"{fetch_id()} (rl-zoo3 SAC config): is_success at the last of 50 steps, deterministic"
-            verdicts.append(table(title, budgets, scores, args.seeds))
+            verdicts.append(table(title, budgets, records, args.seeds))
         print("train seconds (evaluation included): " + ", ".join(
             f"{b} {mean_std(s, 0)}" for b, s in seconds.items()))
     print(f"\ntarget 'ours >= HER within the spread at every budget': {'met' if all(verdicts) else 'MISSED'}")

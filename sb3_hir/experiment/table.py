@@ -76,28 +76,30 @@ def render_table(records: Records, digits: int = 2, *, metrics: Sequence[str] | 
 
 
 def render_comparison(records: Records, ours: str, theirs: str, metric: str = "success_rate", digits: int = 3, *,
-                      difference: str = "difference",
-                      spread: Callable[[float, float], float] = max) -> tuple[str, bool]:
+                      difference: str = "difference", spread: Callable[[float, float], float] = max,
+                      budgets: Sequence[int] | None = None, theirs_first: bool = False) -> tuple[str, bool]:
     """The table of a two-sided claim, one row per budget: each side's mean ± std of ``metric``, the difference of
     means, the spread and whether the target holds there (``ours`` not below ``theirs`` by more than the spread).
 
     :param difference: the difference column's title (``"ours - HER"``).
-    :param spread: the allowance from both sides' standard deviations (``max``: the larger; a sum is stricter on
-        neither side).
-    :returns: the table and whether the target holds at every budget.
+    :param spread: the allowance from both sides' standard deviations (``max``: the larger).
+    :param budgets: the rows (default: every recorded budget).
+    :param theirs_first: put the reference's column before ours.
+    :returns: the table and whether the target holds at every budget shown.
     """
-    budgets = sorted({r.budget for r in records.records})
-    lines = [f"| budget | {ours} | {theirs} | {difference} | spread | target |", "|---:|" + "---:|" * 5]
+    rows = sorted({r.budget for r in records.records}) if budgets is None else list(budgets)
+    columns = [theirs, ours] if theirs_first else [ours, theirs]
+    lines = [f"| budget | {columns[0]} | {columns[1]} | {difference} | spread | target |", "|---:|" + "---:|" * 5]
     every = True
-    for budget in budgets:
-        (mine, my_std), (other, other_std) = (mean_and_std(records.values(side, budget, metric))
-                                              for side in (ours, theirs))
+    for budget in rows:
+        stats = {side: mean_and_std(records.values(side, budget, metric)) for side in (ours, theirs)}
+        (mine, my_std), (other, other_std) = stats[ours], stats[theirs]
         allowance = spread(my_std, other_std)
         met = bool(mine >= other - allowance)
         every &= met
-        lines.append(f"| {budget} | {format_mean_std(mine, my_std, digits)} | "
-                     f"{format_mean_std(other, other_std, digits)} | {mine - other:+.{digits}f} | "
-                     f"{allowance:.{digits}f} | {'met' if met else 'MISSED'} |")
+        cells = " | ".join(format_mean_std(*stats[side], digits) for side in columns)
+        lines.append(f"| {budget} | {cells} | {mine - other:+.{digits}f} | {allowance:.{digits}f} | "
+                     f"{'met' if met else 'MISSED'} |")
     return "\n".join(lines), every
 
 
