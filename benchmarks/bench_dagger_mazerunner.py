@@ -38,6 +38,7 @@ from imitation.util import logger as imit_logger
 from stable_baselines3.common.policies import BasePolicy, MultiInputActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
+from sb3_hir.callbacks import evaluate_instruction_policy
 from sb3_hir.dagger import DAggerCollector, DAggerTrainer, PolicyRunner
 from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
 from sb3_hir.experiment import arguments, mean_std
@@ -59,22 +60,17 @@ def make_venv(seed: int, history: int = 0) -> VecEnv:
 
 
 def success_rate(policy, n_episodes: int, seed: int, history: int = 0) -> float:
-    """Share of ``n_episodes`` held-out episodes (fixed seed) in which ``policy`` reaches both goals in order.
+    """Share of ``n_episodes`` held-out episodes (fixed seed) in which ``policy`` reaches both goals in order, by
+    the library's evaluator (the same number of episodes from each sub-env).
 
     ``policy`` is a policy, or a function building one for the evaluation venv (the expert needs the venv).
     """
     venv = make_venv(seed, history)
     if not isinstance(policy, BasePolicy):
         policy = policy(venv)
-    runner = PolicyRunner(policy, N_ENVS, deterministic=True)
-    obs = venv.reset()
-    successes: list[bool] = []
-    while len(successes) < n_episodes:
-        obs, _, dones, infos = venv.step(runner(obs))
-        runner.observe_dones(dones)
-        successes.extend(bool(infos[i]["is_success"]) for i in np.flatnonzero(dones))
+    result = evaluate_instruction_policy(policy, venv, n_episodes, deterministic=True, seed=seed)
     venv.close()
-    return float(np.mean(successes[:n_episodes]))
+    return result.success_rate
 
 
 def per_step_error(policy, seed: int, own_states: bool, history: int = 0, steps: int = 300) -> float:
