@@ -45,3 +45,28 @@ def test_no_benchmark_imports_another():
              for module in sibling_imports(path.read_text(), set(scripts) - {stem})}
     assert not found - allowed, f"benchmarks importing other benchmarks: {sorted(found - allowed)}"
     assert not allowed - found, f"ALLOWED excuses imports that no longer happen: {sorted(allowed - found)}"
+
+
+def test_a_benchmark_prints_the_table_its_records_render(tmp_path):
+    """bench_hir_learning at a tiny budget: one line per run, and the printed table is the one its --records render
+    (so a published table can be regenerated from the JSON alone)."""
+    import os
+    import subprocess
+    import sys
+
+    from sb3_hir.experiment import Records, render
+
+    records = tmp_path / "records.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "bench_hir_learning.py", "--budgets", "100", "200", "--seeds", "0", "1",
+                           "--variants", "none", "some", "--eval-episodes", "10", "--learning-starts", "50",
+                           "--records", str(records)],
+                          cwd=BENCHMARKS, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert sum(line.startswith("  seed ") for line in lines) == 4
+    table = [line for line in lines if line.startswith("|")]
+    loaded = Records.load(records)
+    assert render(loaded).splitlines() == table
+    assert len(loaded.records) == 2 * 2 * 2
+    assert loaded.options["budgets"] == [100, 200] and "records" not in loaded.options
