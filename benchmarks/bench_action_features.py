@@ -15,11 +15,10 @@ from __future__ import annotations
 import argparse
 import functools
 
-import bench_args
-from bench_mazerunner import SingleEnvTimer
-
 from sb3_hir.action_features import ActionFeaturesWrapper
 from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.experiment import arguments
+from sb3_hir.experiment.timing import SingleEnvTimer
 
 
 def make(features: str | None, randomized_actions: bool, **kwargs: int) -> ActionFeaturesWrapper | MazeRunnerEnv:
@@ -30,7 +29,7 @@ def make(features: str | None, randomized_actions: bool, **kwargs: int) -> Actio
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100_000, help="single-env steps per side")
-    bench_args.add_maze(parser, maze_dim=11)
+    arguments.add_maze(parser, maze_dim=11)
     parser.add_argument("--randomized-actions", action="store_true", help="permute the moves every episode")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--chunks", type=int, default=40, help="alternating chunks the steps are split into")

@@ -30,18 +30,19 @@ import tempfile
 import time
 import warnings
 
-import bench_args
 import numpy as np
 import torch as th
 from imitation.algorithms import bc
 from imitation.data import types
 from imitation.util import logger as imit_logger
-from ray_trials import run_all
 from stable_baselines3.common.policies import BasePolicy, MultiInputActorCriticPolicy
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
+from sb3_hir.callbacks import evaluate_instruction_policy
 from sb3_hir.dagger import DAggerCollector, DAggerTrainer, PolicyRunner
 from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
+from sb3_hir.experiment import arguments, mean_std
+from sb3_hir.experiment.runner import run_all
 from sb3_hir.extractors import HistoryExtractor
 from sb3_hir.history import HistoryWrapper
 
@@ -59,22 +60,17 @@ def make_venv(seed: int, history: int = 0) -> VecEnv:
 
 
 def success_rate(policy, n_episodes: int, seed: int, history: int = 0) -> float:
-    """Share of ``n_episodes`` held-out episodes (fixed seed) in which ``policy`` reaches both goals in order.
+    """Share of ``n_episodes`` held-out episodes (fixed seed) in which ``policy`` reaches both goals in order, by
+    the library's evaluator (the same number of episodes from each sub-env).
 
     ``policy`` is a policy, or a function building one for the evaluation venv (the expert needs the venv).
     """
     venv = make_venv(seed, history)
     if not isinstance(policy, BasePolicy):
         policy = policy(venv)
-    runner = PolicyRunner(policy, N_ENVS, deterministic=True)
-    obs = venv.reset()
-    successes: list[bool] = []
-    while len(successes) < n_episodes:
-        obs, _, dones, infos = venv.step(runner(obs))
-        runner.observe_dones(dones)
-        successes.extend(bool(infos[i]["is_success"]) for i in np.flatnonzero(dones))
+    result = evaluate_instruction_policy(policy, venv, n_episodes, deterministic=True, seed=seed)
     venv.close()
-    return float(np.mean(successes[:n_episodes]))
+    return result.success_rate
 
 
 def per_step_error(policy, seed: int, own_states: bool, history: int = 0, steps: int = 300) -> float:
@@ -178,16 +174,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--steps-per-round", type=int, default=250, help="vector steps (x 8 envs = labels)")
     parser.add_argument("--batches-per-round", type=int, default=1000)
-    bench_args.add_eval_episodes(parser, 200)
-    bench_args.add_seeds(parser, [0, 1, 2])
-    bench_args.add_history(parser, [0, 16], help="window lengths to compare (0: the memoryless learner)")
+    arguments.add_eval_episodes(parser, 200)
+    arguments.add_seeds(parser, [0, 1, 2])
+    arguments.add_history(parser, [0, 16], help="window lengths to compare (0: the memoryless learner)")
     parser.add_argument("--encoder", default="gru", choices=["gru", "conv"], help="HistoryExtractor encoder")
-    bench_args.add_ray(parser, "(seed, memory, arm) runs", cpus_per_trial=False)
+    arguments.add_ray(parser, "(seed, memory, arm) runs", cpus_per_trial=False)
     args = parser.parse_args()
     th.set_num_threads(1)
     warnings.filterwarnings("ignore", category=UserWarning, module="imitation")  # its DictObs/BC chatter
     start = time.perf_counter()
-    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
+    options = {k: v for k, v in vars(args).items() if k not in arguments.RAY_OPTIONS}
     runs = [(seed, h, arm) for seed in args.seeds for h in args.history for arm in ARMS]
     configs = [dict(seed=seed, history=h, arm=arm, options=options) for seed, h, arm in runs]
     outs = list(run_all(run_trial, configs, use_ray=args.ray, address=args.ray_address, name="bench_dagger_mazerunner"))
@@ -199,7 +195,7 @@ def main() -> None:
           f"{args.steps_per_round * N_ENVS} labels and {args.batches_per_round} BC batches (64) per round; "
           f"success over {args.eval_episodes} held-out episodes; mean ± std over seeds {args.seeds}; "
           f"history encoder {args.encoder}")
-    print(f"shortest-path expert success: {expert.mean():.3f} ± {expert.std():.3f}")
+    print(f"shortest-path expert success: {mean_std(expert, 3)}")
 
     def name(h: int) -> str:
         return f"history {h}" if h else "memoryless"
@@ -214,7 +210,7 @@ def main() -> None:
             for arm in ARMS:
                 assert int(np.sum(by[(h, arm)][0]["labels"][: r + 1])) == n_labels  # equal labels, every arm
                 rates = np.array([out["success"][r] for out in by[(h, arm)]])
-                cells.append(f"{rates.mean():.3f} ± {rates.std():.3f}")
+                cells.append(f"{mean_std(rates, 3)}")
         print(f"| {r} | {schedule_of('DAgger')(r):.2f} | {n_labels} | " + " | ".join(cells) + " |")
     print("\nper memory, DAgger's labels collected where the learner acted / of those, disagreed with the expert:")
     for h in args.history:

@@ -41,15 +41,15 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch as th
-from fetch_push_expert import ScriptedPusher, push_env_id
-from pointmaze_expert import make_env, maze_demos
 from stable_baselines3 import SAC
-from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_hir import Episode, HerReplayBuffer
 from sb3_hir.atomic import atomic_path
 from sb3_hir.callbacks import evaluate_instruction_policy
+from sb3_hir.experiment import BudgetCallback, mean_std
+from sb3_hir.experiment.experts.fetch_push import ScriptedPusher, push_env_id
+from sb3_hir.experiment.experts.pointmaze import make_env, maze_demos
 
 ENV_ID = "PointMaze_UMaze-v3"
 SCALE = 2.0
@@ -64,20 +64,6 @@ def eval_seed(seed: int) -> int:
 def demo_seed(seed: int) -> int:
     """The first demonstration's seed; episode ``i`` uses ``demo_seed + i`` (apart from the evaluation seeds)."""
     return 1_000_000 + 10_000 * seed
-
-
-class AtBudgets(BaseCallback):
-    """Evaluate once at each budget inside one training run."""
-
-    def __init__(self, budgets: list[int], evaluate: Any) -> None:
-        super().__init__()
-        self.budgets, self.evaluate = sorted(budgets), evaluate
-        self.results: dict[int, float] = {}
-
-    def _on_step(self) -> bool:
-        while self.budgets and self.num_timesteps >= self.budgets[0]:
-            self.results[self.budgets.pop(0)] = self.evaluate(self.model)
-        return True
 
 
 def stored_action_span(model: SAC) -> tuple[float, float]:
@@ -146,14 +132,14 @@ def run(seed: int, demos: int, args: argparse.Namespace) -> tuple[dict[int, floa
         expert = np.mean([bool(ep.infos[-1]["is_success"]) for ep in episodes])
         note = f"; demos: expert success {expert:.2f}, actions stored in [{low:.2f}, {high:.2f}]"
     eval_env = make_vec_env(env_fn, n_envs=1)
-    callback = AtBudgets(args.budgets, lambda m: evaluate_instruction_policy(
-        m, eval_env, args.eval_episodes, deterministic=True, seed=eval_seed(seed)).success_rate)
+    callback = BudgetCallback(args.budgets, lambda m: {"success_rate": evaluate_instruction_policy(
+        m, eval_env, args.eval_episodes, deterministic=True, seed=eval_seed(seed)).success_rate})
     begin = time.perf_counter()
     model.learn(total_timesteps=args.budgets[-1], callback=callback)
     seconds = time.perf_counter() - begin
     eval_env.close()
     venv.close()
-    return callback.results, seconds, note
+    return {b: v["success_rate"] for b, v in callback.results.items()}, seconds, note
 
 
 def run_path(args: argparse.Namespace, side: str, seed: int) -> Path:
@@ -234,7 +220,7 @@ def main() -> None:
     emit("|---:|---:|---:|---:|")
     for budget in args.budgets:
         a, b = (np.asarray(results[name][budget]) for name in sides)
-        emit(f"| {budget} | {a.mean():.3f} ± {a.std():.3f} | {b.mean():.3f} ± {b.std():.3f} | "
+        emit(f"| {budget} | {mean_std(a, 3)} | {mean_std(b, 3)} | "
              f"{b.mean() - a.mean():+.3f} |")
     emit(f"wall time {time.perf_counter() - begin:.0f} s")
 

@@ -28,29 +28,28 @@ Envs (``--env``):
 
 Each run is evaluated at every budget of ``--budgets`` inside the same training run (a callback), with
 ``--eval-episodes`` deterministic episodes on fixed seeds; success = the env's own test held at some step. Prints
-mean +- std over seeds per budget, and the target check: ours not below HER by more than the spread at every budget.
+mean ± std over seeds per budget, and the target check: ours not below HER by more than the spread at every budget.
+The harness (:mod:`sb3_hir.experiment`) runs the (seed, buffer) pairs and renders the table; ``--records FILE``
+keeps every run's numbers as JSON.
 
-With ``--ray`` the (seed, buffer) runs are Ray Tune trials (:mod:`ray_trials`: one torch thread each,
+With ``--ray`` the (seed, buffer) runs are Ray Tune trials (:mod:`sb3_hir.experiment.runner`: one torch thread each,
 ``--cpus-per-trial`` CPUs reserved, a local Ray instance or ``--ray-address``), in parallel; each run is seeded as
 in the sequential loop, so the printed lines and table are the same, printed once all trials are done.
 
 Usage: ``python benchmarks/bench_goalenv_her.py [--env planar|bitflip|<GoalEnv id>] [--budgets 2000 4000 8000]
-[--seeds 0 1 2] [--max-episode-steps 50] [--eval-episodes 50] [--ray [--ray-address auto] [--cpus-per-trial 1]]``
+[--seeds 0 1 2] [--max-episode-steps 50] [--eval-episodes 50] [--ray [--ray-address auto] [--cpus-per-trial 1]]
+[--records FILE]``
 """
 
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any
 
-import bench_args
 import gymnasium as gym
 import numpy as np
 import torch as th
-from ray_trials import run_all
 from stable_baselines3 import DQN, SAC, HerReplayBuffer
-from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
@@ -58,6 +57,17 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from sb3_hir import buffers as hir
 from sb3_hir import plugins
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.experiment import (
+    BenchmarkSpec,
+    BudgetCallback,
+    TableLayout,
+    arguments,
+    episode_evaluator,
+    mean_std,
+    run_benchmark,
+    timed_run,
+)
+from sb3_hir.experiment.table import render_comparison
 from sb3_hir.extractors import KeySelectExtractor
 from sb3_hir.instruction import DesiredGoalSampler, InstructionWrapper
 from sb3_hir.testing import PointReachEnv
@@ -104,21 +114,6 @@ def make_instruction(args: argparse.Namespace) -> gym.Env:
     return plugins.create("env", "goalenv", env_id=env_id(args), **raw_env_kwargs(args))
 
 
-class BudgetEval(BaseCallback):
-    """Evaluate at each budget inside one training run, so that one run gives the whole learning curve."""
-
-    def __init__(self, budgets: list[int], evaluate: Any) -> None:
-        super().__init__()
-        self.budgets = sorted(budgets)
-        self.evaluate = evaluate
-        self.results: dict[int, float] = {}
-
-    def _on_step(self) -> bool:
-        while self.budgets and self.num_timesteps >= self.budgets[0]:
-            self.results[self.budgets.pop(0)] = self.evaluate(self.model)
-        return True
-
-
 def build(agent: str, args: argparse.Namespace, seed: int) -> OffPolicyAlgorithm:
     common: dict[str, Any] = dict(
         learning_rate=args.learning_rate, buffer_size=max(args.budgets[-1], 1000),
@@ -158,54 +153,53 @@ def build(agent: str, args: argparse.Namespace, seed: int) -> OffPolicyAlgorithm
     return SAC("MultiInputPolicy", venv, tau=0.05, ent_coef=args.ent_coef, policy_kwargs=net, **common)
 
 
-def evaluate(agent: str, model: OffPolicyAlgorithm, args: argparse.Namespace, seed: int) -> float:
+def evaluator(agent: str, args: argparse.Namespace, seed: int) -> Any:
     """Fraction of episodes in which the env's own success test held at some step (same seeds for both agents)."""
     instruction = agent == "HIR" and args.ours == "instruction"
-    env = make_instruction(args) if instruction else make_raw(args)
-    successes = []
-    for episode in range(args.eval_episodes):
-        obs, _ = env.reset(seed=100_000 + 1000 * seed + episode)
-        done = reached = False
-        while not done:
-            action, _ = model.predict(obs, deterministic=True)
-            obs, _, terminated, truncated, info = env.step(action)
-            own = info.get("env_is_success", info.get("is_success", info.get("success", False)))
-            reached = reached or bool(own) or (instruction and bool(info["is_success"]))
-            done = terminated or truncated
-        successes.append(reached)
-    env.close()
-    return float(np.mean(successes))
+
+    def succeeded(info: dict[str, Any]) -> float:
+        own = info.get("env_is_success", info.get("is_success", info.get("success", False)))
+        return float(bool(own) or (instruction and bool(info["is_success"])))
+
+    return episode_evaluator(lambda: make_instruction(args) if instruction else make_raw(args), args.eval_episodes,
+                             seed, seed_base=100_000, metrics={"success_rate": succeeded}, any_step=True)
+
+
+#: The buffer named in a side's label -> the agent ``build`` makes.
+AGENTS = {"HIR buffer": "HIR", "HerReplayBuffer": "HER"}
+
+
+def train(config: dict[str, Any]) -> dict[int, dict[str, float]]:
+    """One training run of side ``config["side"]`` (``"<algorithm> + HIR buffer"`` or ``"... + HerReplayBuffer"``):
+    its success rate at each budget."""
+    args = argparse.Namespace(**config["options"])
+    agent, seed = AGENTS[config["side"].split(" + ")[1]], config["seed"]
+    model = build(agent, args, seed)
+    callback = BudgetCallback(config["budgets"], evaluator(agent, args, seed))
+    model.learn(total_timesteps=config["budgets"][-1], callback=callback)
+    return callback.results
 
 
 def run_seed(config: dict[str, Any]) -> dict[str, Any]:
-    """One training run: ``config`` holds ``agent`` (``"HIR"`` or ``"HER"``), ``seed`` and ``options`` (the command
-    line options as a dict). Returns ``success`` (budget as a string -> success rate) and ``seconds`` (training
-    time). A plain function of a plain dict, so that it runs alike in this process or as a Ray Tune trial."""
-    args = argparse.Namespace(**config["options"])
-    agent, seed = config["agent"], config["seed"]
-    model = build(agent, args, seed)
-    callback = BudgetEval(args.budgets, lambda m: evaluate(agent, m, args, seed))
-    begin = time.perf_counter()
-    model.learn(total_timesteps=args.budgets[-1], callback=callback)
-    seconds = time.perf_counter() - begin
-    return {"success": {str(b): value for b, value in callback.results.items()}, "seconds": seconds}
+    """One run (a plain function of a plain dict, alike in this process or as a Ray Tune trial), timed."""
+    return timed_run(train, config)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default=PLANAR, help="planar, bitflip, or a GoalEnv id such as PointMaze_UMaze-v3")
-    bench_args.add_budgets(parser, [2000, 4000, 8000], help=bench_args.BUDGETS_HELP)
-    bench_args.add_seeds(parser, [0, 1, 2])
+    arguments.add_budgets(parser, [2000, 4000, 8000], help=arguments.BUDGETS_HELP)
+    arguments.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--max-episode-steps", type=int, default=50)
     parser.add_argument("--n-bits", type=int, default=15, help="bitflip: number of bits (and episode length)")
-    bench_args.add_n_envs(parser, 1)
-    bench_args.add_learner(parser, helps={"gradient_steps": "gradient steps per vector step"}, gradient_steps=1,
+    arguments.add_n_envs(parser, 1)
+    arguments.add_learner(parser, helps={"gradient_steps": "gradient steps per vector step"}, gradient_steps=1,
                            learning_starts=500, learning_rate=1e-3, gamma=0.95, batch_size=128)
     parser.add_argument("--hidden", type=int, default=64)
-    bench_args.add_learner(parser, helps={"exploration_fraction": "DQN only"}, exploration_fraction=0.1)
+    arguments.add_learner(parser, helps={"exploration_fraction": "DQN only"}, exploration_fraction=0.1)
     parser.add_argument("--target-update-interval", type=int, default=500, help="DQN only")
     parser.add_argument("--ent-coef", default="auto", help="SAC only: its ent_coef (same for both buffers)")
-    bench_args.add_eval_episodes(parser, 50)
+    arguments.add_eval_episodes(parser, 50)
     parser.add_argument("--ours", choices=["native", "instruction"], default="native",
                         help="native: sb3_hir.HerReplayBuffer on the raw GoalEnv, only the class swapped; instruction: "
                         "the InstructionWrapper adapter (the options below apply to it)")
@@ -216,8 +210,9 @@ def main() -> None:
                         help="HIR strategy; with one goal 'all' is HER's future rule, 'some' keeps half the draws")
     parser.add_argument("--goal-selection", choices=["future", "episode"], default="future")
     parser.add_argument("--relabel-ratio", type=float, default=0.8, help="HIR relabel_ratio (HER: n_sampled_goal=4)")
-    bench_args.add_threads(parser)
-    bench_args.add_ray(parser, "(seed, buffer) pairs")
+    arguments.add_threads(parser)
+    arguments.add_ray(parser, "(seed, buffer) pairs")
+    arguments.add_records(parser)
     args = parser.parse_args()
     if args.ray and args.threads != 1:
         parser.error("--threads: Ray trials use one torch thread each; use --cpus-per-trial to reserve cores")
@@ -225,45 +220,25 @@ def main() -> None:
     th.set_num_threads(args.threads)
 
     algo = "DQN" if args.env == BITFLIP else "SAC"
-    agents = {f"{algo} + HIR buffer": "HIR", f"{algo} + HerReplayBuffer": "HER"}
-    results: dict[str, dict[int, list[float]]] = {a: {b: [] for b in args.budgets} for a in agents}
-    times: dict[str, list[float]] = {a: [] for a in agents}
-    runs = [(seed, name) for seed in args.seeds for name in agents]
-    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
-    configs = [dict(agent=agents[name], seed=seed, options=options) for seed, name in runs]
-
-    def report(seed: int, name: str, out: dict[str, Any]) -> None:
-        times[name].append(out["seconds"])
-        success = {int(b): value for b, value in out["success"].items()}
-        for budget in args.budgets:
-            results[name][budget].append(success.get(budget, float("nan")))
-        curve = " ".join(f"{b}:{success.get(b, float('nan')):.2f}" for b in args.budgets)
-        print(f"seed {seed} {name:<22} success at budgets {curve}  ({times[name][-1]:.0f}s)", flush=True)
-
-    outs = run_all(run_seed, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,
-                   name="bench_goalenv_her")
-    for (seed, name), out in zip(runs, outs, strict=True):
-        report(seed, name, out)
-
+    ours, hers = f"{algo} + HIR buffer", f"{algo} + HerReplayBuffer"
+    options = {k: v for k, v in vars(args).items() if k not in arguments.RAY_OPTIONS}
     label = f"bitflip n_bits={args.n_bits}" if args.env == BITFLIP else f"{env_id(args)} max_episode_steps=" \
         f"{args.max_episode_steps}"
+    layout = TableLayout(row="buffer", metrics={"success_rate": "success"}, digits=3,
+                         comparison=[ours, hers, "ours - HER"])
+    spec = BenchmarkSpec(name="bench_goalenv_her", env=label, algorithm=algo, sides=[ours, hers], seeds=args.seeds,
+                         budgets=args.budgets, layout=layout)
+    records = run_benchmark(spec, run_seed, options, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial,
+                            address=args.ray_address)
+    if args.records:
+        records.save(args.records)
     print()
     print(f"{label} (k=1); {len(args.seeds)} seeds, {args.eval_episodes} deterministic eval episodes per seed "
           "and budget")
-    print("| budget | " + " | ".join(agents) + " | ours - HER | spread | target |")
-    print("|---:|" + "---:|" * (len(agents) + 3))
-    all_met = True
-    for budget in args.budgets:
-        ours, hers = (np.asarray(results[name][budget]) for name in agents)
-        spread = max(ours.std(), hers.std())
-        met = ours.mean() >= hers.mean() - spread
-        all_met &= bool(met)
-        cells = " | ".join(f"{np.mean(results[n][budget]):.3f} ± {np.std(results[n][budget]):.3f}" for n in agents)
-        mark = "met" if met else "MISSED"
-        print(f"| {budget} | {cells} | {ours.mean() - hers.mean():+.3f} | {spread:.3f} | {mark} |")
-    print("train seconds: " + ", ".join(f"{n} {np.mean(t):.0f} ± {np.std(t):.0f}" for n, t in times.items()))
+    table, all_met = render_comparison(records, ours, hers, difference="ours - HER")
+    print(table)  # as `python -m sb3_hir.experiment render` prints it from --records
+    print("train seconds: " + ", ".join(f"{side} {mean_std(records.seconds(side), 0)}" for side in (ours, hers)))
     print(f"target 'ours not below HER beyond the spread at every budget': {'met' if all_met else 'MISSED'}")
-
 
 if __name__ == "__main__":
     main()

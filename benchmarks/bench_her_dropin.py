@@ -73,20 +73,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-import bench_args
 import gymnasium as gym
 import numpy as np
 import torch as th
-from fetch_push_expert import push_demos, push_env_id
-from ray_trials import run_all
 from stable_baselines3 import DQN, SAC, HerReplayBuffer
-from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_hir import buffers as hir
 from sb3_hir.atomic import atomic_path
+from sb3_hir.experiment import BudgetCallback, Records, TableLayout, arguments, episode_evaluator, mean_std
+from sb3_hir.experiment.experts.fetch_push import push_demos, push_env_id
+from sb3_hir.experiment.runner import run_all
+from sb3_hir.experiment.table import render_comparison
 
 BUFFERS = {"HER": HerReplayBuffer, "ours": hir.HerReplayBuffer}
 #: the push suite's sides: (buffer class, extra ``replay_buffer_kwargs``); demonstrations are added to ``ours-demos``.
@@ -125,46 +125,15 @@ GRID: dict[str, tuple[str, int, int, dict[str, Any], int]] = {
 GRID_BUDGETS = [5000, 10000, 20000]
 
 
-class AtBudgets(BaseCallback):
-    """Calls ``score(model)`` when the step count first passes each budget (one training run, several budgets)."""
-
-    def __init__(self, budgets: list[int], score: Any) -> None:
-        super().__init__()
-        self.budgets, self.score = sorted(budgets), score
-        self.results: dict[int, float] = {}
-
-    def _on_step(self) -> bool:
-        for budget in self.budgets:
-            if budget not in self.results and self.num_timesteps >= budget:
-                self.results[budget] = float(self.score(self.model))
-        return True
-
-
-def training_success(model: Any) -> float:
+def training_success(model: Any) -> dict[str, float]:
     """SB3's performance-test score: mean ``is_success`` over the last 50 finished training episodes."""
     recent = list(model.ep_success_buffer)[-50:]
-    return float(np.mean(recent)) if recent else 0.0
+    return {"success_rate": float(np.mean(recent)) if recent else 0.0}
 
 
-def deterministic_success(make_env: Any, episodes: int, seed: int, normalize: VecNormalize | None = None) -> Any:
-    """Success at the episode's last step (the env's ``is_success``), deterministic policy, fixed eval seeds."""
-
-    def score(model: Any) -> float:
-        env = make_env()
-        hits = []
-        for episode in range(episodes):
-            obs, _ = env.reset(seed=10_000 + 1000 * seed + episode)
-            done, info = False, {}
-            while not done:
-                policy_obs = normalize.normalize_obs(obs) if normalize is not None else obs
-                action, _ = model.predict(policy_obs, deterministic=True)
-                obs, _, terminated, truncated, info = env.step(action)
-                done = terminated or truncated
-            hits.append(bool(info.get("is_success", False)))
-        env.close()
-        return float(np.mean(hits))
-
-    return score
+def successes(callback: BudgetCallback) -> dict[str, float]:
+    """The success rate at each budget, keyed by the budget's text (JSON keys)."""
+    return {str(b): v["success_rate"] for b, v in callback.results.items()}
 
 
 def fetch_id() -> str:
@@ -203,7 +172,7 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
                     replay_buffer_kwargs=dict(n_sampled_goal=5 if tuned else 4, goal_selection_strategy="future"),
                     seed=seed, device="cpu", **settings)
         budgets = bitflip_budgets(args.max_steps[args.n_bits.index(n_bits)])
-        score = deterministic_success(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), args.eval_episodes,
+        score = episode_evaluator(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), args.eval_episodes,
                                       seed)
     elif args.suite == "panda":
         import panda_gym  # noqa: F401  (registers the Panda ids)
@@ -217,7 +186,7 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
             learning_starts=1000, policy_kwargs=dict(net_arch=[64, 64], n_critics=1), seed=seed, device="cpu",
         )
         budgets = args.budgets
-        score = deterministic_success(lambda: gym.make("PandaReach-v3"), args.eval_episodes, seed, normalize=venv)
+        score = episode_evaluator(lambda: gym.make("PandaReach-v3"), args.eval_episodes, seed, normalize=venv)
     else:
         env_id = fetch_id()
         venv = VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=0.95)
@@ -228,11 +197,11 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
             learning_starts=1000, policy_kwargs=dict(net_arch=[64, 64]), seed=seed, device="cpu",
         )
         budgets = args.budgets
-        score = deterministic_success(lambda: gym.make(env_id), args.eval_episodes, seed, normalize=venv)
-    callback = AtBudgets(budgets, score)
+        score = episode_evaluator(lambda: gym.make(env_id), args.eval_episodes, seed, normalize=venv)
+    callback = BudgetCallback(budgets, score)
     begin = time.perf_counter()
     model.learn(total_timesteps=max(budgets), callback=callback)
-    return {"scores": {str(b): v for b, v in callback.results.items()}, "seconds": time.perf_counter() - begin}
+    return {"scores": successes(callback), "seconds": time.perf_counter() - begin}
 
 
 #: each finished push run, one JSON file per (settings, side, seed): a push run takes a quarter of an hour on one
@@ -275,11 +244,11 @@ def run_push(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]
                  policy_kwargs=dict(net_arch=args.net_arch, n_critics=2), seed=seed, **device)
     if side == "ours-demos":
         model.replay_buffer.add_demonstrations(push_demos(args.demos, seed=100_000 + 1_000 * seed))
-    callback = AtBudgets(push_budgets(args), deterministic_success(lambda: gym.make(env_id), args.eval_episodes,
+    callback = BudgetCallback(push_budgets(args), episode_evaluator(lambda: gym.make(env_id), args.eval_episodes,
                                                                    seed))
     begin = time.perf_counter()
     model.learn(total_timesteps=args.max_push_steps, callback=callback)
-    out = {"scores": {str(b): v for b, v in callback.results.items()}, "seconds": time.perf_counter() - begin}
+    out = {"scores": successes(callback), "seconds": time.perf_counter() - begin}
     with atomic_path(push_run_path(config, args)) as path:
         path.write_text(json.dumps(dict(config={k: v for k, v in config.items() if k != "options"}, **out)))
     return out
@@ -350,12 +319,12 @@ def run_grid(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]
         budgets, score = [1500], training_success
     else:
         budgets = GRID_BUDGETS
-        score = deterministic_success(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), args.eval_episodes,
+        score = episode_evaluator(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), args.eval_episodes,
                                       seed)
-    callback = AtBudgets(budgets, score)
+    callback = BudgetCallback(budgets, score)
     begin = time.perf_counter()
     model.learn(total_timesteps=max(budgets), callback=callback)
-    return {"scores": {str(b): v for b, v in callback.results.items()}, "seconds": time.perf_counter() - begin}
+    return {"scores": successes(callback), "seconds": time.perf_counter() - begin}
 
 
 def grid_table(configs: list[dict[str, Any]], outs: list[dict[str, Any]], seeds: list[int]) -> bool:
@@ -387,7 +356,7 @@ def grid_table(configs: list[dict[str, Any]], outs: list[dict[str, Any]], seeds:
     seconds = {side: [o["seconds"] for c, o in zip(configs, outs, strict=True) if c["buffer"] == side]
                for side in GRID_SIDES}
     print("train seconds per run (evaluation included): " + ", ".join(
-        f"{side} {np.mean(s):.0f} ± {np.std(s):.0f}" for side, s in seconds.items()))
+        f"{side} {mean_std(s, 0)}" for side, s in seconds.items()))
     return held["ours"]
 
 
@@ -400,22 +369,16 @@ def bitflip_budgets(max_steps: int) -> list[int]:
 
 
 def summary(values: list[float]) -> str:
-    return f"{np.mean(values):.2f} ± {np.std(values):.2f}"
+    return mean_std(values, 2)
 
 
-def table(title: str, budgets: list[int], scores: dict[str, dict[int, list[float]]], seeds: list[int]) -> bool:
+def table(title: str, budgets: list[int], records: Records, seeds: list[int]) -> bool:
+    """``ours`` against HER at ``budgets`` (the harness's comparison table); whether ours holds at each."""
     print(f"\n{title}; {len(seeds)} seeds (mean ± std)")
-    print("| budget | HER | ours | ours - HER | spread | target |")
-    print("|---:|---:|---:|---:|---:|---|")
-    met_all = True
-    for budget in budgets:
-        hers, ours = np.asarray(scores["HER"][budget]), np.asarray(scores["ours"][budget])
-        spread = max(hers.std(), ours.std())
-        met = ours.mean() >= hers.mean() - spread
-        met_all &= bool(met)
-        print(f"| {budget} | {summary(list(hers))} | {summary(list(ours))} | {ours.mean() - hers.mean():+.2f} | "
-              f"{spread:.2f} | {'met' if met else 'MISSED'} |")
-    return met_all
+    text, met = render_comparison(records, "ours", "HER", digits=2, difference="ours - HER", budgets=budgets,
+                                  theirs_first=True)
+    print(text)
+    return met
 
 
 def main() -> None:
@@ -432,22 +395,22 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true",
                         help="push suite: reuse the runs already kept in results/push_runs/ with the same settings")
     parser.add_argument("--settings", nargs="+", choices=list(GRID), default=list(GRID), help="grid suite")
-    bench_args.add_seeds(parser, [0, 1, 2, 3, 4])
-    bench_args.add_budgets(parser, None, help="perf: default 1000 1500 2500; fetch, panda: default 5000 10000 20000")
+    arguments.add_seeds(parser, [0, 1, 2, 3, 4])
+    arguments.add_budgets(parser, None, help="perf: default 1000 1500 2500; fetch, panda: default 5000 10000 20000")
     parser.add_argument("--n-bits", type=int, nargs="+", default=[8, 12, 15], help="bitflip suite")
     parser.add_argument("--max-steps", type=int, nargs="+", default=[16000, 32000, 64000],
                         help="bitflip suite: longest budget per --n-bits entry")
     parser.add_argument("--dqn", choices=["perf-test", "defaults"], default="perf-test",
                         help="bitflip suite: DQN settings (see the module docstring)")
-    bench_args.add_eval_episodes(parser, 50)
-    bench_args.add_ray(parser)
+    arguments.add_eval_episodes(parser, 50)
+    arguments.add_ray(parser)
     args = parser.parse_args()
     if args.budgets is None:
         args.budgets = [1000, 1500, 2500] if args.suite == "perf" else [5000, 10000, 20000]
     if len(args.max_steps) != len(args.n_bits):
         parser.error("--max-steps needs one entry per --n-bits entry")
     th.set_num_threads(1)
-    options = {k: v for k, v in vars(args).items() if k not in (*bench_args.RAY_OPTIONS, "resume")}
+    options = {k: v for k, v in vars(args).items() if k not in (*arguments.RAY_OPTIONS, "resume")}
     variants: list[dict[str, Any]] = [{}]
     if args.suite == "bitflip":
         variants = [dict(n_bits=n) for n in args.n_bits]
@@ -488,15 +451,15 @@ def main() -> None:
     for variant in variants if args.suite != "perf" else [{}]:
         rows = [(c, o) for c, o in zip(configs, outs, strict=True) if c.get("n_bits") == variant.get("n_bits")]
         budgets = sorted({int(b) for _, o in rows for b in o["scores"]})
-        scores: dict[str, dict[int, list[float]]] = {b: {x: [] for x in budgets} for b in BUFFERS}
-        for config, out in rows:
-            for budget in budgets:
-                if str(budget) in out["scores"]:  # perf: one budget per run
-                    scores[config["buffer"]][budget].append(out["scores"][str(budget)])
+        records = Records("bench_her_dropin", layout=TableLayout(metrics={"success_rate": "success"}))
+        for config, out in rows:  # perf: one budget per run
+            records.add_run(config["buffer"], config["seed"],
+                            {b: {"success_rate": v} for b, v in out["scores"].items()}, out["seconds"])
+        scores = {b: {x: records.values(b, x, "success_rate") for x in budgets} for b in BUFFERS}
         seconds = {b: [o["seconds"] for c, o in rows if c["buffer"] == b] for b in BUFFERS}
         if args.suite == "perf":
             title = "SB3's HER performance test (DQN, BitFlipping-10, 2 envs): training success, last 50 episodes"
-            verdicts.append(table(title, budgets, scores, args.seeds))
+            verdicts.append(table(title, budgets, records, args.seeds))
             at = max(b for b in budgets if b <= 1500) if min(budgets) <= 1500 else budgets[0]
             ours = np.asarray(scores["ours"][at])
             passing = int((ours > 0.9).sum())
@@ -512,17 +475,17 @@ def main() -> None:
             note = "first reaches 0.8" if reaching else "never reaches 0.8; its largest budget"
             title = (f"BitFlipping n_bits={variant['n_bits']} (DQN {args.dqn} settings): deterministic success at 1/4, "
                      f"1/2 and 1x of B={top} (HER {note})")
-            verdicts.append(table(title, shown, scores, args.seeds))
+            verdicts.append(table(title, shown, records, args.seeds))
             print("full curves: " + "; ".join(
                 f"{b}: HER {np.mean(scores['HER'][b]):.2f} ours {np.mean(scores['ours'][b]):.2f}" for b in budgets))
         elif args.suite == "panda":
             title = "PandaReach-v3 (rl-zoo3 TQC config): is_success at the episode's end, deterministic"
-            verdicts.append(table(title, budgets, scores, args.seeds))
+            verdicts.append(table(title, budgets, records, args.seeds))
         else:
             title = f"{fetch_id()} (rl-zoo3 SAC config): is_success at the last of 50 steps, deterministic"
-            verdicts.append(table(title, budgets, scores, args.seeds))
+            verdicts.append(table(title, budgets, records, args.seeds))
         print("train seconds (evaluation included): " + ", ".join(
-            f"{b} {np.mean(s):.0f} ± {np.std(s):.0f}" for b, s in seconds.items()))
+            f"{b} {mean_std(s, 0)}" for b, s in seconds.items()))
     print(f"\ntarget 'ours >= HER within the spread at every budget': {'met' if all(verdicts) else 'MISSED'}")
     print(f"wall time {time.perf_counter() - began:.0f} s")
 

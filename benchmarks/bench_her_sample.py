@@ -24,7 +24,6 @@ import argparse
 import time
 from typing import Any
 
-import bench_args
 import gymnasium as gym
 import numpy as np
 import torch as th
@@ -34,6 +33,7 @@ from stable_baselines3.common.buffers import DictReplayBuffer
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir import buffers as hir
+from sb3_hir.experiment import arguments
 
 LENGTH = 50
 BATCH = 256
@@ -109,7 +109,7 @@ def median_seconds(buffer: Any, rounds: list[float], calls: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=1_000_000)
-    bench_args.add_n_envs(parser, 8)
+    arguments.add_n_envs(parser, 8)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)

@@ -20,18 +20,19 @@ and ``goals``). Each run is evaluated at every budget of ``--budgets`` inside th
 callback): ``--eval-episodes`` episodes with the deterministic policy on fixed eval seeds (the same for all
 variants), recording goals reached per episode and the success rate (all k goals reached in order).
 
-It prints mean +- std over seeds per budget and two verdicts at the last budget: each HIR variant against
+It prints mean ± std over seeds per budget and two verdicts at the last budget: each HIR variant against
 ``none``, and each new variant against its ``old-`` counterpart (a win needs the difference of means to exceed the
-sum of both standard deviations).
+sum of both standard deviations). The harness (:mod:`sb3_hir.experiment`) runs the (seed, variant) pairs,
+evaluates at the budgets and renders the table; ``--records FILE`` keeps every run's numbers as JSON.
 
-With ``--ray`` the (seed, variant) runs are Ray Tune trials (:mod:`ray_trials`: one torch thread each,
+With ``--ray`` the (seed, variant) runs are Ray Tune trials (:mod:`sb3_hir.experiment.runner`: one torch thread each,
 ``--cpus-per-trial`` CPUs reserved, a local Ray instance or ``--ray-address``), in parallel; each run is seeded as
 in the sequential loop, so the printed lines and tables are the same, printed once all trials are done. The
 ``old-`` variants read git history from this script's repository, whatever the trial's working directory.
 
 Usage: ``python benchmarks/bench_hir_learning.py [--seeds 0 1 2] [--budgets 10000 20000 30000] [--maze-dim 7]
 [--goals 3] [--step-reward 0] [--variants none some all some-n3 old-some old-all]
-[--ray [--ray-address auto] [--cpus-per-trial 1]]``
+[--ray [--ray-address auto] [--cpus-per-trial 1]] [--records FILE]``
 """
 
 from __future__ import annotations
@@ -43,19 +44,25 @@ import types
 from pathlib import Path
 from typing import Any
 
-import bench_args
-import numpy as np
 import torch as th
-from evaluation import goals_and_success
-from ray_trials import run_all
 from relaxed_draw import RelaxedReachBuffer
 from stable_baselines3 import DQN
-from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.experiment import (
+    BenchmarkSpec,
+    BudgetCallback,
+    arguments,
+    eval_seed,
+    instruction_evaluator,
+    mean_and_std,
+    render_table,
+    run_benchmark,
+    timed_run,
+)
 from sb3_hir.extractors import KeySelectExtractor
 
 VARIANTS = ("none", "some", "all", "some-n3", "old-some", "old-all", "some-relaxed", "some-n3-relaxed")
@@ -73,21 +80,6 @@ def old_buffer_class() -> type:
     return module.HindsightInstructionReplayBuffer
 
 
-class BudgetEval(BaseCallback):
-    """Evaluate at each budget inside one training run."""
-
-    def __init__(self, budgets: list[int], evaluate: Any) -> None:
-        super().__init__()
-        self.budgets = sorted(budgets)
-        self.evaluate = evaluate
-        self.results: dict[int, tuple[float, float]] = {}
-
-    def _on_step(self) -> bool:
-        while self.budgets and self.num_timesteps >= self.budgets[0]:
-            self.results[self.budgets.pop(0)] = self.evaluate(self.model)
-        return True
-
-
 def make_env_fn(args: argparse.Namespace):
     def env_fn() -> MazeRunnerEnv:
         return MazeRunnerEnv(maze_dim=args.maze_dim, num_goals=args.goals, time_limit=args.time_limit,
@@ -96,7 +88,9 @@ def make_env_fn(args: argparse.Namespace):
     return env_fn
 
 
-def train(variant: str, seed: int, args: argparse.Namespace) -> dict[int, tuple[float, float]]:
+def train(config: dict[str, Any]) -> dict[int, dict[str, float]]:
+    """One training run of ``config["side"]`` (the variant) with ``config["seed"]``: its metrics at each budget."""
+    variant, seed, args = config["side"], config["seed"], argparse.Namespace(**config["options"])
     venv = make_vec_env(make_env_fn(args), n_envs=args.n_envs, seed=seed, vec_env_cls=DummyVecEnv)
     buffer: dict[str, Any] = {}
     if variant.startswith("old-"):
@@ -134,48 +128,43 @@ def train(variant: str, seed: int, args: argparse.Namespace) -> dict[int, tuple[
         verbose=0,
         **buffer,
     )
-    callback = BudgetEval(args.budgets, lambda m: evaluate(m, seed, args))
-    model.learn(args.budgets[-1], callback=callback)
+    # The held-out episodes: 10 envs on the run's evaluation seed, the same for every variant.
+    evaluate = instruction_evaluator(
+        lambda: make_vec_env(make_env_fn(args), n_envs=10, seed=eval_seed(seed), vec_env_cls=DummyVecEnv),
+        args.eval_episodes, eval_seed(seed))
+    callback = BudgetCallback(config["budgets"], evaluate)
+    model.learn(config["budgets"][-1], callback=callback)
     venv.close()
     return callback.results
 
 
-def evaluate(model: DQN, seed: int, args: argparse.Namespace) -> tuple[float, float]:
-    """Mean goals reached per episode and success rate of the deterministic policy."""
-    venv = make_vec_env(make_env_fn(args), n_envs=10, seed=10_000 + seed, vec_env_cls=DummyVecEnv)
-    return goals_and_success(model, venv, args.eval_episodes)
-
-
 def run_trial(config: dict[str, Any]) -> dict[str, Any]:
-    """One training run: ``config`` holds ``variant``, ``seed`` and ``options`` (the command line options as a
-    dict). Returns ``curve`` (budget as a string -> ``[goals reached, success rate]``) and ``seconds``. A plain
-    function of a plain dict, so that it runs alike in this process or as a Ray Tune trial."""
-    t0 = time.perf_counter()
-    curve = train(config["variant"], config["seed"], argparse.Namespace(**config["options"]))
-    return {"curve": {str(b): list(value) for b, value in curve.items()}, "seconds": time.perf_counter() - t0}
+    """One run (a plain function of a plain dict, alike in this process or as a Ray Tune trial), timed."""
+    return timed_run(train, config)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    bench_args.add_seeds(parser, [0, 1, 2])
+    arguments.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
-    bench_args.add_budgets(parser, [10_000, 20_000, 30_000], help=bench_args.BUDGETS_HELP)
-    bench_args.add_maze(parser, maze_dim=7, goals=3, time_limit=40)
-    bench_args.add_n_envs(parser, 4)
+    arguments.add_budgets(parser, [10_000, 20_000, 30_000], help=arguments.BUDGETS_HELP)
+    arguments.add_maze(parser, maze_dim=7, goals=3, time_limit=40)
+    arguments.add_n_envs(parser, 4)
     parser.add_argument("--step-reward", type=float, default=0.0,
                         help="MazeRunner's per-step reward (0: 0/1 rewards, -1: HER's -1/0 scale); the buffer "
                         "relabels with the env's declared goal spec")
-    bench_args.add_eval_episodes(parser, 50)
+    arguments.add_eval_episodes(parser, 50)
     parser.add_argument("--relabel-ratio", type=float, default=0.8)
-    bench_args.add_learner(parser, learning_rate=5e-4, learning_starts=1_000, batch_size=128, gamma=0.95)
+    arguments.add_learner(parser, learning_rate=5e-4, learning_starts=1_000, batch_size=128, gamma=0.95)
     parser.add_argument("--train-freq", type=int, default=1, help="vectorized env steps between updates")
-    bench_args.add_learner(parser, gradient_steps=1)
+    arguments.add_learner(parser, gradient_steps=1)
     parser.add_argument("--target-update-interval", type=int, default=1_000)
-    bench_args.add_learner(parser, exploration_fraction=0.3)
+    arguments.add_learner(parser, exploration_fraction=0.3)
     parser.add_argument("--exploration-final-eps", type=float, default=0.05)
     parser.add_argument("--net-arch", type=int, nargs="+", default=[128, 128])
-    bench_args.add_threads(parser, help="torch threads (1 is fastest for these MLPs)")
-    bench_args.add_ray(parser, "(seed, variant) pairs")
+    arguments.add_threads(parser, help="torch threads (1 is fastest for these MLPs)")
+    arguments.add_ray(parser, "(seed, variant) pairs")
+    arguments.add_records(parser)
     args = parser.parse_args()
     if args.ray and args.threads != 1:
         parser.error("--threads: Ray trials use one torch thread each; use --cpus-per-trial to reserve cores")
@@ -187,58 +176,38 @@ def main() -> None:
     print(f"DQN on MazeRunner(maze_dim={args.maze_dim}, num_goals={args.goals}, time_limit={args.time_limit}), "
           f"{args.n_envs} envs, budgets {args.budgets}, seeds {args.seeds}, relabel_ratio {args.relabel_ratio}; "
           f"eval: {args.eval_episodes} episodes, deterministic policy", flush=True)
-    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
+    options = {k: v for k, v in vars(args).items() if k not in arguments.RAY_OPTIONS}
     print(f"hyperparameters: {options}", flush=True)
-    results: dict[str, dict[int, list[tuple[float, float]]]] = {v: {b: [] for b in args.budgets} for v in args.variants}
+    spec = BenchmarkSpec(
+        name="bench_hir_learning", algorithm="DQN", sides=args.variants, seeds=args.seeds, budgets=args.budgets,
+        env=f"MazeRunner(maze_dim={args.maze_dim}, num_goals={args.goals}, time_limit={args.time_limit})",
+        buffer=dict(relabel_ratio=args.relabel_ratio))
     start = time.perf_counter()
-    runs = [(seed, variant) for seed in args.seeds for variant in args.variants]
-    configs = [dict(variant=variant, seed=seed, options=options) for seed, variant in runs]
-
-    def report(seed: int, variant: str, out: dict[str, Any]) -> None:
-        curve = {int(b): tuple(value) for b, value in out["curve"].items()}
-        for budget in args.budgets:
-            results[variant][budget].append(curve.get(budget, (float("nan"), float("nan"))))
-        text = " ".join(f"{b}:{curve[b][0]:.2f}/{curve[b][1]:.2f}" for b in args.budgets if b in curve)
-        print(f"  seed {seed} {variant:<8} goals/success at budgets {text}  ({out['seconds']:.0f} s)", flush=True)
-
-    outs = run_all(run_trial, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,
-                   name="bench_hir_learning")
-    for (seed, variant), out in zip(runs, outs, strict=True):
-        report(seed, variant, out)
-
+    records = run_benchmark(spec, run_trial, options, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial,
+                            address=args.ray_address)
+    if args.records:
+        records.save(args.records)
     print()
-    stats: dict[str, dict[int, np.ndarray]] = {}
-    header = " | ".join(f"{b} steps: goals / success" for b in args.budgets)
-    print(f"| variant | {header} |")
-    print("|---|" + "---:|" * len(args.budgets))
-    for variant, per_budget in results.items():
-        cells = []
-        stats[variant] = {}
-        for budget in args.budgets:
-            arr = np.array(per_budget[budget])
-            stats[variant][budget] = arr
-            (g, s_), (gs, ss) = arr.mean(axis=0), arr.std(axis=0)
-            cells.append(f"{g:.2f} ± {gs:.2f} / {s_:.2f} ± {ss:.2f}")
-        print(f"| {variant} | " + " | ".join(cells) + " |")
+    print(render_table(records))
     print(f"(mean ± std over {len(args.seeds)} seeds; goals reached of {args.goals}; total "
           f"{(time.perf_counter() - start) / 60:.1f} min)")
     last = args.budgets[-1]
 
     def verdict(a: str, b: str) -> None:
-        x, y = stats[a][last], stats[b][last]
-        for col, label in ((0, "goals reached"), (1, "success rate")):
-            diff, spread = x[:, col].mean() - y[:, col].mean(), x[:, col].std() + y[:, col].std()
+        for metric, label in (("goals_reached", "goals reached"), ("success_rate", "success rate")):
+            (mx, sx), (my, sy) = (mean_and_std(records.values(side, last, metric)) for side in (a, b))
+            diff, spread = mx - my, sx + sy
             print(f"{'PASS' if diff > spread else 'MISS'}  {a} beats {b} on {label} at {last}: {diff:+.2f} "
                   f"(spread {spread:.2f})")
 
     for variant in args.variants:
-        if variant != "none" and "none" in stats:
+        if variant != "none" and "none" in args.variants:
             verdict(variant, "none")
     for variant in args.variants:
-        if variant.startswith("old-") and variant[4:] in stats:
+        if variant.startswith("old-") and variant[4:] in args.variants:
             verdict(variant[4:], variant)
     for variant in args.variants:
-        if variant.endswith("-relaxed") and variant.removesuffix("-relaxed") in stats:
+        if variant.endswith("-relaxed") and variant.removesuffix("-relaxed") in args.variants:
             verdict(variant, variant.removesuffix("-relaxed"))
 
 

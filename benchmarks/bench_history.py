@@ -15,10 +15,12 @@ in order). The table also gives each variant's training seconds, the extractor's
 The verdict at the last budget: memory against no memory, goals reached, target ratio >= 1.5 with the difference of
 means beyond the sum of both standard deviations.
 
-With ``--ray`` the (seed, variant) runs are Ray Tune trials (see :mod:`ray_trials`), same table.
+The harness (:mod:`sb3_hir.experiment`) runs the (seed, variant) pairs, evaluates at the budgets and renders the
+table; ``--records FILE`` keeps every run's numbers as JSON. With ``--ray`` the runs are Ray Tune trials (see
+:mod:`sb3_hir.experiment.runner`), same table.
 
 Usage: ``python benchmarks/bench_history.py [--seeds 0 1 2] [--budgets 20000 40000 60000] [--variants some some-gru
-some-conv] [--history 16] [--ray]``
+some-conv] [--history 16] [--ray] [--records FILE]``
 """
 
 from __future__ import annotations
@@ -27,18 +29,25 @@ import argparse
 import time
 from typing import Any
 
-import bench_args
 import numpy as np
 import torch as th
-from bench_hir_learning import BudgetEval
-from evaluation import goals_and_success
-from ray_trials import run_all
 from stable_baselines3 import DQN
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.experiment import (
+    BenchmarkSpec,
+    BudgetCallback,
+    TableLayout,
+    arguments,
+    eval_seed,
+    instruction_evaluator,
+    mean_and_std,
+    render_table,
+    run_benchmark,
+)
 from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
 from sb3_hir.history import HistoryWrapper
 
@@ -61,13 +70,10 @@ def policy_kwargs(encoder: str, args: argparse.Namespace) -> dict[str, Any]:
                 features_extractor_kwargs=dict(keys=["obs", "goals"], encoder=encoder, hidden_size=args.hidden_size))
 
 
-def evaluate(model: DQN, seed: int, args: argparse.Namespace, encoder: str) -> tuple[float, float]:
-    """Mean goals reached per episode and success rate of the deterministic policy."""
-    venv = make_vec_env(make_env_fn(args, encoder), n_envs=10, seed=10_000 + seed, vec_env_cls=DummyVecEnv)
-    return goals_and_success(model, venv, args.eval_episodes)
-
-
-def train(variant: str, seed: int, args: argparse.Namespace) -> tuple[dict[int, tuple[float, float]], float]:
+def train(config: dict[str, Any]) -> tuple[dict[int, dict[str, float]], float]:
+    """One run of variant ``config["side"]``: its metrics at each budget and its training seconds (evaluations
+    left out, so the seconds compare the extractors' cost)."""
+    variant, seed, args = config["side"], config["seed"], argparse.Namespace(**config["options"])
     relabel, _, encoder = variant.partition("-")
     venv = make_vec_env(make_env_fn(args, encoder), n_envs=args.n_envs, seed=seed, vec_env_cls=DummyVecEnv)
     buffer: dict[str, Any] = {}
@@ -79,93 +85,72 @@ def train(variant: str, seed: int, args: argparse.Namespace) -> tuple[dict[int, 
                 gradient_steps=args.gradient_steps, target_update_interval=args.target_update_interval,
                 exploration_fraction=args.exploration_fraction, exploration_final_eps=args.exploration_final_eps,
                 policy_kwargs=policy_kwargs(encoder, args), seed=seed, verbose=0, **buffer)
-    evaluating = [0.0]
-
-    def timed_eval(m: DQN) -> tuple[float, float]:
-        t0 = time.perf_counter()
-        result = evaluate(m, seed, args, encoder)
-        evaluating[0] += time.perf_counter() - t0
-        return result
-
-    callback = BudgetEval(args.budgets, timed_eval)
-    t0 = time.perf_counter()
-    model.learn(args.budgets[-1], callback=callback)
-    seconds = time.perf_counter() - t0 - evaluating[0]
+    evaluate = instruction_evaluator(
+        lambda: make_vec_env(make_env_fn(args, encoder), n_envs=10, seed=eval_seed(seed), vec_env_cls=DummyVecEnv),
+        args.eval_episodes, eval_seed(seed))
+    callback = BudgetCallback(config["budgets"], evaluate)
+    model.learn(config["budgets"][-1], callback=callback)
+    seconds = callback.training_seconds[config["budgets"][-1]]  # the evaluations left out
     venv.close()
     return callback.results, seconds
 
 
 def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     """One training run (a plain function of a plain dict, for this process or a Ray Tune trial)."""
-    curve, seconds = train(config["variant"], config["seed"], argparse.Namespace(**config["options"]))
-    return {"curve": {str(b): list(v) for b, v in curve.items()}, "seconds": seconds}
+    curve, seconds = train(config)
+    return {"curve": {str(b): v for b, v in curve.items()}, "seconds": seconds}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    bench_args.add_seeds(parser, [0, 1, 2])
+    arguments.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--variants", nargs="+", default=["some", "some-gru", "some-conv"], choices=VARIANTS)
-    bench_args.add_budgets(parser, [20_000, 40_000, 60_000])
-    bench_args.add_maze(parser, maze_dim=9, goals=3, time_limit=100)
-    bench_args.add_history(parser, 16, help="steps in the HistoryWrapper window")
+    arguments.add_budgets(parser, [20_000, 40_000, 60_000])
+    arguments.add_maze(parser, maze_dim=9, goals=3, time_limit=100)
+    arguments.add_history(parser, 16, help="steps in the HistoryWrapper window")
     parser.add_argument("--hidden-size", type=int, default=64, help="HistoryExtractor encoding size")
-    bench_args.add_n_envs(parser, 8)
-    bench_args.add_eval_episodes(parser, 50)
+    arguments.add_n_envs(parser, 8)
+    arguments.add_eval_episodes(parser, 50)
     parser.add_argument("--relabel-ratio", type=float, default=0.8)
-    bench_args.add_learner(parser, learning_rate=5e-4, learning_starts=1_000, batch_size=128, gamma=0.97,
+    arguments.add_learner(parser, learning_rate=5e-4, learning_starts=1_000, batch_size=128, gamma=0.97,
                            gradient_steps=4)
     parser.add_argument("--target-update-interval", type=int, default=2_000)
-    bench_args.add_learner(parser, exploration_fraction=0.3)
+    arguments.add_learner(parser, exploration_fraction=0.3)
     parser.add_argument("--exploration-final-eps", type=float, default=0.05)
     parser.add_argument("--net-arch", type=int, nargs="+", default=[256, 256])
-    bench_args.add_ray(parser, "(seed, variant) pairs")
+    arguments.add_ray(parser, "(seed, variant) pairs")
+    arguments.add_records(parser)
     args = parser.parse_args()
     args.budgets = sorted(args.budgets)
     th.set_num_threads(1)
     print(f"DQN on MazeRunner(maze_dim={args.maze_dim}, num_goals={args.goals}, time_limit={args.time_limit}), "
           f"{args.n_envs} envs, history {args.history}, budgets {args.budgets}, seeds {args.seeds}; eval "
           f"{args.eval_episodes} episodes, deterministic policy", flush=True)
-    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
-    runs = [(seed, variant) for seed in args.seeds for variant in args.variants]
-    configs = [dict(variant=variant, seed=seed, options=options) for seed, variant in runs]
+    options = {k: v for k, v in vars(args).items() if k not in arguments.RAY_OPTIONS}
+    spec = BenchmarkSpec(
+        name="bench_history", algorithm="DQN", sides=args.variants, seeds=args.seeds, budgets=args.budgets,
+        env=f"MazeRunner(maze_dim={args.maze_dim}, num_goals={args.goals}, time_limit={args.time_limit})",
+        buffer=dict(relabel_ratio=args.relabel_ratio), layout=TableLayout(column="{budget}", seconds_column="train s"))
     start = time.perf_counter()
-    outs = run_all(run_trial, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,
-                   name="bench_history")
-    results: dict[str, dict[int, list[tuple[float, float]]]] = {v: {b: [] for b in args.budgets} for v in args.variants}
-    seconds: dict[str, list[float]] = {v: [] for v in args.variants}
-    for (seed, variant), out in zip(runs, outs, strict=True):
-        curve = {int(b): tuple(v) for b, v in out["curve"].items()}
-        for budget in args.budgets:
-            results[variant][budget].append(curve[budget])
-        seconds[variant].append(out["seconds"])
-        text = " ".join(f"{b}:{curve[b][0]:.2f}/{curve[b][1]:.2f}" for b in args.budgets)
-        print(f"  seed {seed} {variant:<10} goals/success {text}  ({out['seconds']:.0f} s training)", flush=True)
+    records = run_benchmark(spec, run_trial, options, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial,
+                            address=args.ray_address)
+    if args.records:
+        records.save(args.records)
     print()
-    header = " | ".join(f"{b}: goals / success" for b in args.budgets)
-    print(f"| variant | {header} | train s |")
-    print("|---|" + "---:|" * (len(args.budgets) + 1))
-    stats = {v: {b: np.array(per[b]) for b in args.budgets} for v, per in results.items()}
-    for variant in args.variants:
-        cells = []
-        for budget in args.budgets:
-            arr = stats[variant][budget]
-            (g, s_), (gs, ss) = arr.mean(axis=0), arr.std(axis=0)
-            cells.append(f"{g:.2f} ± {gs:.2f} / {s_:.2f} ± {ss:.2f}")
-        sec = np.array(seconds[variant])
-        print(f"| {variant} | " + " | ".join(cells) + f" | {sec.mean():.0f} ± {sec.std():.0f} |")
-    print(f"(mean ± std over {len(args.seeds)} seeds; goals reached of {args.goals}; total "
-          f"{(time.perf_counter() - start) / 60:.1f} min)")
+    print(render_table(records))
+    print(f"(mean ± std over {len(args.seeds)} seeds; goals reached of {args.goals}; train s: training seconds "
+          f"without the evaluations; total {(time.perf_counter() - start) / 60:.1f} min)")
     last = args.budgets[-1]
     for variant in args.variants:
         relabel, _, encoder = variant.partition("-")
-        if not encoder or relabel not in stats:
+        if not encoder or relabel not in args.variants:
             continue
-        x, y = stats[variant][last][:, 0], stats[relabel][last][:, 0]
-        ratio, diff, spread = x.mean() / max(y.mean(), 1e-9), x.mean() - y.mean(), x.std() + y.std()
+        (mx, sx), (my, sy) = (mean_and_std(records.values(side, last, "goals_reached")) for side in (variant, relabel))
+        ratio, diff, spread = mx / max(my, 1e-9), mx - my, sx + sy
         ok = ratio >= 1.5 and diff > spread
         print(f"{'PASS' if ok else 'MISS'}  {variant} goals >= 1.5x {relabel} at {last}, beyond the spread: "
               f"{ratio:.2f}x ({diff:+.2f}, spread {spread:.2f})")
-        cost = np.mean(seconds[variant]) / np.mean(seconds[relabel])
+        cost = np.mean(records.seconds(variant)) / np.mean(records.seconds(relabel))
         print(f"      training cost of {variant} against {relabel} (KeySelectExtractor): {cost:.2f}x")
 
 

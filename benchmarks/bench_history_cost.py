@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import time
 
-import bench_args
 import torch as th
 from stable_baselines3 import DQN
 from stable_baselines3.common.env_util import make_vec_env
@@ -23,6 +22,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.experiment import arguments
 from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
 from sb3_hir.history import HistoryWrapper
 
@@ -49,7 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=12_000, help="timed env steps per variant")
     parser.add_argument("--chunk", type=int, default=1_000)
-    bench_args.add_history(parser, 16)
+    arguments.add_history(parser, 16)
     args = parser.parse_args()
     th.set_num_threads(1)
     variants = {"KeySelectExtractor (no memory)": "", "HistoryExtractor gru": "gru", "HistoryExtractor conv": "conv"}

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
 
-import bench_args
-import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.experiment import arguments
+from sb3_hir.experiment.timing import SingleEnvTimer
 
 
 class LoopSensorMazeRunner(MazeRunnerEnv):
@@ -55,41 +54,6 @@ class LoopSensorMazeRunner(MazeRunnerEnv):
         return np.array([i / n, j / n, west / n, north / n, east / n, south / n, 0.0], dtype=np.float32)
 
 
-class SingleEnvTimer:
-    """Steps one env under a seeded uniform-random action stream, a chunk at a time, accumulating its time.
-
-    Both variants are advanced in alternating short chunks, so that load from other processes on a shared
-    machine hits both sides alike.
-    """
-
-    def __init__(self, env_cls: Callable[..., gym.Env], maze_dim: int, seed: int) -> None:
-        self.env = env_cls(maze_dim=maze_dim)
-        self.env.reset(seed=seed)
-        self.rng = np.random.default_rng(seed)
-        self.steps = 0
-        self.total = 0.0
-        self.in_resets = 0.0
-
-    def run(self, steps: int) -> None:
-        actions = self.rng.integers(0, 5, size=steps).tolist()
-        step, reset, clock = self.env.step, self.env.reset, time.perf_counter
-        in_resets = 0.0
-        start = clock()
-        for a in actions:
-            _, _, terminated, truncated, _ = step(a)
-            if terminated or truncated:
-                before = clock()
-                reset()
-                in_resets += clock() - before
-        self.total += clock() - start
-        self.in_resets += in_resets
-        self.steps += steps
-
-    def rates(self) -> tuple[float, float]:
-        """(steps/s with resets included, steps/s of the step calls alone)."""
-        return self.steps / self.total, self.steps / (self.total - self.in_resets)
-
-
 def vec_env_rate(n_envs: int, steps: int, maze_dim: int, seed: int) -> float:
     """Env steps/s (n_envs per VecEnv step) of a DummyVecEnv of MazeRunner envs."""
     venv = DummyVecEnv([lambda: MazeRunnerEnv(maze_dim=maze_dim) for _ in range(n_envs)])
@@ -108,8 +72,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200_000, help="single-env steps per variant")
     parser.add_argument("--vec-steps", type=int, default=20_000, help="DummyVecEnv steps (x n_envs env steps)")
-    bench_args.add_n_envs(parser, 8)
-    bench_args.add_maze(parser, maze_dim=11)
+    arguments.add_n_envs(parser, 8)
+    arguments.add_maze(parser, maze_dim=11)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--chunks", type=int, default=40, help="alternating chunks the steps are split into")
     args = parser.parse_args(argv)

@@ -9,7 +9,7 @@ and the ``distance-threshold`` goal spec; they differ only in the relabeling str
 The default map is a 3x3 open room (``--maze open3``; ``umaze`` = ``PointMaze_UMaze-v3``) so that the default
 budget fits in about ten minutes on two shared cores; a sparse k-goal task in the U-maze needs far more steps.
 
-Evaluation: ``--eval-episodes`` fresh instructions per seed, deterministic policy. Prints mean +- std over seeds of
+Evaluation: ``--eval-episodes`` fresh instructions per seed, deterministic policy. Prints mean ± std over seeds of
 the success rate (all k goals reached in order) and of the goals reached per episode. Target: HIR above "none".
 
 Usage: ``python benchmarks/bench_pointmaze_hir.py [--timesteps 32000] [--seeds 0 1] [--maze open3] [--num-goals 2]
@@ -22,7 +22,6 @@ import argparse
 import time
 from typing import Any
 
-import bench_args
 import numpy as np
 import torch as th
 from stable_baselines3 import SAC
@@ -30,6 +29,8 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_hir import plugins
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.experiment import arguments, episode_evaluator, mean_std
+from sb3_hir.experiment.budgets import is_success
 from sb3_hir.extractors import KeySelectExtractor
 
 #: A 3x3 open room with walls around it.
@@ -85,34 +86,26 @@ def train(strategy: str, args: argparse.Namespace, seed: int) -> tuple[SAC, floa
 
 
 def evaluate(model: SAC, args: argparse.Namespace, seed: int) -> tuple[float, float]:
-    env = make_env(args)
-    success, reached = [], []
-    for episode in range(args.eval_episodes):
-        obs, _ = env.reset(seed=100_000 + 1000 * seed + episode)
-        done = False
-        while not done:
-            action, _ = model.predict(obs, deterministic=True)
-            obs, _, terminated, truncated, info = env.step(action)
-            done = terminated or truncated
-        success.append(info["is_success"])
-        reached.append(info["goals_reached"])
-    env.close()
-    return float(np.mean(success)), float(np.mean(reached))
+    """Success rate and goals reached at the episodes' last step, one reset seed per episode."""
+    result = episode_evaluator(lambda: make_env(args), args.eval_episodes, seed, seed_base=100_000,
+                               metrics={"success_rate": is_success,
+                                        "goals_reached": lambda info: info["goals_reached"]})(model)
+    return result["success_rate"], result["goals_reached"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--timesteps", type=int, default=32_000, help="env steps per agent and seed")
-    bench_args.add_seeds(parser, [0, 1])
+    arguments.add_seeds(parser, [0, 1])
     parser.add_argument("--maze", choices=["open3", "umaze"], default="open3")
     parser.add_argument("--num-goals", type=int, default=2)
     parser.add_argument("--max-episode-steps", type=int, default=100)
-    bench_args.add_n_envs(parser, 4)
-    bench_args.add_learner(parser, helps={"gradient_steps": "gradient steps per vector step"}, gradient_steps=2,
+    arguments.add_n_envs(parser, 4)
+    arguments.add_learner(parser, helps={"gradient_steps": "gradient steps per vector step"}, gradient_steps=2,
                            learning_starts=1000, learning_rate=1e-3, batch_size=256)
     parser.add_argument("--hidden", type=int, default=64)
-    bench_args.add_eval_episodes(parser, 30)
-    bench_args.add_threads(parser)
+    arguments.add_eval_episodes(parser, 30)
+    arguments.add_threads(parser)
     args = parser.parse_args()
     th.set_num_threads(args.threads)
 
@@ -135,8 +128,7 @@ def main() -> None:
     print(f"{'agent':<20}{'success rate':>18}{'goals reached':>18}{'train s':>14}")
     for name in agents:
         r = {key: np.asarray(value) for key, value in results[name].items()}
-        print(f"{name:<20}{r['success'].mean():>10.3f} +- {r['success'].std():.3f}"
-              f"{r['goals'].mean():>11.2f} +- {r['goals'].std():.2f}{r['time'].mean():>9.0f} +- {r['time'].std():.0f}")
+        print(f"{name:<20}{mean_std(r['success'], 3):>18}{mean_std(r['goals'], 2):>18}{mean_std(r['time'], 0):>14}")
     names = list(agents)
     diff = np.mean(results[names[0]]["goals"]) - np.mean(results[names[1]]["goals"])
     print(f"goals reached, HIR - no relabel: {diff:+.2f} per episode (target > 0)")

@@ -8,7 +8,7 @@ same MLP sizes; the recurrent agent adds an LSTM. Evaluation: ``--eval-episodes`
 the stochastic policy (a deterministic memoryless policy loops forever in a maze it cannot see), the recurrent
 state carried per sub-env and reset at episode start.
 
-Prints mean +- std over seeds of the success rate (all k goals reached), the goals reached per episode and the
+Prints mean ± std over seeds of the success rate (all k goals reached), the goals reached per episode and the
 training time, and the ratio of goals reached (above 1 when memory pays off at this budget).
 
 Usage: ``python benchmarks/bench_recurrent_mazerunner.py [--timesteps 150000] [--seeds 0 1] [--maze-dim 9]
@@ -21,7 +21,6 @@ import argparse
 import time
 from typing import Any
 
-import bench_args
 import numpy as np
 import torch as th
 from sb3_contrib import RecurrentPPO
@@ -31,6 +30,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor
 
 from sb3_hir.callbacks import evaluate_instruction_policy
 from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.experiment import arguments, mean_std
 from sb3_hir.vec_env import VecHideKeys
 
 
@@ -69,17 +69,17 @@ def evaluate(model: BaseAlgorithm, venv: VecEnv, episodes: int) -> tuple[float, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--timesteps", type=int, default=150_000, help="training steps per agent and seed")
-    bench_args.add_seeds(parser, [0, 1])
-    bench_args.add_maze(parser, maze_dim=9)
+    arguments.add_seeds(parser, [0, 1])
+    arguments.add_maze(parser, maze_dim=9)
     parser.add_argument("--num-goals", type=int, default=2)
-    bench_args.add_maze(parser, time_limit=80)
+    arguments.add_maze(parser, time_limit=80)
     parser.add_argument("--randomized-actions", action="store_true", help="permute the moves every episode")
-    bench_args.add_n_envs(parser, 8)
+    arguments.add_n_envs(parser, 8)
     parser.add_argument("--n-steps", type=int, default=128)
-    bench_args.add_learner(parser, helps={"batch_size": "minibatch size; sb3-contrib's LSTM loops over time steps per "
+    arguments.add_learner(parser, helps={"batch_size": "minibatch size; sb3-contrib's LSTM loops over time steps per "
                                                         "minibatch, so large is fast"}, batch_size=1024)
-    bench_args.add_eval_episodes(parser, 64)
-    bench_args.add_threads(parser)
+    arguments.add_eval_episodes(parser, 64)
+    arguments.add_threads(parser)
     args = parser.parse_args()
     th.set_num_threads(args.threads)
 
@@ -107,8 +107,7 @@ def main() -> None:
     print(f"{'agent':<14}{'success rate':>18}{'goals reached':>18}{'train s':>14}")
     for name in agents:
         r = {key: np.asarray(value) for key, value in results[name].items()}
-        print(f"{name:<14}{r['success'].mean():>10.3f} +- {r['success'].std():.3f}"
-              f"{r['goals'].mean():>11.2f} +- {r['goals'].std():.2f}{r['time'].mean():>9.0f} +- {r['time'].std():.0f}")
+        print(f"{name:<14}{mean_std(r['success'], 3):>18}{mean_std(r['goals'], 2):>18}{mean_std(r['time'], 0):>14}")
     ratio = np.mean(results["RecurrentPPO"]["goals"]) / max(np.mean(results["PPO"]["goals"]), 1e-9)
     print(f"goals reached, RecurrentPPO / PPO: {ratio:.2f}x (> 1: memory pays off at this budget)")
 

@@ -20,39 +20,24 @@ import argparse
 import time
 from typing import Any
 
-import bench_args
 import gymnasium as gym
 import numpy as np
 import torch as th
-from bench_her_dropin import deterministic_success, fetch_id
-from ray_trials import run_all
-from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
+
+from sb3_hir.experiment import BudgetCallback, arguments, episode_evaluator, mean_std
+from sb3_hir.experiment.runner import run_all
 
 SIDES = [("sb3", "HER"), ("sb3", "ours"), ("sbx", "HER"), ("sbx", "ours")]
 
 
-class UntilLevel(BaseCallback):
-    """Scores the policy every ``every`` steps with the clock stopped; stops training at ``level``."""
+def fetch_id() -> str:
+    """The newest FetchReach version gymnasium-robotics registers."""
+    import gymnasium_robotics
 
-    def __init__(self, every: int, level: float, score: Any) -> None:
-        super().__init__()
-        self.every, self.level, self.score = every, level, score
-        self.training_seconds = 0.0
-        self.curve: list[tuple[int, float, float]] = []
-
-    def _on_training_start(self) -> None:
-        self.resumed = time.perf_counter()
-
-    def _on_step(self) -> bool:
-        if self.num_timesteps % self.every:
-            return True
-        self.training_seconds += time.perf_counter() - self.resumed
-        success = float(self.score(self.model))
-        self.curve.append((self.num_timesteps, round(self.training_seconds, 2), success))
-        self.resumed = time.perf_counter()
-        return success < self.level
+    gym.register_envs(gymnasium_robotics)
+    return max(e for e in gym.registry if e.startswith("FetchReach-v"))
 
 
 def run(config: dict[str, Any]) -> dict[str, Any]:
@@ -75,23 +60,27 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
                 replay_buffer_kwargs=dict(goal_selection_strategy="future", n_sampled_goal=4),
                 buffer_size=1_000_000, ent_coef="auto", batch_size=256, gamma=0.95, learning_rate=1e-3,
                 learning_starts=1000, policy_kwargs=dict(net_arch=[64, 64]), seed=seed)
-    callback = UntilLevel(args.eval_every, args.level,
-                          deterministic_success(lambda: gym.make(env_id), args.eval_episodes, seed, normalize=venv))
+    # Scored every --eval-every steps with the training clock stopped; training stops at the level.
+    callback = BudgetCallback(range(args.eval_every, args.max_steps + 1, args.eval_every),
+                              episode_evaluator(lambda: gym.make(env_id), args.eval_episodes, seed, normalize=venv),
+                              stop=lambda metrics: metrics["success_rate"] >= args.level)
     model.learn(total_timesteps=args.max_steps, callback=callback)
-    reached = next(((steps, seconds) for steps, seconds, success in callback.curve if success >= args.level), None)
-    return dict(curve=callback.curve, reached=reached)
+    curve = [(steps, round(callback.training_seconds[steps], 2), metrics["success_rate"])
+             for steps, metrics in callback.results.items()]
+    reached = next(((steps, seconds) for steps, seconds, success in curve if success >= args.level), None)
+    return dict(curve=curve, reached=reached)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    bench_args.add_seeds(parser, [0, 1, 2])
+    arguments.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--level", type=float, default=0.9, help="success level to reach")
     parser.add_argument("--eval-every", type=int, default=1000, help="env steps between evaluations")
     parser.add_argument("--max-steps", type=int, default=20_000, help="env steps at most (rl-zoo3's budget)")
-    bench_args.add_eval_episodes(parser, 20)
-    bench_args.add_ray(parser)
+    arguments.add_eval_episodes(parser, 20)
+    arguments.add_ray(parser)
     args = parser.parse_args()
-    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
+    options = {k: v for k, v in vars(args).items() if k not in arguments.RAY_OPTIONS}
     configs = [dict(framework=f, buffer=b, seed=s, options=options) for f, b in SIDES for s in args.seeds]
     began = time.perf_counter()
     outs = list(run_all(run, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial, address=args.ray_address,
@@ -113,8 +102,8 @@ def main() -> None:
         steps, seconds = np.array([r[0] for r in reached]), np.array([r[1] for r in reached])
         base = seconds.mean() if base is None and (framework, buffer) == ("sb3", "HER") else base
         ratio = f"{seconds.mean() / base:.2f}x" if base else "-"
-        print(f"| {framework} + {buffer} | {len(reached)} of {len(args.seeds)} | {seconds.mean():.0f} ± "
-              f"{seconds.std():.0f} | {steps.mean():.0f} ± {steps.std():.0f} | {ratio} |")
+        print(f"| {framework} + {buffer} | {len(reached)} of {len(args.seeds)} | {mean_std(seconds, 0)} | "
+              f"{mean_std(steps, 0)} | {ratio} |")
     print(f"wall time {time.perf_counter() - began:.0f} s")
 
 

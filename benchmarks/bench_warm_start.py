@@ -11,10 +11,11 @@ Both arms use the same PPO hyperparameters, seeds and env streams and the same h
 starts from random weights. Each run is evaluated at every budget of ``--budgets`` inside one training run
 (deterministic policy, fixed held-out seeds); the warm arm is also evaluated before PPO starts (budget 0), which
 is the BC policy itself. The BC labels come from the shortest-path expert (``--labels`` of them), not counted in
-PPO's budget.
+PPO's budget. The harness (:mod:`sb3_hir.experiment`) runs the (seed, arm) pairs, evaluates at the budgets and
+renders the table; ``--records FILE`` keeps every run's numbers as JSON.
 
 Usage: ``python benchmarks/bench_warm_start.py [--seeds 0 1 2] [--budgets 25000 50000 100000] [--labels 8000]
-[--ray]``
+[--ray] [--records FILE]``
 """
 
 from __future__ import annotations
@@ -24,21 +25,29 @@ import time
 import warnings
 from typing import Any
 
-import bench_args
 import numpy as np
 import torch as th
-from bench_hir_learning import BudgetEval
-from evaluation import goals_and_success
 from imitation.algorithms import bc
 from imitation.data import rollout
 from imitation.util import logger as imit_logger
-from ray_trials import run_all
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
+from sb3_hir.experiment import (
+    BenchmarkSpec,
+    BudgetCallback,
+    TableLayout,
+    arguments,
+    eval_seed,
+    instruction_evaluator,
+    mean_and_std,
+    render_table,
+    run_benchmark,
+    timed_run,
+)
 from sb3_hir.extractors import HistoryExtractor
 from sb3_hir.history import HistoryWrapper
 
@@ -58,8 +67,9 @@ def policy_kwargs(args: argparse.Namespace) -> dict[str, Any]:
                 features_extractor_kwargs=dict(keys=["obs", "goals"], encoder=args.encoder))
 
 
-def evaluate(policy: Any, args: argparse.Namespace, seed: int) -> tuple[float, float]:
-    return goals_and_success(policy, make_venv(args, 10_000 + seed, 10), args.eval_episodes)
+def evaluator(args: argparse.Namespace, seed: int) -> Any:
+    """The run's held-out evaluation: 10 envs on its evaluation seed, the same for both arms."""
+    return instruction_evaluator(lambda: make_venv(args, eval_seed(seed), 10), args.eval_episodes, eval_seed(seed))
 
 
 def bc_policy(args: argparse.Namespace, seed: int, venv: Any) -> Any:
@@ -106,78 +116,75 @@ class CriticWarmup(BaseCallback):
         return True
 
 
-def run_trial(config: dict[str, Any]) -> dict[str, Any]:
+def train(config: dict[str, Any]) -> dict[int, dict[str, float]]:
+    """One PPO run of arm ``config["side"]``: its metrics at each budget (and at 0, the BC policy, when warm)."""
     args = argparse.Namespace(**config["options"])
-    seed, arm = config["seed"], config["arm"]
+    seed, arm = config["seed"], config["side"]
     th.set_num_threads(1)
     warnings.filterwarnings("ignore", category=UserWarning, module="imitation")
     venv = make_venv(args, seed, args.n_envs)
     model = PPO("MultiInputPolicy", venv, learning_rate=args.learning_rate, n_steps=args.n_steps, batch_size=256,
                 gamma=args.gamma, ent_coef=args.ent_coef, policy_kwargs=policy_kwargs(args), seed=seed, verbose=0,
                 device="cpu")
-    curve: dict[int, tuple[float, float]] = {}
+    curve: dict[int, dict[str, float]] = {}
     callbacks: list[BaseCallback] = []
-    t0 = time.perf_counter()
+    evaluate = evaluator(args, seed)
     if arm == "warm":
         model.policy.load_state_dict(bc_policy(args, seed, venv).state_dict())
-        curve[0] = evaluate(model.policy, args, seed)
+        curve[0] = dict(evaluate(model.policy))
         callbacks.append(CriticWarmup(args.critic_warmup))
-    evaluations = BudgetEval(args.budgets, lambda m: evaluate(m.policy, args, seed))
-    model.learn(args.budgets[-1], callback=[*callbacks, evaluations])
+    evaluations = BudgetCallback(config["budgets"], evaluate)
+    model.learn(config["budgets"][-1], callback=[*callbacks, evaluations])
     curve.update(evaluations.results)
     venv.close()
-    return {"curve": {str(b): list(v) for b, v in curve.items()}, "seconds": time.perf_counter() - t0}
+    return curve
+
+
+def run_trial(config: dict[str, Any]) -> dict[str, Any]:
+    """One run (a plain function of a plain dict, alike in this process or as a Ray Tune trial), timed."""
+    return timed_run(train, config)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    bench_args.add_seeds(parser, [0, 1, 2])
-    bench_args.add_budgets(parser, [25_000, 50_000, 100_000])
-    bench_args.add_maze(parser, maze_dim=9, goals=2, time_limit=100)
-    bench_args.add_history(parser, 16)
+    arguments.add_seeds(parser, [0, 1, 2])
+    arguments.add_budgets(parser, [25_000, 50_000, 100_000])
+    arguments.add_maze(parser, maze_dim=9, goals=2, time_limit=100)
+    arguments.add_history(parser, 16)
     parser.add_argument("--encoder", default="gru", choices=["gru", "conv"])
     parser.add_argument("--labels", type=int, default=8_000, help="expert steps BC trains on (warm arm)")
     parser.add_argument("--bc-batches", type=int, default=3_000)
     parser.add_argument("--critic-warmup", type=int, default=8_192, help="env steps training only the critic")
-    bench_args.add_n_envs(parser, 8)
+    arguments.add_n_envs(parser, 8)
     parser.add_argument("--n-steps", type=int, default=256)
-    bench_args.add_learner(parser, learning_rate=1e-4, gamma=0.97)
+    arguments.add_learner(parser, learning_rate=1e-4, gamma=0.97)
     parser.add_argument("--ent-coef", type=float, default=0.0)
-    bench_args.add_eval_episodes(parser, 50)
-    bench_args.add_ray(parser, "(seed, arm) runs", cpus_per_trial=False)
+    arguments.add_eval_episodes(parser, 50)
+    arguments.add_ray(parser, "(seed, arm) runs", cpus_per_trial=False)
+    arguments.add_records(parser)
     args = parser.parse_args()
     args.budgets = sorted(args.budgets)
     th.set_num_threads(1)
-    options = {k: v for k, v in vars(args).items() if k not in bench_args.RAY_OPTIONS}
-    runs = [(seed, arm) for seed in args.seeds for arm in ARMS]
+    options = {k: v for k, v in vars(args).items() if k not in arguments.RAY_OPTIONS}
+    spec = BenchmarkSpec(
+        name="bench_warm_start", algorithm="PPO", sides=ARMS, seeds=args.seeds, budgets=args.budgets,
+        env=f"MazeRunner({args.maze_dim}x{args.maze_dim}, k={args.goals}, time_limit={args.time_limit})",
+        layout=TableLayout(row="start", seconds_column="seconds"))
     start = time.perf_counter()
-    outs = list(run_all(run_trial, [dict(seed=s, arm=a, options=options) for s, a in runs], use_ray=args.ray,
-                        address=args.ray_address, name="bench_warm_start"))
-    print(f"PPO on MazeRunner({args.maze_dim}x{args.maze_dim}, k={args.goals}, time_limit={args.time_limit}) with "
+    records = run_benchmark(spec, run_trial, options, use_ray=args.ray, address=args.ray_address)
+    if args.records:
+        records.save(args.records)
+    print(f"PPO on {spec.env} with "
           f"HistoryWrapper({args.history}) + HistoryExtractor({args.encoder}); warm = BC on {args.labels} expert "
           f"labels ({args.bc_batches} batches), critic-only for the first {args.critic_warmup} steps; "
           f"{args.eval_episodes} deterministic eval episodes; mean ± std over seeds {args.seeds}")
-    budgets = [0, *args.budgets]
-    print("| start | " + " | ".join(f"{b} steps: goals / success" for b in budgets) + " | seconds |")
-    print("|---|" + "---:|" * (len(budgets) + 1))
-    final = {}
-    for arm in ARMS:
-        per = [out for (_, a), out in zip(runs, outs, strict=True) if a == arm]
-        cells = []
-        for b in budgets:
-            values = np.array([out["curve"][str(b)] for out in per if str(b) in out["curve"]])
-            if not len(values):
-                cells.append("-")
-                continue
-            (g, s_), (gs, ss) = values.mean(axis=0), values.std(axis=0)
-            cells.append(f"{g:.2f} ± {gs:.2f} / {s_:.2f} ± {ss:.2f}")
-        final[arm] = np.array([out["curve"][str(args.budgets[-1])][1] for out in per])
-        print(f"| {arm} | " + " | ".join(cells) + f" | {np.mean([o['seconds'] for o in per]):.0f} |")
-    diff = final["warm"].mean() - final["scratch"].mean()
-    spread = final["warm"].std() + final["scratch"].std()
-    print(f"{'PASS' if diff > spread else 'MISS'}  warm start beats scratch on success at {args.budgets[-1]} steps: "
+    print(render_table(records))
+    last = args.budgets[-1]
+    (warm, warm_std), (scratch, scratch_std) = (mean_and_std(records.values(arm, last, "success_rate"))
+                                                for arm in ("warm", "scratch"))
+    diff, spread = warm - scratch, warm_std + scratch_std
+    print(f"{'PASS' if diff > spread else 'MISS'}  warm start beats scratch on success at {last} steps: "
           f"{diff:+.3f} (spread {spread:.3f}); total {(time.perf_counter() - start) / 60:.1f} min")
-
 
 if __name__ == "__main__":
     main()

@@ -1,13 +1,14 @@
 """The moonshot over several seeds, with a memoryless control, as Ray Tune trials sharing the machine fairly.
 
-Each (variant, seed) is one run of ``moonshot_mazerunner.py``'s training (same options, same wall-time limit,
-evaluations included, held-out evaluation every ``--eval-minutes``): ``history`` is the moonshot's DQN with its
-``--history`` window and encoder, ``memoryless`` the same DQN and buffer without the window (``--history 0``),
-``history-relaxed`` the ``history`` run under the relaxed reach rule (``--relaxed-draw``).
-With ``--ray`` the runs are Ray Tune trials of ``--cpus-per-trial`` CPUs each (``ray_trials``): with 1, at most as
-many run at once as the machine has cores and each gets a whole core; with a fraction (0.5 on 2 cores runs all 3
-seeds at once, each on 2/3 of a core) every seed gets the same share of the same wall hour. The load average at
-every evaluation is kept in the curves.
+Each (variant, seed) is one run of ``moonshot_mazerunner.py``'s training (:mod:`sb3_hir.experiment.moonshot`:
+same options, same wall-time limit, evaluations included, held-out evaluation every ``--eval-minutes``):
+``history`` is the moonshot's DQN with its ``--history`` window and encoder, ``memoryless`` the same DQN and buffer
+without the window (``--history 0``), ``history-relaxed`` the ``history`` run under the relaxed reach rule
+(``--relaxed-draw``).
+With ``--ray`` the runs are Ray Tune trials of ``--cpus-per-trial`` CPUs each (:mod:`sb3_hir.experiment.runner`):
+with 1, at most as many run at once as the machine has cores and each gets a whole core; with a fraction (0.5 on
+2 cores runs all 3 seeds at once, each on 2/3 of a core) every seed gets the same share of the same wall hour. The
+load average at every evaluation is kept in the curves.
 
 Output in ``--out``: each run's ``<variant>-seed<s>/curve.json`` / ``curve.png``, and ``summary.json`` /
 ``summary.png``: success rate and goals reached per variant, mean ± std over seeds at each evaluation (the k-th
@@ -28,10 +29,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-import bench_args
 import numpy as np
-from moonshot_mazerunner import make_parser, train
-from ray_trials import run_all
+from relaxed_draw import RelaxedReachBuffer
+
+from sb3_hir.experiment import arguments, format_mean_std
+from sb3_hir.experiment.moonshot import make_parser, train
+from sb3_hir.experiment.runner import run_all
 
 VARIANTS = ("history", "memoryless", "history-relaxed")
 
@@ -48,7 +51,7 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     args.seed = config["seed"]
     out = Path(config["out"]) / f"{config['variant']}-seed{config['seed']}"
     args.out = str(out)
-    clock = train(args, out)
+    clock = train(args, out, RelaxedReachBuffer if getattr(args, "relaxed_draw", False) else None)
     return {"variant": config["variant"], "seed": config["seed"], "curve": clock.curve}
 
 
@@ -109,11 +112,11 @@ def plot(summary: dict[str, list[dict[str, float]]], args: argparse.Namespace, o
 
 def main() -> None:
     parser = make_parser(__doc__.split("\n\n")[0])
-    bench_args.add_seeds(parser, [0, 1, 2])
+    arguments.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     parser.add_argument("--target-minutes", type=float, default=None,
                         help="wall time of the target (default --minutes)")
-    bench_args.add_ray(parser, "(variant, seed) runs")
+    arguments.add_ray(parser, "(variant, seed) runs")
     parser.add_argument("--replot", metavar="DIR", help="redo DIR's summary (JSON, PNG, table) from its runs and exit")
     parser.add_argument("--collect", action="store_true",
                         help="with the launch's options: build --out's summary from its runs' curve.json files and "
@@ -183,14 +186,15 @@ def report(runs: list[dict[str, Any]], args: argparse.Namespace, out: Path) -> N
     for variant, rows in summary.items():
         for r in rows:
             print(f"| {variant} | {r['evaluation']} | {r['minutes_mean']:.1f} | {r['timesteps_mean']:.0f} | "
-                  f"{r['success_rate_mean']:.3f} ± {r['success_rate_std']:.3f} | "
-                  f"{r['goals_reached_mean']:.2f} ± {r['goals_reached_std']:.2f} | {r['load_average_mean']:.2f} |")
+                  f"{format_mean_std(r['success_rate_mean'], r['success_rate_std'], 3)} | "
+                  f"{format_mean_std(r['goals_reached_mean'], r['goals_reached_std'])} | "
+                  f"{r['load_average_mean']:.2f} |")
     if "history" in summary:
         limit = args.target_minutes if args.target_minutes is not None else args.minutes
         within = [r for r in summary["history"] if r["minutes_mean"] <= limit + 0.5]
         best = max(within, key=lambda r: r["success_rate_mean"]) if within else None
         verdict = "PASS" if best is not None and best["success_rate_mean"] >= 0.5 else "MISS"
-        detail = (f"best mean {best['success_rate_mean']:.3f} ± {best['success_rate_std']:.3f} at "
+        detail = (f"best mean {format_mean_std(best['success_rate_mean'], best['success_rate_std'], 3)} at "
                   f"{best['minutes_mean']:.1f} min" if best else "no evaluation")
         print(f"{verdict}  history: mean success >= 0.5 within {limit:g} min over seeds {args.seeds}: {detail}")
 

@@ -8,7 +8,8 @@ evaluation to Tune. On a cluster, ``--out`` must be on storage every node shares
 When the trials end, the sweep writes ``results.md`` / ``results.json`` (mean ± std over seeds per configuration)
 and ``learning_curve.png`` (mean and spread bands) in ``--out``; an interrupted sweep resumes with ``--resume``
 (Tune's restore), without rerunning finished trials. Ray and Optuna are the optional ``sweep`` extra: they are
-imported where the sweep runs, after :func:`~sb3_hir.extras.require` named the extra.
+imported where the sweep runs, after :func:`~sb3_hir.extras.require` named the extra. Ray is started, and trials'
+errors read, by :mod:`sb3_hir.experiment.runner`, the runner the benchmarks use too.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from sb3_hir.cli import train as train_command
@@ -37,6 +37,8 @@ from sb3_hir.cli.common import (
     prepare_out,
     write_text,
 )
+from sb3_hir.experiment.runner import ray_session, trial_error, tune_run_config
+from sb3_hir.experiment.table import mean_and_std, mean_std
 from sb3_hir.extras import MissingExtraError, require
 from sb3_hir.plots import plot_sweep_curves
 
@@ -245,16 +247,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_tune(args: argparse.Namespace, out: Path, trials: list[dict[str, Any]], values: dict[str, list[Any]],
               fixed: list[str], train: argparse.ArgumentParser) -> int:
-    import ray
     from ray import tune
 
-    started = not ray.is_initialized()
-    if started:
-        # "local" always starts a fresh instance: without an address, ray.init would join any Ray cluster that
-        # another process happens to run on this machine.
-        ray.init(address=args.address or "local", include_dashboard=False, logging_level="ERROR",
-                 log_to_driver=False)
-    try:
+    # The runner's Ray session: a fresh local instance unless --address names a cluster.
+    with ray_session(args.address, feature="sb3-hir sweep", log_to_driver=False) as ray:
         cpus = int(ray.cluster_resources().get("CPU", 1))
         concurrent = args.max_concurrent or max(1, cpus // args.cpus_per_trial)
         trainable = tune.with_resources(_trial, {"cpu": args.cpus_per_trial})
@@ -275,16 +271,13 @@ def _run_tune(args: argparse.Namespace, out: Path, trials: list[dict[str, Any]],
                                                           for t in trials])},
                     tune_config=tune.TuneConfig(max_concurrent_trials=concurrent, reuse_actors=True,
                                                 trial_dirname_creator=_trial_dirname),
-                    run_config=_run_config(out),
+                    run_config=tune_run_config(out, "tune"),
                 )
             else:
                 tuner = _optuna_tuner(args, trainable, values, fixed, concurrent, out)
         print(f"sb3-hir sweep: {len(trials) or args.trials} trials, {concurrent} at once on {cpus} CPUs "
               f"({'cluster ' + args.address if args.address else 'this machine'}) -> {out}", flush=True)
         grid = tuner.fit()
-    finally:
-        if started:
-            ray.shutdown()
     rows, curves, failed = _collect(grid, swept)
     _write_results(out, rows, curves, failed, swept)
     table = (out / "results.md").read_text()
@@ -301,13 +294,6 @@ def _run_tune(args: argparse.Namespace, out: Path, trials: list[dict[str, Any]],
 def _trial_dirname(trial: Any) -> str:
     """``trial-<id>-seed<N>`` (Tune's default name strings every option together)."""
     return f"trial-{trial.trial_id}-seed{trial.config['run']['options'].get('seed', 0)}"
-
-
-def _run_config(out: Path) -> Any:
-    from ray import tune
-
-    return tune.RunConfig(storage_path=str(out), name="tune", verbose=0,
-                          failure_config=tune.FailureConfig(max_failures=0, fail_fast=False))
 
 
 def _optuna_tuner(args: argparse.Namespace, trainable: Any, values: dict[str, list[Any]], fixed: list[str],
@@ -330,7 +316,7 @@ def _optuna_tuner(args: argparse.Namespace, trainable: Any, values: dict[str, li
                                     num_samples=args.trials, metric=METRIC, mode="max",
                                     max_concurrent_trials=concurrent, trial_dirname_creator=_trial_dirname,
                                     reuse_actors=True),
-        run_config=_run_config(out),
+        run_config=tune_run_config(out, "tune"),
     )
 
 
@@ -343,8 +329,7 @@ def _collect(grid: Any, swept: Sequence[str]) -> tuple[list[dict[str, Any]], dic
         options = result.config["run"]["options"]
         label = configuration(options, swept)
         if result.error is not None:
-            lines = [line.strip() for line in str(result.error).splitlines() if line.strip()]
-            first = (lines[-1] if lines else type(result.error).__name__)[:300]  # the trial's own exception
+            first = trial_error(result.error)[:300]  # the trial's own exception
             failed.append(f"{label} seed {options['seed']}: {first}")
             continue
         frame = result.metrics_dataframe
@@ -359,13 +344,9 @@ def _collect(grid: Any, swept: Sequence[str]) -> tuple[list[dict[str, Any]], dic
     rows = []
     for label, runs in finals.items():
         rows.append(dict(configuration=label, seeds=sorted(r["seed"] for r in runs), runs=runs,
-                         success_rate=_mean_std([r["success_rate"] for r in runs]),
-                         goals_reached=_mean_std([r["goals_reached"] for r in runs])))
+                         success_rate=mean_and_std([r["success_rate"] for r in runs]),
+                         goals_reached=mean_and_std([r["goals_reached"] for r in runs])))
     return rows, curves, failed
-
-
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    return float(np.mean(values)), float(np.std(values))
 
 
 def _write_results(out: Path, rows: list[dict[str, Any]], curves: dict[str, list[Any]], failed: list[str],
@@ -373,8 +354,8 @@ def _write_results(out: Path, rows: list[dict[str, Any]], curves: dict[str, list
     table = format_table(
         ["configuration", "seeds", "success rate", "goals reached"],
         [[r["configuration"], " ".join(map(str, r["seeds"])),
-          f"{r['success_rate'][0]:.2f} ± {r['success_rate'][1]:.2f}",
-          f"{r['goals_reached'][0]:.2f} ± {r['goals_reached'][1]:.2f}"] for r in rows])
+          mean_std([run["success_rate"] for run in r["runs"]]),
+          mean_std([run["goals_reached"] for run in r["runs"]])] for r in rows])
     lines = [table, ""] + ([f"failed trials ({len(failed)}):", *[f"- {line}" for line in failed], ""] if failed
                            else [])
     write_text(out / "results.md", "\n".join(lines))

@@ -1,10 +1,10 @@
-"""Command line options that several benchmark scripts share.
+"""Command line options that the benchmark scripts share.
 
 Why: the training benchmarks repeat the same ``argparse`` blocks (seeds, budgets, the MazeRunner size, learner
 hyperparameters, Ray Tune trials); one definition keeps their names, types and help texts from drifting apart.
 Each function adds one option or one group, with the per-script defaults passed in, in the order of the call, so
-that a script's ``vars(args)`` (printed or saved by some of them) keeps its order. ``benchmarks/`` is not a
-package: scripts import this module by name, as they import ``ray_trials``.
+that a script's ``vars(args)`` (printed or saved by some of them) keeps its order. It lives in the library, not in
+``benchmarks/``, so that no benchmark imports another.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-#: The options of :func:`add_ray`: where the runs execute, not what they compute (left out of the runs' configs).
-RAY_OPTIONS = ("ray", "ray_address", "cpus_per_trial")
+#: Where the runs execute and where their records go, not what they compute (left out of the runs' configs).
+RAY_OPTIONS = ("ray", "ray_address", "cpus_per_trial", "records")
 
 #: Type of each learner option of :func:`add_learner`, by its ``argparse`` dest.
 LEARNER_TYPES: dict[str, type] = {
@@ -99,7 +99,7 @@ def _positive_float(text: str) -> float:
 
 
 def add_ray(parser: argparse.ArgumentParser, what: str = "runs", cpus_per_trial: bool = True) -> None:
-    """``--ray``, ``--ray-address`` and (unless ``cpus_per_trial=False``) ``--cpus-per-trial``: see ``ray_trials``.
+    """``--ray``, ``--ray-address`` and (unless ``cpus_per_trial=False``) ``--cpus-per-trial``: see :mod:`.runner`.
 
     ``what`` names the runs in the help of ``--ray``, such as ``"(seed, variant) pairs"``.
     """
@@ -111,3 +111,10 @@ def add_ray(parser: argparse.ArgumentParser, what: str = "runs", cpus_per_trial:
         parser.add_argument("--cpus-per-trial", type=_positive_float, default=1.0,
                             help="with --ray: CPUs reserved per trial; a fraction (0.5) runs more trials than cores "
                                  "at once, each on a share of a core")
+
+
+def add_records(parser: argparse.ArgumentParser) -> None:
+    """``--records FILE``: write the runs' JSON records (:class:`~sb3_hir.experiment.records.Records`) there."""
+    parser.add_argument("--records", metavar="FILE", default=None,
+                        help="write every run's numbers as JSON records to FILE (the table renders from them: "
+                             "python -m sb3_hir.experiment render FILE)")

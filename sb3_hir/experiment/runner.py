@@ -1,13 +1,14 @@
-"""Run a benchmark's independent runs (seeds, variants) as Ray Tune trials, one trial per run.
+"""The one place that runs independent training runs: in this process, or as Ray Tune trials.
 
-Why: a multi-seed benchmark is a loop of independent training runs; Ray Tune schedules them over the cores of
-one machine or the nodes of a cluster (``address="auto"`` or ``"ray://..."``) without a home-made process pool,
-and hands back each run's results so that the benchmark prints the same table as its sequential loop.
+Why: a multi-seed benchmark is a loop of independent training runs, and ``sb3-hir sweep`` is one too; Ray Tune
+schedules them over the cores of one machine or the nodes of a cluster (``address="auto"`` or ``"ray://..."``)
+without a home-made process pool. Both go through this module: :func:`ray_session` starts (and stops) Ray the same
+way for both, :func:`tune_run_config` and :func:`trial_error` read trials alike, and :func:`run_all` runs a
+benchmark's ``fn(config) -> dict`` per config, sequentially or with :func:`run_as_trials`, results in config order.
 
-:func:`run_as_trials` calls a module-level ``fn(config) -> dict`` once per config, each in its own trial with one
-torch thread, and returns the results in the order of the configs. The benchmark modules live in ``benchmarks/``,
-which is not a package: workers import ``fn`` by module name, with this directory (and that of the script run as
-``__main__``) on their ``PYTHONPATH``. On a cluster the same paths must exist on every node (a shared checkout).
+Workers import ``fn`` by module name, with the directory of the script run as ``__main__`` on their
+``PYTHONPATH``. On a cluster the same paths must exist on every node (a shared checkout). Ray is the optional
+``sweep`` extra: it is imported only when trials run, through :func:`sb3_hir.extras.require`.
 """
 
 from __future__ import annotations
@@ -23,12 +24,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from sb3_hir.extras import require
+
+__all__ = ["INDEX", "ray_session", "run_all", "run_as_trials", "trial_error", "tune_run_config"]
+
 #: The key under which each config carries its position in ``configs`` (removed before ``fn`` sees it).
 INDEX = "_trial_index"
 
 
 def _reference(fn: Callable[[dict], dict]) -> tuple[str, str, str | None]:
     """``(module, qualname, directory to put on the workers' path)`` for a module-level function.
+
+    The directory is the one ``module`` is imported from (a test module, a script's directory).
 
     A function of the script run as ``__main__`` is referred to by the script's file name, so that workers import
     the script as a module (its top-level code, such as gymnasium registrations, runs there too) instead of
@@ -38,12 +45,52 @@ def _reference(fn: Callable[[dict], dict]) -> tuple[str, str, str | None]:
     if "<" in qualname:
         raise ValueError(f"run_as_trials needs a module-level function, not {qualname!r}")
     if module != "__main__":
-        return module, qualname, None
+        file = getattr(sys.modules.get(module), "__file__", None)
+        if file is None:
+            return module, qualname, None
+        root = Path(file).resolve().parent
+        for _ in range(module.count(".") + (Path(file).stem == "__init__")):
+            root = root.parent
+        return module, qualname, str(root)
     main_file = getattr(sys.modules["__main__"], "__file__", None)
     if main_file is None:
         raise ValueError(f"{qualname!r} is defined in an interactive __main__ that Ray workers cannot import")
     path = Path(main_file).resolve()
     return path.stem, qualname, str(path.parent)
+
+
+@contextmanager
+def ray_session(address: str | None = None, *, feature: str = "Ray trials", **init: Any) -> Iterator[Any]:
+    """Ray, initialised for the block and shut down after it, unless it was running already (the caller's then).
+
+    ``address=None`` starts a private local instance (``"local"``): without an address ``ray.init`` would join
+    any cluster another process runs on this machine, and that one may be stopped under us.
+
+    :param feature: what needs Ray, for the missing-extra message.
+    :param init: further ``ray.init`` arguments (``runtime_env``, ``log_to_driver``).
+    """
+    ray = require("ray", feature)
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address or "local", include_dashboard=False, logging_level=logging.ERROR, **init)
+    try:
+        yield ray
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def tune_run_config(storage_path: str | os.PathLike[str], name: str, *, fail_fast: bool = False) -> Any:
+    """Tune's run configuration for our trials: no retries (a failing run fails again), quiet console."""
+    tune = require("ray.tune", "Ray trials")
+    return tune.RunConfig(storage_path=str(storage_path), name=name, verbose=0,
+                          failure_config=tune.FailureConfig(max_failures=0, fail_fast=fail_fast))
+
+
+def trial_error(error: BaseException | str) -> str:
+    """The last non-empty line of a failed trial's error: the trial's own exception, not Ray's wrapping of it."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
 
 
 def _trainable(params: dict[str, Any]) -> None:
@@ -84,47 +131,35 @@ def run_as_trials(
     :returns: ``fn``'s results in the order of ``configs``.
     :raises RuntimeError: naming the configs whose trials failed, with their errors.
     """
-    import ray
-    from ray import tune
-
     if not configs:
         return []
+    tune = require("ray.tune", "Ray trials")
     module, qualname, directory = _reference(fn)
-    started = not ray.is_initialized()
-    if started:
-        paths = [str(Path(__file__).resolve().parent)]
-        if directory is not None and directory not in paths:
-            paths.append(directory)
-        if os.environ.get("PYTHONPATH"):
-            paths.append(os.environ["PYTHONPATH"])
-        ray.init(address=address or "local", include_dashboard=False, logging_level=logging.ERROR,
-                 runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}})
+    paths = [directory] if directory is not None else []
+    if os.environ.get("PYTHONPATH"):
+        paths.append(os.environ["PYTHONPATH"])
     temporary = storage_path is None
     storage = tempfile.mkdtemp(prefix="ray_trials_") if temporary else str(Path(storage_path).resolve())
+    session = ray_session(address, runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}})
     try:
-        tuner = tune.Tuner(
-            tune.with_resources(_trainable, {"cpu": cpus_per_trial}),
-            param_space={
-                "fn": (module, qualname),
-                "config": tune.grid_search([{**config, INDEX: i} for i, config in enumerate(configs)]),
-            },
-            tune_config=tune.TuneConfig(
-                num_samples=1,
-                reuse_actors=False,
-                trial_name_creator=_trial_name,
-                trial_dirname_creator=_trial_name,
-            ),
-            run_config=tune.RunConfig(storage_path=storage, name=name, verbose=0,
-                                      failure_config=tune.FailureConfig(max_failures=0)),
-        )
-        with _quiet_tune():
+        with session, _quiet_tune():
+            tuner = tune.Tuner(
+                tune.with_resources(_trainable, {"cpu": cpus_per_trial}),
+                param_space={
+                    "fn": (module, qualname),
+                    "config": tune.grid_search([{**config, INDEX: i} for i, config in enumerate(configs)]),
+                },
+                tune_config=tune.TuneConfig(num_samples=1, reuse_actors=False, trial_name_creator=_trial_name,
+                                            trial_dirname_creator=_trial_name),
+                run_config=tune_run_config(storage, name),
+            )
             grid = tuner.fit()
         results: dict[int, dict] = {}
         errors: dict[int, str] = {}
         for result in grid:
             index = result.config["config"][INDEX]
             if result.error is not None:
-                errors[index] = str(result.error).strip().splitlines()[-1]
+                errors[index] = trial_error(result.error)
             elif "results" not in (result.metrics or {}):
                 errors[index] = "the trial reported no results"
             else:
@@ -139,8 +174,6 @@ def run_as_trials(
     finally:
         if temporary:
             shutil.rmtree(storage, ignore_errors=True)
-        if started:
-            ray.shutdown()
 
 
 def run_all(fn: Callable[[dict], dict], configs: list[dict], *, use_ray: bool, cpus_per_trial: float = 1,

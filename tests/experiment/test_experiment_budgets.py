@@ -1,0 +1,126 @@
+"""BudgetCallback evaluates once per budget inside one real DQN run, with the library's evaluator."""
+
+from __future__ import annotations
+
+from stable_baselines3 import DQN
+from stable_baselines3.common.env_util import make_vec_env
+
+from sb3_hir.envs import MazeRunnerEnv
+from sb3_hir.experiment import BudgetCallback, eval_seed, instruction_evaluator
+
+ENV_KWARGS = dict(maze_dim=7, num_goals=2, time_limit=20)
+
+
+def make_env(n_envs: int = 2, seed: int = 0):
+    return make_vec_env(MazeRunnerEnv, n_envs=n_envs, seed=seed, env_kwargs=ENV_KWARGS)
+
+
+def tiny_dqn(env) -> DQN:
+    return DQN("MultiInputPolicy", env, learning_starts=10**6, buffer_size=1_000, seed=0)
+
+
+def test_each_budget_is_evaluated_once_at_the_first_step_reaching_it():
+    seen: list[int] = []
+    model = tiny_dqn(make_env(n_envs=3))
+
+    def evaluate(m: DQN) -> dict[str, float]:
+        seen.append(m.num_timesteps)
+        return {"steps": float(m.num_timesteps)}
+
+    callback = BudgetCallback([60, 31, 90, 500], evaluate)
+    model.learn(90, callback=callback)
+    # 3 envs: 31 is passed at 33 (a vectorised step jumps over it), 60 and 90 are hit exactly; 500 is never reached.
+    assert list(callback.results) == [31, 60, 90]
+    assert seen == [33, 60, 90]
+    assert callback.results[31] == {"steps": 33.0}
+
+
+def test_a_budget_reached_only_by_the_last_step_is_evaluated_at_training_end():
+    model = tiny_dqn(make_env(n_envs=2))
+    callback = BudgetCallback([10, 20], lambda m: {"steps": float(m.num_timesteps)})
+    model.learn(20, callback=callback)
+    assert callback.results == {10: {"steps": 10.0}, 20: {"steps": 20.0}}
+    model.learn(4, callback=callback, reset_num_timesteps=False)  # a second learn adds no evaluation
+    assert list(callback.results) == [10, 20]
+
+
+def test_the_instruction_evaluator_scores_the_same_episodes_each_time():
+    model = tiny_dqn(make_env())
+    evaluate = instruction_evaluator(lambda: make_env(n_envs=2, seed=99), 6, eval_seed(0))
+    first, second = evaluate(model), evaluate(model)
+    assert set(first) == {"goals_reached", "success_rate"}
+    assert first == second
+    assert 0.0 <= first["success_rate"] <= 1.0
+    assert 0.0 <= first["goals_reached"] <= 2.0
+
+
+def test_eval_seeds_are_apart_from_training_seeds():
+    assert eval_seed(0) == 10_000
+    assert eval_seed(3) == 10_003
+
+
+def test_the_wall_clock_stops_training_at_its_limit_and_records_each_evaluation():
+    from sb3_hir.experiment import WallClockCallback
+
+    model = tiny_dqn(make_env())
+    reported: list[int] = []
+    clock = WallClockCallback(0.2, 1.0, lambda m: {"steps": float(m.num_timesteps)},
+                              lambda curve: reported.append(len(curve)))
+    model.learn(10**6, callback=clock)
+    assert model.num_timesteps < 10**6  # stopped by the clock, not by the step budget
+    assert len(clock.curve) >= 2 and reported == list(range(1, len(clock.curve) + 1))
+    point = clock.curve[-1]
+    assert set(point) == {"minutes", "timesteps", "steps", "load_average"}
+    assert point["steps"] == point["timesteps"] <= model.num_timesteps
+    assert [p["timesteps"] for p in clock.curve] == sorted(p["timesteps"] for p in clock.curve)
+    assert all(p["minutes"] <= 1.0 / 60 + 0.01 for p in clock.curve)
+
+
+def test_a_stop_rule_ends_training_after_the_evaluation_that_meets_it():
+    model = tiny_dqn(make_env(n_envs=1))
+    callback = BudgetCallback(range(10, 101, 10), lambda m: {"steps": float(m.num_timesteps)},
+                              stop=lambda metrics: metrics["steps"] >= 30)
+    model.learn(100, callback=callback)
+    assert list(callback.results) == [10, 20, 30]
+    assert model.num_timesteps == 30
+    seconds = list(callback.training_seconds.values())
+    assert list(callback.training_seconds) == [10, 20, 30]
+    assert 0 < seconds[0] <= seconds[1] <= seconds[2]
+
+
+def test_training_seconds_leave_the_evaluations_out():
+    import time
+
+    model = tiny_dqn(make_env(n_envs=1))
+
+    def slow(m: DQN) -> dict[str, float]:
+        time.sleep(0.3)
+        return {}
+
+    callback = BudgetCallback([5, 10], slow)
+    start = time.perf_counter()
+    model.learn(10, callback=callback)
+    wall = time.perf_counter() - start
+    assert wall >= 0.6
+    assert callback.training_seconds[10] < wall - 0.5  # both sleeps are off the training clock
+
+
+def test_the_episode_evaluator_seeds_each_episode_and_reads_the_last_or_any_step():
+    from stable_baselines3.common.envs import BitFlippingEnv
+
+    from sb3_hir.experiment import episode_evaluator
+
+    env = make_vec_env(lambda: BitFlippingEnv(n_bits=4, continuous=False), n_envs=1)
+    model = DQN("MultiInputPolicy", env, learning_starts=10**6, seed=0)
+    flips = {"bits": lambda info: float(info.get("is_success", False))}
+    last = episode_evaluator(lambda: BitFlippingEnv(n_bits=4, continuous=False), 5, seed=0)
+    assert set(last(model)) == {"success_rate"}
+    assert last(model) == last(model)  # the same seeded episodes each time
+    at_last = episode_evaluator(lambda: BitFlippingEnv(n_bits=4, continuous=False), 5, 0, metrics=flips)(model)
+    at_any = episode_evaluator(lambda: BitFlippingEnv(n_bits=4, continuous=False), 5, 0, metrics=flips,
+                               any_step=True)(model)
+    # BitFlipping ends at success, so success at some step is success at the last step.
+    assert at_any == at_last
+    steps = episode_evaluator(lambda: BitFlippingEnv(n_bits=4, continuous=False), 3, 0,
+                              metrics={"one": lambda info: 1.0, "never": lambda info: 0.0}, any_step=True)(model)
+    assert steps == {"one": 1.0, "never": 0.0}
