@@ -8,7 +8,7 @@ the replay buffer differs. Variants (``--variants``):
   hindsight instruction per sampled transition, ``goal_selection="future"``);
 * ``some-n3``: ``some`` with 3-step hindsight returns (``n_steps=3``, the algorithm's gamma);
 * ``some-relaxed`` / ``some-n3-relaxed``: ``some`` / ``some-n3`` with the relaxed reach rule
-  (:class:`relaxed_draw.RelaxedReachBuffer`: the instruction's last goal counts as reached at its first
+  (:class:`sb3_hir.experiment.relaxed.RelaxedReachBuffer`: the instruction's last goal counts as reached at its first
   occurrence after the sampled transition, even if its value was passed before it), measured against the shipped
   rule (issue 35);
 * ``old-some`` / ``old-all``: the previous buffer, which drew one instruction per finished episode at ``add()``
@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any
 
 import torch as th
-from relaxed_draw import RelaxedReachBuffer
 from stable_baselines3 import DQN
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -63,6 +62,7 @@ from sb3_hir.experiment import (
     run_benchmark,
     timed_run,
 )
+from sb3_hir.experiment.relaxed import RelaxedReachBuffer
 from sb3_hir.extractors import KeySelectExtractor
 
 VARIANTS = ("none", "some", "all", "some-n3", "old-some", "old-all", "some-relaxed", "some-n3-relaxed")

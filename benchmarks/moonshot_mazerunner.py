@@ -23,9 +23,8 @@ import argparse
 import json
 from pathlib import Path
 
-from relaxed_draw import RelaxedReachBuffer
-
 from sb3_hir.experiment.moonshot import make_parser, save, train
+from sb3_hir.experiment.relaxed import RelaxedReachBuffer
 
 
 def main() -> None:

@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from relaxed_draw import RelaxedReachBuffer
 
 from sb3_hir.experiment import arguments, format_mean_std
 from sb3_hir.experiment.moonshot import make_parser, train
+from sb3_hir.experiment.relaxed import RelaxedReachBuffer
 from sb3_hir.experiment.runner import run_all
 
 VARIANTS = ("history", "memoryless", "history-relaxed")
@@ -43,7 +43,8 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     """One (variant, seed): the moonshot's training, its curve returned (and written under its run directory)."""
     args = argparse.Namespace(**config["args"])
     if config["variant"] == "history-relaxed":
-        args.relaxed_draw = True  # the relaxed reach rule (relaxed_draw.RelaxedReachBuffer), measured against history
+        # the relaxed reach rule (sb3_hir.experiment.relaxed.RelaxedReachBuffer), measured against history
+        args.relaxed_draw = True
     if config["variant"] == "memoryless":
         args.history = 0
         args.action_features = "none"  # no memory of any kind

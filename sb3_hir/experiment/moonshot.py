@@ -111,7 +111,7 @@ def make_parser(description: str) -> argparse.ArgumentParser:
     arguments.add_learner(parser, gamma=0.98, learning_rate=5e-4, gradient_steps=4, exploration_fraction=0.15)
     parser.add_argument("--n-steps", type=int, default=3, help="n-step hindsight returns of the buffer")
     parser.add_argument("--relaxed-draw", action="store_true",
-                        help="relabel under the relaxed reach rule (benchmarks/relaxed_draw.py), to measure it")
+                        help="relabel under the relaxed reach rule (sb3_hir.experiment.relaxed), to measure it")
     parser.add_argument("--demos", type=int, default=0,
                         help="shortest-path episodes in the buffer's demonstration region (collected on the clock)")
     parser.add_argument("--demo-ratio", type=float, default=0.5, help="share of each batch from --demos")
@@ -127,7 +127,7 @@ def build_model(args: argparse.Namespace, buffer_class: type | None = None) -> D
         (``--relaxed-draw`` runs pass the benchmark's relaxed-reach buffer, which the library does not ship).
     """
     if getattr(args, "relaxed_draw", False) and buffer_class is None:
-        raise ValueError("--relaxed-draw: pass the relaxed-reach buffer class (benchmarks/relaxed_draw.py)")
+        raise ValueError("--relaxed-draw: pass the relaxed-reach buffer class (sb3_hir.experiment.relaxed)")
     venv = make_venv(args, args.seed, args.n_envs)
     features = getattr(args, "action_features", "none")
     table = {"none": None, "effects": EFFECTS_KEY, "env": ACTION_FEATURES_KEY}[features]

@@ -10,12 +10,7 @@ BENCHMARKS = ROOT / "benchmarks"
 
 #: Sibling imports still allowed, as (script, imported module, why). Each must still happen: a stale entry fails
 #: the test, so the list only shrinks.
-ALLOWED: list[tuple[str, str, str]] = [
-    ("bench_hir_learning", "relaxed_draw", "its draw-strategy buffer is being rewritten (issue 46); it moves into the "
-                                           "library afterwards"),
-    ("moonshot_mazerunner", "relaxed_draw", "the same buffer (--relaxed-draw)"),
-    ("moonshot_seeds", "relaxed_draw", "the same buffer (its history-relaxed variant)"),
-]
+ALLOWED: list[tuple[str, str, str]] = []
 
 
 def sibling_imports(source: str, siblings: set[str]) -> set[str]:
