@@ -40,7 +40,13 @@ class GoalSpec(ABC):
         k-th goal, and gives returns below zero, which SAC's entropy term and TD targets read differently.
     :param goal_ndim: number of trailing dimensions one goal spans (1 for an ``(x, y)`` cell); :meth:`reached`
         reduces over exactly these, so every leading dimension broadcasts.
+    :param nothing_value: the achieved value (every component equal to it) of a step at which nothing was achieved,
+        for envs whose goals are events (face an object, pick up a key) rather than positions. Such a step reaches
+        no goal and is never drawn as a hindsight goal. None (default): every step achieves a goal value.
     """
+
+    #: class default, for specs pickled before event goals (an instance sets its own).
+    nothing_value: float | None = None
 
     def __init__(
         self,
@@ -50,6 +56,7 @@ class GoalSpec(ABC):
         goal_reward: float = 1.0,
         goal_ndim: int = 1,
         step_reward: float = 0.0,
+        nothing_value: float | None = None,
     ) -> None:
         for name, key in (("goals_key", goals_key), ("achieved_key", achieved_key)):
             if not isinstance(key, str) or not key:
@@ -58,6 +65,13 @@ class GoalSpec(ABC):
             raise ValueError(f"goals_key and achieved_key must differ, both are {goals_key!r}")
         if isinstance(mask_value, bool) or not isinstance(mask_value, (int, float, np.number)):
             raise ValueError(f"mask_value must be a number, got {mask_value!r}")
+        if nothing_value is not None and (isinstance(nothing_value, bool)
+                                          or not isinstance(nothing_value, (int, float, np.number))
+                                          or not np.isfinite(nothing_value)):
+            raise ValueError(f"nothing_value must be a finite number or None, got {nothing_value!r}")
+        if nothing_value is not None and nothing_value == mask_value:
+            raise ValueError(f"nothing_value must differ from mask_value ({mask_value!r}): a masked goal is a reached "
+                             "one, a nothing value is a step that reached none")
         check_number(goal_reward, "goal_reward")
         check_number(step_reward, "step_reward")
         check_int(goal_ndim, "goal_ndim", 0)
@@ -67,6 +81,7 @@ class GoalSpec(ABC):
         self.goal_reward = float(goal_reward)
         self.step_reward = float(step_reward)
         self.goal_ndim = int(goal_ndim)
+        self.nothing_value = nothing_value
         self._goal_axes = tuple(range(-self.goal_ndim, 0))
 
     @abstractmethod
@@ -76,6 +91,20 @@ class GoalSpec(ABC):
         Both have shape ``(..., *goal_shape)`` and broadcast against each other; the result has the broadcast
         leading shape, so a whole episode against a whole instruction is one call.
         """
+
+    def is_nothing(self, achieved: np.ndarray) -> np.ndarray:
+        """Whether each achieved value (shape ``(..., *goal_shape)``) is :attr:`nothing_value`: a step that achieved
+        no goal (all False when the spec declares none)."""
+        achieved = np.asarray(achieved)
+        if self.nothing_value is None:
+            return np.zeros(achieved.shape[: achieved.ndim - self.goal_ndim], dtype=bool)
+        return (achieved == self.nothing_value).all(axis=self._goal_axes)
+
+    def _not_nothing(self, achieved: np.ndarray, hits: np.ndarray) -> np.ndarray:
+        """``hits`` of :meth:`reached` with the steps that achieved nothing taken out (they reach no goal)."""
+        if self.nothing_value is None:
+            return hits
+        return hits & ~self.is_nothing(achieved)
 
     def is_masked(self, goals: np.ndarray) -> np.ndarray:
         """Whether each goal in ``goals`` (shape ``(..., *goal_shape)``) is the mask, i.e. already reached."""
@@ -142,7 +171,8 @@ class GoalSpec(ABC):
         return (
             f"{type(self).__name__}(goals_key={self.goals_key!r}, achieved_key={self.achieved_key!r}, "
             f"mask_value={self.mask_value!r}, goal_reward={self.goal_reward!r}, goal_ndim={self.goal_ndim}, "
-            f"step_reward={self.step_reward!r})"
+            f"step_reward={self.step_reward!r}"
+            + ("" if self.nothing_value is None else f", nothing_value={self.nothing_value!r}") + ")"
         )
 
 
@@ -179,8 +209,8 @@ class ExactGoalSpec(GoalSpec):
         ):
             packed = _pack_goals(achieved, ndim)
             if packed is not None:
-                return packed == _pack_goals(goal, ndim)
-        return (achieved == goal).all(axis=self._goal_axes)
+                return self._not_nothing(achieved, packed == _pack_goals(goal, ndim))
+        return self._not_nothing(achieved, (achieved == goal).all(axis=self._goal_axes))
 
 
 class ToleranceGoalSpec(GoalSpec):
@@ -200,7 +230,7 @@ class ToleranceGoalSpec(GoalSpec):
 
     def reached(self, achieved: np.ndarray, goal: np.ndarray) -> np.ndarray:
         diff = np.asarray(achieved, dtype=np.float64) - np.asarray(goal, dtype=np.float64)
-        return np.sqrt(np.sum(np.square(diff), axis=self._goal_axes)) <= self.tolerance
+        return self._not_nothing(achieved, np.sqrt(np.sum(np.square(diff), axis=self._goal_axes)) <= self.tolerance)
 
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + f", tolerance={self.tolerance!r})"

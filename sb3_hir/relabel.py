@@ -212,6 +212,8 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
         candidate = np.ones(len(episode) + 1, dtype=bool)
         candidate[0] = False  # the reset observation is never checked against a goal
         candidate[reached_steps] = False
+        if getattr(self.goal_spec, "nothing_value", None) is not None:
+            candidate &= ~self.goal_spec.is_nothing(achieved)  # a step that achieved nothing is never a goal
         candidates = np.flatnonzero(candidate)
         h = min(h, len(candidates))
         if h == 0:

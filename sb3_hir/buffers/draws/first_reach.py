@@ -176,7 +176,7 @@ def _first_reach_round(rng, meta, envs, flat, t, length, keep, start, batch, cfg
 
 
 @compiled.kernel
-def draw_first_reach(box, meta, achieved, own_goals, goals_like, admitted, upper, missing, cfg):  # type: ignore[no-untyped-def]
+def draw_first_reach(box, meta, achieved, own_goals, nothing, admitted, upper, missing, cfg):  # type: ignore[no-untyped-def]
     """:class:`FirstReachDraw`'s draw in one call (``cfg``: ``draw_mode``, ``selection`` and the index columns)."""
-    return draw_rounds(box.rng, meta, achieved, own_goals, goals_like, admitted, upper, missing, cfg,
+    return draw_rounds(box.rng, meta, achieved, own_goals, nothing, admitted, upper, missing, cfg,
                        _here._first_reach_round, ())
