@@ -43,10 +43,18 @@ class GoalSpec(ABC):
     :param nothing_value: the achieved value (every component equal to it) of a step at which nothing was achieved,
         for envs whose goals are events (face an object, pick up a key) rather than positions. Such a step reaches
         no goal and is never drawn as a hindsight goal. None (default): every step achieves a goal value.
+    :param wildcard_value: a goal component equal to it matches any achieved value there: a partial description
+        ("go to a ball", any color). None (default): every component must match.
+    :param description_levels: the levels of description a hindsight goal drawn from an achieved value may take,
+        each a mask over the goal's components (flattened), True where the level keeps the value and the rest
+        becomes ``wildcard_value``; a drawn goal takes one level uniformly. None (default): drawn goals keep every
+        component. Needs ``wildcard_value``.
     """
 
-    #: class default, for specs pickled before event goals (an instance sets its own).
+    #: class defaults, for specs pickled before event goals (an instance sets its own).
     nothing_value: float | None = None
+    wildcard_value: float | None = None
+    description_levels: np.ndarray | None = None
 
     def __init__(
         self,
@@ -57,6 +65,8 @@ class GoalSpec(ABC):
         goal_ndim: int = 1,
         step_reward: float = 0.0,
         nothing_value: float | None = None,
+        wildcard_value: float | None = None,
+        description_levels: Sequence[Sequence[bool]] | None = None,
     ) -> None:
         for name, key in (("goals_key", goals_key), ("achieved_key", achieved_key)):
             if not isinstance(key, str) or not key:
@@ -72,6 +82,21 @@ class GoalSpec(ABC):
         if nothing_value is not None and nothing_value == mask_value:
             raise ValueError(f"nothing_value must differ from mask_value ({mask_value!r}): a masked goal is a reached "
                              "one, a nothing value is a step that reached none")
+        if wildcard_value is not None and (isinstance(wildcard_value, bool)
+                                           or not isinstance(wildcard_value, (int, float, np.number))
+                                           or not np.isfinite(wildcard_value)):
+            raise ValueError(f"wildcard_value must be a finite number or None, got {wildcard_value!r}")
+        if wildcard_value is not None and wildcard_value in (mask_value, nothing_value):
+            raise ValueError(f"wildcard_value must differ from mask_value ({mask_value!r}) and nothing_value "
+                             f"({nothing_value!r}); got {wildcard_value!r}")
+        levels = None
+        if description_levels is not None:
+            if wildcard_value is None:
+                raise ValueError("description_levels needs wildcard_value: the components a level drops become it")
+            levels = np.asarray(description_levels)
+            if levels.ndim != 2 or levels.dtype != bool or not len(levels) or not levels.any(axis=1).all():
+                raise ValueError("description_levels must be a non-empty sequence of equal-length bool masks over a "
+                                 f"goal's components, each keeping at least one; got {description_levels!r}")
         check_number(goal_reward, "goal_reward")
         check_number(step_reward, "step_reward")
         check_int(goal_ndim, "goal_ndim", 0)
@@ -82,6 +107,8 @@ class GoalSpec(ABC):
         self.step_reward = float(step_reward)
         self.goal_ndim = int(goal_ndim)
         self.nothing_value = nothing_value
+        self.wildcard_value = wildcard_value
+        self.description_levels = levels
         self._goal_axes = tuple(range(-self.goal_ndim, 0))
 
     @abstractmethod
@@ -99,6 +126,21 @@ class GoalSpec(ABC):
         if self.nothing_value is None:
             return np.zeros(achieved.shape[: achieved.ndim - self.goal_ndim], dtype=bool)
         return (achieved == self.nothing_value).all(axis=self._goal_axes)
+
+    def generalize(self, goals: np.ndarray, drawn: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``goals`` ``(B, k, *goal_shape)`` with each ``drawn`` ``(B, k)`` slot at a level of description drawn
+        uniformly from :attr:`description_levels` (its dropped components set to :attr:`wildcard_value`);
+        unchanged when the spec declares no levels."""
+        levels = self.description_levels
+        if levels is None or not drawn.any():
+            return goals
+        batch, k = drawn.shape
+        flat = goals.reshape(batch, k, -1)
+        if levels.shape[1] != flat.shape[2]:
+            raise ValueError(f"description_levels mask {levels.shape[1]} components; goals have {flat.shape[2]}")
+        keep = levels[rng.integers(0, len(levels), size=(batch, k))]  # (B, k, D)
+        keep |= ~drawn[..., None]
+        return np.where(keep, flat, np.asarray(self.wildcard_value, dtype=goals.dtype)).reshape(goals.shape)
 
     def _not_nothing(self, achieved: np.ndarray, hits: np.ndarray) -> np.ndarray:
         """``hits`` of :meth:`reached` with the steps that achieved nothing taken out (they reach no goal)."""
@@ -160,6 +202,10 @@ class GoalSpec(ABC):
             raise ValueError(
                 f"observation_space[{self.goals_key!r}] must hold at least one goal, got shape {goals_shape}"
             )
+        levels = self.description_levels
+        if levels is not None and levels.shape[1] != math.prod(goal_shape):
+            raise ValueError(f"description_levels masks {levels.shape[1]} components, but a goal of "
+                             f"observation_space[{self.goals_key!r}] has {math.prod(goal_shape)} ({goal_shape})")
         if achieved_shape not in (goal_shape, (1, *goal_shape)):
             raise ValueError(
                 f"observation_space[{self.achieved_key!r}] must have shape {goal_shape} or "
@@ -172,7 +218,10 @@ class GoalSpec(ABC):
             f"{type(self).__name__}(goals_key={self.goals_key!r}, achieved_key={self.achieved_key!r}, "
             f"mask_value={self.mask_value!r}, goal_reward={self.goal_reward!r}, goal_ndim={self.goal_ndim}, "
             f"step_reward={self.step_reward!r}"
-            + ("" if self.nothing_value is None else f", nothing_value={self.nothing_value!r}") + ")"
+            + ("" if self.nothing_value is None else f", nothing_value={self.nothing_value!r}")
+            + ("" if self.wildcard_value is None else f", wildcard_value={self.wildcard_value!r}")
+            + ("" if self.description_levels is None else f", description_levels={self.description_levels.tolist()}")
+            + ")"
         )
 
 
@@ -201,6 +250,9 @@ class ExactGoalSpec(GoalSpec):
     def reached(self, achieved: np.ndarray, goal: np.ndarray) -> np.ndarray:
         achieved, goal = np.asarray(achieved), np.asarray(goal)
         ndim = self.goal_ndim
+        if self.wildcard_value is not None:  # a wildcard component matches anything
+            hits = ((achieved == goal) | (goal == self.wildcard_value)).all(axis=self._goal_axes)
+            return self._not_nothing(achieved, hits)
         if (
             ndim
             and achieved.dtype == goal.dtype
@@ -244,6 +296,7 @@ def indexable_by_value(spec: GoalSpec, observation_space: spaces.Dict) -> bool:
     return (
         isinstance(spec, ExactGoalSpec)
         and type(spec).reached is ExactGoalSpec.reached
+        and getattr(spec, "wildcard_value", None) is None  # a partial description is reached by several values
         and achieved_dtype.kind in "biu"
         and goals_dtype.kind in "biu"
     )

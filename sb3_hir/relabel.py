@@ -222,6 +222,11 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
         merged = np.sort(np.concatenate([reached_steps, picked]))
         goals = own.copy()
         goals[: n + h] = achieved[merged]
+        picked_slots = np.isin(merged, picked)
+        if getattr(self.goal_spec, "description_levels", None) is not None and picked_slots.any():
+            drawn = np.zeros((1, len(goals)), dtype=bool)
+            drawn[0, : n + h] = picked_slots
+            goals = self.goal_spec.generalize(goals[None], drawn, rng)[0]
         return goals
 
     def draw_goal_steps(

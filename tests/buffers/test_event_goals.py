@@ -115,3 +115,75 @@ def test_without_the_declaration_nothing_steps_are_drawn_as_goals(jit):
         mask = check_sample(stream, 32, spec, falls)
         drawn_nothing += int((buffer.last_sample_info.goals[mask] == NOTHING).all(axis=-1).sum())
     assert drawn_nothing > 20
+
+
+# -- partial descriptions: wildcard goal components and the levels a drawn goal may take -------------------------------
+WILDCARD = -2
+LEVELS = [(True, True), (False, True), (True, False)]
+
+
+def test_a_wildcard_component_matches_any_value_and_levels_are_checked():
+    spec = ExactGoalSpec(wildcard_value=WILDCARD, description_levels=LEVELS, nothing_value=NOTHING)
+    achieved = np.array([[1, 2], [3, 2], [NOTHING, NOTHING]])
+    assert spec.reached(achieved, np.array([WILDCARD, 2])).tolist() == [True, True, False]
+    assert spec.reached(achieved, np.array([1, WILDCARD])).tolist() == [True, False, False]
+    goals = np.array([[[1, 2], [3, 4]]] * 200)
+    drawn = np.zeros((200, 2), bool)
+    drawn[:, 0] = True
+    out = spec.generalize(goals, drawn, np.random.default_rng(0))
+    assert (out[:, 1] == [3, 4]).all()  # a slot not drawn keeps its goal
+    kinds = {tuple(row) for row in out[:, 0].tolist()}
+    assert kinds == {(1, 2), (WILDCARD, 2), (1, WILDCARD)}  # every declared level, nothing else
+    from sb3_hir.goals import indexable_by_value
+    from sb3_hir.testing.served_rows import make_space
+    assert not indexable_by_value(spec, make_space(2))
+    with pytest.raises(ValueError, match="description_levels masks 3 components, but a goal"):
+        ExactGoalSpec(wildcard_value=WILDCARD, description_levels=[(True, True, False)]).validate_space(make_space(2))
+    with pytest.raises(ValueError, match="description_levels needs wildcard_value"):
+        ExactGoalSpec(description_levels=LEVELS)
+    with pytest.raises(ValueError, match="must differ from mask_value"):
+        ExactGoalSpec(wildcard_value=-1)
+    with pytest.raises(ValueError, match="each keeping at least one"):
+        ExactGoalSpec(wildcard_value=WILDCARD, description_levels=[(False, False)])
+
+
+@pytest.mark.parametrize("jit", JIT, ids=["compiled", "numpy"])
+@pytest.mark.parametrize("k,strategy", [(1, None), (2, None), (3, None), (2, "stored")])
+@pytest.mark.parametrize("n_steps,layout", [(1, "full"), (3, "compact")])
+def test_goals_drawn_at_every_level_of_description_are_served_as_replays(jit, k, strategy, n_steps, layout):
+    """Hindsight goals take the declared levels (a value, or one component with a wildcard); every served row is
+    its episode's replay under them, where a partial goal is reached at the first step that matches its kept part."""
+    spec = ExactGoalSpec(wildcard_value=WILDCARD, description_levels=LEVELS, nothing_value=NOTHING)
+    kwargs = dict(draw_strategy=strategy) if strategy else {}
+    buffer = make_buffer(k, size=60, n_envs=2, goal_spec=spec, strategy="all", n_steps=n_steps, gamma=0.9,
+                         memory_layout=layout, relabel_ratio=0.8, seed=2, **kwargs)
+    buffer.jit = jit
+    stream, falls = stream_events(buffer, spec, np.random.default_rng(5), 90, k)
+    partial = relabeled = 0
+    for _ in range(15):
+        mask = check_sample(stream, 32, spec, falls)
+        goals = buffer.last_sample_info.goals[mask]
+        assert not spec.is_nothing(goals).any()
+        partial += int((goals == WILDCARD).any(axis=-1).sum())
+        relabeled += int(mask.sum())
+    assert relabeled > 100 and partial > 20
+
+
+def test_first_reach_refuses_description_levels_by_name():
+    spec = ExactGoalSpec(wildcard_value=WILDCARD, description_levels=LEVELS)
+    with pytest.raises(ValueError, match="'first-reach' indexes the first reach of exact achieved values"):
+        make_buffer(1, goal_spec=spec, draw_strategy="first-reach")
+    assert type(make_buffer(1, goal_spec=spec)._draws).__name__ == "WindowDraw"  # chosen by default instead
+
+
+def test_compiled_and_numpy_draws_serve_the_same_partial_goals():
+    from instruction_oracle import assert_serves_the_same
+
+    if not compiled.AVAILABLE:
+        pytest.skip("numba is not importable here")
+    spec = ExactGoalSpec(wildcard_value=WILDCARD, description_levels=LEVELS, nothing_value=NOTHING)
+    buffers = [make_buffer(3, size=60, n_envs=2, goal_spec=spec, strategy="some", seed=3) for _ in range(2)]
+    for buffer, jit in zip(buffers, (True, False), strict=True):
+        buffer.jit = jit
+        stream_events(buffer, spec, np.random.default_rng(6), 90, 3)
+    assert_serves_the_same(*buffers)

@@ -49,6 +49,9 @@ class FirstReachDraw(DrawStrategy):
         if getattr(view.relabeler, "strategy", None) not in ("some", "all", "none"):
             raise ValueError("draw_strategy 'first-reach' follows the relabeler's strategy ('some', 'all' or 'none'); "
                              f"{type(view.relabeler).__name__} has none")
+        if getattr(view.goal_spec, "description_levels", None) is not None:
+            raise ValueError("draw_strategy 'first-reach' indexes the first reach of exact achieved values; the goal "
+                             "spec's description_levels relabel at other levels: use 'window'")
         if self.exact_values is None:
             self.exact_values = view.exact_values
 
