@@ -45,6 +45,9 @@ class GoalSpec(ABC):
         no goal and is never drawn as a hindsight goal. None (default): every step achieves a goal value.
     :param wildcard_value: a goal component equal to it matches any achieved value there: a partial description
         ("go to a ball", any color). None (default): every component must match.
+    :param same_step_goals: the next goal is checked from the step that reached the previous one, so one step can
+        complete several goals (an object that matches two descriptions, as in BabyAI); False (default): from the
+        step after, one goal per step.
     :param description_levels: the levels of description a hindsight goal drawn from an achieved value may take,
         each a mask over the goal's components (flattened), True where the level keeps the value and the rest
         becomes ``wildcard_value``; a drawn goal takes one level uniformly. None (default): drawn goals keep every
@@ -55,6 +58,7 @@ class GoalSpec(ABC):
     nothing_value: float | None = None
     wildcard_value: float | None = None
     description_levels: np.ndarray | None = None
+    same_step_goals: bool = False
 
     def __init__(
         self,
@@ -67,6 +71,7 @@ class GoalSpec(ABC):
         nothing_value: float | None = None,
         wildcard_value: float | None = None,
         description_levels: Sequence[Sequence[bool]] | None = None,
+        same_step_goals: bool = False,
     ) -> None:
         for name, key in (("goals_key", goals_key), ("achieved_key", achieved_key)):
             if not isinstance(key, str) or not key:
@@ -109,6 +114,9 @@ class GoalSpec(ABC):
         self.nothing_value = nothing_value
         self.wildcard_value = wildcard_value
         self.description_levels = levels
+        if not isinstance(same_step_goals, (bool, np.bool_)):
+            raise ValueError(f"same_step_goals must be a bool, got {same_step_goals!r}")
+        self.same_step_goals = bool(same_step_goals)
         self._goal_axes = tuple(range(-self.goal_ndim, 0))
 
     @abstractmethod
@@ -221,6 +229,7 @@ class GoalSpec(ABC):
             + ("" if self.nothing_value is None else f", nothing_value={self.nothing_value!r}")
             + ("" if self.wildcard_value is None else f", wildcard_value={self.wildcard_value!r}")
             + ("" if self.description_levels is None else f", description_levels={self.description_levels.tolist()}")
+            + (", same_step_goals=True" if self.same_step_goals else "")
             + ")"
         )
 
@@ -297,6 +306,7 @@ def indexable_by_value(spec: GoalSpec, observation_space: spaces.Dict) -> bool:
         isinstance(spec, ExactGoalSpec)
         and type(spec).reached is ExactGoalSpec.reached
         and getattr(spec, "wildcard_value", None) is None  # a partial description is reached by several values
+        and not getattr(spec, "same_step_goals", False)  # the index finds reaches strictly after the previous one
         and achieved_dtype.kind in "biu"
         and goals_dtype.kind in "biu"
     )

@@ -187,3 +187,47 @@ def test_compiled_and_numpy_draws_serve_the_same_partial_goals():
         buffer.jit = jit
         stream_events(buffer, spec, np.random.default_rng(6), 90, 3)
     assert_serves_the_same(*buffers)
+
+
+# -- several goals completed at one step, where the env's semantics say so ---------------------------------------------
+def test_same_step_goals_lets_one_step_complete_several_goals():
+    path = np.array([[0, 0], [1, 2], [0, 0], [1, 2], [3, 3]])
+    goals = np.array([[1, 2], [1, 2], [3, 3]])
+    one_per_step = HindsightInstructionRelabeler(3, goal_spec=ExactGoalSpec())
+    several = HindsightInstructionRelabeler(3, goal_spec=ExactGoalSpec(same_step_goals=True))
+    assert one_per_step.reach_steps(path, goals).tolist() == [1, 3, 4]
+    assert several.reach_steps(path, goals).tolist() == [1, 1, 4]
+    rec = simulate(path, goals, spec=several.goal_spec)  # the plain per-step oracle agrees
+    replayed = several.replay(rec.episode, goals)
+    np.testing.assert_array_equal(replayed.rewards, rec.episode.rewards)
+    assert replayed.rewards.tolist() == [2.0, 0.0, 0.0, 1.0]  # two goals' rewards at the first step
+    with pytest.raises(ValueError, match="same_step_goals must be a bool"):
+        ExactGoalSpec(same_step_goals=1)
+
+
+@pytest.mark.parametrize("jit", JIT, ids=["compiled", "numpy"])
+@pytest.mark.parametrize("k,strategy", [(2, None), (3, None), (3, "stored")])
+@pytest.mark.parametrize("n_steps,layout", [(1, "full"), (3, "compact")])
+def test_babyai_like_specs_are_served_as_replays(jit, k, strategy, n_steps, layout):
+    """Nothing steps, partial descriptions and several goals per step together, as BabyAI's go-to levels need: every
+    served row is its episode's replay, and served rows do complete several goals at one step."""
+    spec = ExactGoalSpec(wildcard_value=WILDCARD, description_levels=LEVELS, nothing_value=NOTHING,
+                         same_step_goals=True)
+    kwargs = dict(draw_strategy=strategy) if strategy else {}
+    buffer = make_buffer(k, size=80, n_envs=2, goal_spec=spec, strategy="all", n_steps=n_steps, gamma=0.9,
+                         memory_layout=layout, relabel_ratio=0.9, seed=3, **kwargs)
+    buffer.jit = jit
+    stream, falls = stream_events(buffer, spec, np.random.default_rng(7), 120, k)
+    together = 0
+    for _ in range(20):
+        mask = check_sample(stream, 32, spec, falls)
+        info = buffer.last_sample_info
+        assert not spec.is_nothing(info.goals[mask]).any()
+        starts, ts, goals = info.episode_start[mask], info.t[mask], info.goals[mask]
+        for b in range(int(mask.sum())):
+            rec, _ = stream.owner[(int(starts[b]), int(info.env_indices[mask][b]))]
+            steps = HindsightInstructionRelabeler(k, goal_spec=spec).reach_steps(
+                rec.episode.observations["achieved"][:, 0], goals[b])
+            reached = steps[steps > 0]
+            together += int(len(reached) != len(set(reached.tolist())))
+    assert together > 0
