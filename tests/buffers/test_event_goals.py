@@ -223,7 +223,7 @@ def test_babyai_like_specs_are_served_as_replays(jit, k, strategy, n_steps, layo
         mask = check_sample(stream, 32, spec, falls)
         info = buffer.last_sample_info
         assert not spec.is_nothing(info.goals[mask]).any()
-        starts, ts, goals = info.episode_start[mask], info.t[mask], info.goals[mask]
+        starts, goals = info.episode_start[mask], info.goals[mask]
         for b in range(int(mask.sum())):
             rec, _ = stream.owner[(int(starts[b]), int(info.env_indices[mask][b]))]
             steps = HindsightInstructionRelabeler(k, goal_spec=spec).reach_steps(
