@@ -40,7 +40,25 @@ class GoalSpec(ABC):
         k-th goal, and gives returns below zero, which SAC's entropy term and TD targets read differently.
     :param goal_ndim: number of trailing dimensions one goal spans (1 for an ``(x, y)`` cell); :meth:`reached`
         reduces over exactly these, so every leading dimension broadcasts.
+    :param nothing_value: the achieved value (every component equal to it) of a step at which nothing was achieved,
+        for envs whose goals are events (face an object, pick up a key) rather than positions. Such a step reaches
+        no goal and is never drawn as a hindsight goal. None (default): every step achieves a goal value.
+    :param wildcard_value: a goal component equal to it matches any achieved value there: a partial description
+        ("go to a ball", any color). None (default): every component must match.
+    :param same_step_goals: the next goal is checked from the step that reached the previous one, so one step can
+        complete several goals (an object that matches two descriptions, as in BabyAI); False (default): from the
+        step after, one goal per step.
+    :param description_levels: the levels of description a hindsight goal drawn from an achieved value may take,
+        each a mask over the goal's components (flattened), True where the level keeps the value and the rest
+        becomes ``wildcard_value``; a drawn goal takes one level uniformly. None (default): drawn goals keep every
+        component. Needs ``wildcard_value``.
     """
+
+    #: class defaults, for specs pickled before event goals (an instance sets its own).
+    nothing_value: float | None = None
+    wildcard_value: float | None = None
+    description_levels: np.ndarray | None = None
+    same_step_goals: bool = False
 
     def __init__(
         self,
@@ -50,6 +68,10 @@ class GoalSpec(ABC):
         goal_reward: float = 1.0,
         goal_ndim: int = 1,
         step_reward: float = 0.0,
+        nothing_value: float | None = None,
+        wildcard_value: float | None = None,
+        description_levels: Sequence[Sequence[bool]] | None = None,
+        same_step_goals: bool = False,
     ) -> None:
         for name, key in (("goals_key", goals_key), ("achieved_key", achieved_key)):
             if not isinstance(key, str) or not key:
@@ -58,6 +80,28 @@ class GoalSpec(ABC):
             raise ValueError(f"goals_key and achieved_key must differ, both are {goals_key!r}")
         if isinstance(mask_value, bool) or not isinstance(mask_value, (int, float, np.number)):
             raise ValueError(f"mask_value must be a number, got {mask_value!r}")
+        if nothing_value is not None and (isinstance(nothing_value, bool)
+                                          or not isinstance(nothing_value, (int, float, np.number))
+                                          or not np.isfinite(nothing_value)):
+            raise ValueError(f"nothing_value must be a finite number or None, got {nothing_value!r}")
+        if nothing_value is not None and nothing_value == mask_value:
+            raise ValueError(f"nothing_value must differ from mask_value ({mask_value!r}): a masked goal is a reached "
+                             "one, a nothing value is a step that reached none")
+        if wildcard_value is not None and (isinstance(wildcard_value, bool)
+                                           or not isinstance(wildcard_value, (int, float, np.number))
+                                           or not np.isfinite(wildcard_value)):
+            raise ValueError(f"wildcard_value must be a finite number or None, got {wildcard_value!r}")
+        if wildcard_value is not None and wildcard_value in (mask_value, nothing_value):
+            raise ValueError(f"wildcard_value must differ from mask_value ({mask_value!r}) and nothing_value "
+                             f"({nothing_value!r}); got {wildcard_value!r}")
+        levels = None
+        if description_levels is not None:
+            if wildcard_value is None:
+                raise ValueError("description_levels needs wildcard_value: the components a level drops become it")
+            levels = np.asarray(description_levels)
+            if levels.ndim != 2 or levels.dtype != bool or not len(levels) or not levels.any(axis=1).all():
+                raise ValueError("description_levels must be a non-empty sequence of equal-length bool masks over a "
+                                 f"goal's components, each keeping at least one; got {description_levels!r}")
         check_number(goal_reward, "goal_reward")
         check_number(step_reward, "step_reward")
         check_int(goal_ndim, "goal_ndim", 0)
@@ -67,6 +111,12 @@ class GoalSpec(ABC):
         self.goal_reward = float(goal_reward)
         self.step_reward = float(step_reward)
         self.goal_ndim = int(goal_ndim)
+        self.nothing_value = nothing_value
+        self.wildcard_value = wildcard_value
+        self.description_levels = levels
+        if not isinstance(same_step_goals, (bool, np.bool_)):
+            raise ValueError(f"same_step_goals must be a bool, got {same_step_goals!r}")
+        self.same_step_goals = bool(same_step_goals)
         self._goal_axes = tuple(range(-self.goal_ndim, 0))
 
     @abstractmethod
@@ -76,6 +126,35 @@ class GoalSpec(ABC):
         Both have shape ``(..., *goal_shape)`` and broadcast against each other; the result has the broadcast
         leading shape, so a whole episode against a whole instruction is one call.
         """
+
+    def is_nothing(self, achieved: np.ndarray) -> np.ndarray:
+        """Whether each achieved value (shape ``(..., *goal_shape)``) is :attr:`nothing_value`: a step that achieved
+        no goal (all False when the spec declares none)."""
+        achieved = np.asarray(achieved)
+        if self.nothing_value is None:
+            return np.zeros(achieved.shape[: achieved.ndim - self.goal_ndim], dtype=bool)
+        return (achieved == self.nothing_value).all(axis=self._goal_axes)
+
+    def generalize(self, goals: np.ndarray, drawn: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``goals`` ``(B, k, *goal_shape)`` with each ``drawn`` ``(B, k)`` slot at a level of description drawn
+        uniformly from :attr:`description_levels` (its dropped components set to :attr:`wildcard_value`);
+        unchanged when the spec declares no levels."""
+        levels = self.description_levels
+        if levels is None or not drawn.any():
+            return goals
+        batch, k = drawn.shape
+        flat = goals.reshape(batch, k, -1)
+        if levels.shape[1] != flat.shape[2]:
+            raise ValueError(f"description_levels mask {levels.shape[1]} components; goals have {flat.shape[2]}")
+        keep = levels[rng.integers(0, len(levels), size=(batch, k))]  # (B, k, D)
+        keep |= ~drawn[..., None]
+        return np.where(keep, flat, np.asarray(self.wildcard_value, dtype=goals.dtype)).reshape(goals.shape)
+
+    def _not_nothing(self, achieved: np.ndarray, hits: np.ndarray) -> np.ndarray:
+        """``hits`` of :meth:`reached` with the steps that achieved nothing taken out (they reach no goal)."""
+        if self.nothing_value is None:
+            return hits
+        return hits & ~self.is_nothing(achieved)
 
     def is_masked(self, goals: np.ndarray) -> np.ndarray:
         """Whether each goal in ``goals`` (shape ``(..., *goal_shape)``) is the mask, i.e. already reached."""
@@ -131,6 +210,10 @@ class GoalSpec(ABC):
             raise ValueError(
                 f"observation_space[{self.goals_key!r}] must hold at least one goal, got shape {goals_shape}"
             )
+        levels = self.description_levels
+        if levels is not None and levels.shape[1] != math.prod(goal_shape):
+            raise ValueError(f"description_levels masks {levels.shape[1]} components, but a goal of "
+                             f"observation_space[{self.goals_key!r}] has {math.prod(goal_shape)} ({goal_shape})")
         if achieved_shape not in (goal_shape, (1, *goal_shape)):
             raise ValueError(
                 f"observation_space[{self.achieved_key!r}] must have shape {goal_shape} or "
@@ -142,7 +225,12 @@ class GoalSpec(ABC):
         return (
             f"{type(self).__name__}(goals_key={self.goals_key!r}, achieved_key={self.achieved_key!r}, "
             f"mask_value={self.mask_value!r}, goal_reward={self.goal_reward!r}, goal_ndim={self.goal_ndim}, "
-            f"step_reward={self.step_reward!r})"
+            f"step_reward={self.step_reward!r}"
+            + ("" if self.nothing_value is None else f", nothing_value={self.nothing_value!r}")
+            + ("" if self.wildcard_value is None else f", wildcard_value={self.wildcard_value!r}")
+            + ("" if self.description_levels is None else f", description_levels={self.description_levels.tolist()}")
+            + (", same_step_goals=True" if self.same_step_goals else "")
+            + ")"
         )
 
 
@@ -171,6 +259,9 @@ class ExactGoalSpec(GoalSpec):
     def reached(self, achieved: np.ndarray, goal: np.ndarray) -> np.ndarray:
         achieved, goal = np.asarray(achieved), np.asarray(goal)
         ndim = self.goal_ndim
+        if self.wildcard_value is not None:  # a wildcard component matches anything
+            hits = ((achieved == goal) | (goal == self.wildcard_value)).all(axis=self._goal_axes)
+            return self._not_nothing(achieved, hits)
         if (
             ndim
             and achieved.dtype == goal.dtype
@@ -179,8 +270,8 @@ class ExactGoalSpec(GoalSpec):
         ):
             packed = _pack_goals(achieved, ndim)
             if packed is not None:
-                return packed == _pack_goals(goal, ndim)
-        return (achieved == goal).all(axis=self._goal_axes)
+                return self._not_nothing(achieved, packed == _pack_goals(goal, ndim))
+        return self._not_nothing(achieved, (achieved == goal).all(axis=self._goal_axes))
 
 
 class ToleranceGoalSpec(GoalSpec):
@@ -200,7 +291,7 @@ class ToleranceGoalSpec(GoalSpec):
 
     def reached(self, achieved: np.ndarray, goal: np.ndarray) -> np.ndarray:
         diff = np.asarray(achieved, dtype=np.float64) - np.asarray(goal, dtype=np.float64)
-        return np.sqrt(np.sum(np.square(diff), axis=self._goal_axes)) <= self.tolerance
+        return self._not_nothing(achieved, np.sqrt(np.sum(np.square(diff), axis=self._goal_axes)) <= self.tolerance)
 
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + f", tolerance={self.tolerance!r})"
@@ -214,6 +305,8 @@ def indexable_by_value(spec: GoalSpec, observation_space: spaces.Dict) -> bool:
     return (
         isinstance(spec, ExactGoalSpec)
         and type(spec).reached is ExactGoalSpec.reached
+        and getattr(spec, "wildcard_value", None) is None  # a partial description is reached by several values
+        and not getattr(spec, "same_step_goals", False)  # the index finds reaches strictly after the previous one
         and achieved_dtype.kind in "biu"
         and goals_dtype.kind in "biu"
     )

@@ -54,12 +54,14 @@ class InstructionRelabeler(ABC):
     def reach_steps(self, achieved: np.ndarray, goals: np.ndarray) -> np.ndarray:
         """Step in ``1..T`` at which each goal is reached when walking observations ``1..T``, -1 if never.
 
-        Goal j is only checked from the step after goal j-1 was reached (one goal per step), as the env does.
+        Goal j is only checked from the step after goal j-1 was reached (one goal per step), as the env does; from
+        that same step when the goal spec says ``same_step_goals`` (one step may complete several goals).
 
         :param achieved: achieved values over the episode, shape ``(T+1, *goal_shape)`` or
             ``(T+1, 1, *goal_shape)``.
         :param goals: the goal sequence, shape ``(k, *goal_shape)``.
-        :return: int64 array of shape ``(k,)``, strictly increasing over its non-negative prefix.
+        :return: int64 array of shape ``(k,)``, strictly increasing over its non-negative prefix (non-decreasing with
+            ``same_step_goals``).
         """
         goals = np.asarray(goals)
         achieved = self.goal_spec.achieved_values(achieved, goals.shape[1:])
@@ -67,6 +69,7 @@ class InstructionRelabeler(ABC):
         # hit[t - 1, j]: observation t reaches goal j; one broadcast call for the whole episode.
         hit = self.goal_spec.reached(achieved[1:, None], goals[None])
         start = 0  # row of the first observation to check: the one after the previous goal's step
+        again = int(bool(getattr(self.goal_spec, "same_step_goals", False)))  # 1: the same row is checked again
         for j in range(len(goals)):
             column = hit[start:, j]
             if column.size == 0:
@@ -76,6 +79,7 @@ class InstructionRelabeler(ABC):
                 break
             start += first + 1
             steps[j] = start
+            start -= again
         return steps
 
     @staticmethod
@@ -88,7 +92,7 @@ class InstructionRelabeler(ABC):
         Buffers use this directly to relabel stored rows without building an :class:`Episode`.
         """
         reach_steps = np.asarray(reach_steps)
-        reached = reach_steps[reach_steps > 0]  # the reached prefix, strictly increasing
+        reached = reach_steps[reach_steps > 0]  # the reached prefix, increasing
         return reached.searchsorted(np.arange(length + 1), side="right").astype(np.int64, copy=False)
 
     # ------------------------------------------------------------------ replay
@@ -212,6 +216,8 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
         candidate = np.ones(len(episode) + 1, dtype=bool)
         candidate[0] = False  # the reset observation is never checked against a goal
         candidate[reached_steps] = False
+        if getattr(self.goal_spec, "nothing_value", None) is not None:
+            candidate &= ~self.goal_spec.is_nothing(achieved)  # a step that achieved nothing is never a goal
         candidates = np.flatnonzero(candidate)
         h = min(h, len(candidates))
         if h == 0:
@@ -220,6 +226,11 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
         merged = np.sort(np.concatenate([reached_steps, picked]))
         goals = own.copy()
         goals[: n + h] = achieved[merged]
+        picked_slots = np.isin(merged, picked)
+        if getattr(self.goal_spec, "description_levels", None) is not None and picked_slots.any():
+            drawn = np.zeros((1, len(goals)), dtype=bool)
+            drawn[0, : n + h] = picked_slots
+            goals = self.goal_spec.generalize(goals[None], drawn, rng)[0]
         return goals
 
     def draw_goal_steps(

@@ -87,7 +87,9 @@ def check_instruction_env(
     6. for envs that cannot take an instruction, a termination on the step that reaches a goal other than the
        last is flagged: replay keeps it under every instruction (as a fall), which is wrong when the goal caused
        it. Envs whose terminations never depend on the goals opt out with
-       ``terminations_unrelated_to_goals = True``. This heuristic only sees goals the random policy reaches.
+       ``terminations_unrelated_to_goals = True``. This heuristic only sees goals the random policy reaches;
+    7. with a goal spec that declares ``nothing_value`` (event goals: a step may achieve nothing), no instruction
+       ever holds that value as a goal, since no step can reach it.
 
     :param env: the env, or a registered ``"env"`` name (created with its defaults).
     :param relabeler: whose ``replay`` must reproduce the env (instance or registered name); by default a
@@ -113,6 +115,7 @@ def check_instruction_env(
             episode = rollout.episode()
             _check_own_replay(relabeler, rollout, episode)
             _check_success(rollout, episode, spec, num_goals)
+            _check_no_nothing_goal(rollout, episode, spec)
         _check_seeding(env, rollouts[0], seed, max_steps)
         if declared(env, ACCEPTS_RESET_GOALS, False):
             for rollout in rollouts:
@@ -155,6 +158,19 @@ def _check_success(rollout: Rollout, episode: Episode, spec: GoalSpec, num_goals
             fail(_CHECK, place, f"info['goals_reached'] = {show(info['goals_reached'])} but the observation shows "
                                 f"{int(counts[step])} goals reached (masked): "
                                 f"{show(episode.observations[spec.goals_key][step])}")
+
+
+def _check_no_nothing_goal(rollout: Rollout, episode: Episode, spec: GoalSpec) -> None:
+    """An instruction never asks for the spec's ``nothing_value``: no step can reach it."""
+    if getattr(spec, "nothing_value", None) is None:
+        return
+    bad = np.argwhere(spec.is_nothing(episode.observations[spec.goals_key]))
+    if len(bad):
+        step, slot = (int(i) for i in bad[0])
+        fail(_CHECK, where(rollout.index, rollout.seed, step),
+             f"goal {slot} of observation[{spec.goals_key!r}] is the goal spec's nothing_value "
+             f"({spec.nothing_value!r}), which no step can reach: "
+             f"{show(episode.observations[spec.goals_key][step])}")
 
 
 def _check_seeding(env: gym.Env, first: Rollout, seed: int, max_steps: int | None) -> None:

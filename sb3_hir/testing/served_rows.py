@@ -58,7 +58,8 @@ class Recorded:
 def simulate(path: np.ndarray, goals: np.ndarray, fall: bool = False, spec: GoalSpec | None = None) -> Recorded:
     """What MazeRunner would record: ``path`` is the achieved cell at t = 0..T, ``goals`` the instruction.
 
-    Goal j becomes active after goal j-1 was reached and is checked from the next step on; the episode ends
+    Goal j becomes active after goal j-1 was reached and is checked from the next step on (from the same step with
+    ``spec.same_step_goals``, so one step may complete several); the episode ends
     (terminated) at the k-th goal, else at the end of ``path`` (truncated, or terminated if ``fall``). A plain
     per-step loop, independent of the relabeler and the buffer: the oracle of these tests.
     """
@@ -71,10 +72,12 @@ def simulate(path: np.ndarray, goals: np.ndarray, fall: bool = False, spec: Goal
     for t in range(1, len(path)):
         current = goal_obs[-1].copy()
         reward = 0.0
-        if active < k and bool(spec.reached(path[t], goals[active])):
+        while active < k and bool(spec.reached(path[t], goals[active])):  # the goals this step completes
             current[active] = MASK
             active += 1
-            reward = 1.0
+            reward += 1.0
+            if not getattr(spec, "same_step_goals", False):
+                break
         goal_obs.append(current)
         rewards.append(reward)
         if active == k:

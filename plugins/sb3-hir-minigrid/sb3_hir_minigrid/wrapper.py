@@ -23,7 +23,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from sb3_hir_minigrid.codes import GOAL_DTYPE, MASK, PAD, TYPE_TO_CODE
+from sb3_hir.goals import ExactGoalSpec
+from sb3_hir_minigrid.codes import GOAL_DTYPE, MASK, NOTHING, PAD, TYPE_TO_CODE, WILDCARD
 from sb3_hir_minigrid.events import GoalObjectTracker
 from sb3_hir_minigrid.replay import advance, goal_matches, step_members
 from sb3_hir_minigrid.steps import Steps, encode_steps, instruction_steps
@@ -61,6 +62,12 @@ class BabyAIGoToInstruction(gym.Wrapper):
         self.goal_reward = float(goal_reward)
         self.step_reward = float(step_reward)
         self.mask_value = MASK
+        #: BabyAI's go-to semantics as the core relabels by them: events (``NOTHING`` when no goal-able object is
+        #: tracked in front), partial descriptions (a ``WILDCARD`` color; a hindsight goal is drawn as "the red
+        #: ball" or "a ball"), and several goals completed at one step (one object matching two descriptions).
+        self.goal_spec = ExactGoalSpec(mask_value=MASK, goal_reward=goal_reward, step_reward=step_reward,
+                                       nothing_value=NOTHING, wildcard_value=WILDCARD,
+                                       description_levels=[(True, True), (False, True)], same_step_goals=True)
         image = env.observation_space["image"]
         top = max(TYPE_TO_CODE.values())
         self.observation_space = spaces.Dict({

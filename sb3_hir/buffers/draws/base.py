@@ -200,10 +200,13 @@ class DrawStrategy:
         if rows_ is None:
             return None
         goals, reach, keep = self._checked(view, rows_, self.instructions(view, rows_))
-        # Admissible: the transition lies inside the relabeled episode (the k-th goal not reached before it).
+        # Admissible: the transition lies inside the relabeled episode (the k-th goal not reached before it), and
+        # no goal is a step that achieved nothing (event goals: ``GoalSpec.nothing_value``).
         inside = ~((reach[:, -1] > 0) & (reach[:, -1] <= rows_.t))
         if keep is not None:
             inside &= keep
+        if getattr(view.goal_spec, "nothing_value", None) is not None:
+            inside &= ~view.goal_spec.is_nothing(goals).any(axis=1)
         other_end = self.other_end(view, rows_)
         part = Relabeled(rows_.flat, rows_.start, rows_.env, rows_.t, rows_.length, goals, reach, other_end)
         if not inside.all():
@@ -299,9 +302,13 @@ class DrawStrategy:
         """Call a strategy's :func:`draw_rounds` kernel on the buffer's arrays, flat over rows and sub-envs."""
         flat_rows = view.buffer_size * view.n_envs
         own_goals = view.instructions.reshape(flat_rows, -1)
+        nothing = getattr(view.goal_spec, "nothing_value", None)
+        # The nothing value as one achieved row in the goals' dtype (the kernel's output dtype), or a 0-length row.
+        nothing_row = (np.empty(0, own_goals.dtype) if nothing is None
+                       else np.full(view.achieved.reshape(flat_rows, -1).shape[1], nothing, own_goals.dtype))
         flat, start, envs, t, length, goals, reach, other_end, self.admitted = compiled.call(
             self.warm, kernel, self._generator(view), view.index.meta.reshape(flat_rows, -1),
-            view.achieved.reshape(flat_rows, -1), own_goals, own_goals[:0],
+            view.achieved.reshape(flat_rows, -1), own_goals, nothing_row,
             float(self.admitted), upper, count, cfg, *extra,
         )
         if not len(flat):
@@ -351,12 +358,33 @@ def _finished_rows(rng, meta, missing, admitted, upper, cfg):  # type: ignore[no
 
 
 @compiled.kernel
-def draw_rounds(rng, meta, achieved, own_goals, goals_like, admitted, upper, missing, cfg, instruct, params):  # type: ignore[no-untyped-def]
+def _takes_nothing(achieved, nothing, steps, b, start, env, k, dim, size, n_envs):  # type: ignore[no-untyped-def]
+    """Whether draw ``b`` takes as a goal a step whose achieved value is the nothing row."""
+    for j in range(k):
+        if steps[b, j] <= 0:
+            continue
+        row = start + steps[b, j] - 1
+        if row >= size:
+            row -= size
+        at = row * n_envs + env
+        same = True
+        for d in range(dim):
+            if achieved[at, d] != nothing[d]:
+                same = False
+                break
+        if same:
+            return True
+    return False
+
+
+@compiled.kernel
+def draw_rounds(rng, meta, achieved, own_goals, nothing, admitted, upper, missing, cfg, instruct, params):  # type: ignore[no-untyped-def]
     """``DrawStrategy._draw_numpy`` in one call: every round, with ``instruct`` (the strategy's round kernel).
 
     ``meta`` is the ``(rows * envs, F)`` index, ``achieved`` / ``own_goals`` the ``(rows * envs, D)`` achieved values
-    after each transition and ``(rows * envs, k * D)`` stored instructions, ``goals_like`` a 0-length array of the
-    goals' dtype. ``instruct(rng, meta, envs, flat, t, length, keep, start, batch, cfg, params)`` returns the round's
+    after each transition and ``(rows * envs, k * D)`` stored instructions, ``nothing`` the achieved row of a step that
+    achieved nothing, in the goals' dtype (0-length: none declared; a draw taking such a step as a goal is not
+    admissible). ``instruct(rng, meta, envs, flat, t, length, keep, start, batch, cfg, params)`` returns the round's
     ``(steps (B, k), reach (B, k), ok (B,), other_end (B,))``: goal j is the value achieved at step ``steps[b, j]``,
     or the episode's own goal j where that is -1. ``cfg[0]`` names ``size``, ``n_envs``, ``rounds``, ``k`` and the
     index columns ``f_id``, ``f_t``, ``f_len`` (:func:`~sb3_hir.buffers.compiled.config`). Returns ``(flat, start,
@@ -365,7 +393,8 @@ def draw_rounds(rng, meta, achieved, own_goals, goals_like, admitted, upper, mis
     c = cfg[0]
     k, dim, total = c.k, achieved.shape[1], missing
     o_rows = np.empty((5, total), np.int64)  # flat, start, env, t, length
-    o_goals = np.empty((total, k * dim), goals_like.dtype)
+    o_goals = np.empty((total, k * dim), nothing.dtype)
+    has_nothing = nothing.shape[0] > 0
     o_reach = np.empty((total, k), np.int64)
     o_end = np.empty(total, np.bool_)
     filled = 0
@@ -381,6 +410,8 @@ def draw_rounds(rng, meta, achieved, own_goals, goals_like, admitted, upper, mis
             last = reach[b, k - 1]
             if not ok[b] or (last > 0 and last <= t[i]):
                 continue  # not admissible: the relabeled episode would have ended before t
+            if has_nothing and _takes_nothing(achieved, nothing, steps, b, start[b], envs[i], k, dim, c.size, c.n_envs):
+                continue  # not admissible: a goal would be a step that achieved nothing
             admissible += 1
             if filled + got >= total:
                 continue  # more than needed: extra admissible draws are dropped, which keeps the kept ones uniform

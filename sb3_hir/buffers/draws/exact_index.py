@@ -253,7 +253,7 @@ def _exact_round(rng, meta, envs, flat, t, length, keep, start, batch, cfg, para
 
 
 @compiled.kernel
-def draw_exact(box, meta, achieved, own_goals, goals_like, admitted, upper, missing, cfg):  # type: ignore[no-untyped-def]
+def draw_exact(box, meta, achieved, own_goals, nothing, admitted, upper, missing, cfg):  # type: ignore[no-untyped-def]
     """:class:`ExactIndexDraw`'s draw in one call (``cfg``: ``draw_mode``, ``future`` and the index columns)."""
-    return draw_rounds(box.rng, meta, achieved, own_goals, goals_like, admitted, upper, missing, cfg,
+    return draw_rounds(box.rng, meta, achieved, own_goals, nothing, admitted, upper, missing, cfg,
                        _here._exact_round, ())

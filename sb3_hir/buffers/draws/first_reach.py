@@ -49,6 +49,9 @@ class FirstReachDraw(DrawStrategy):
         if getattr(view.relabeler, "strategy", None) not in ("some", "all", "none"):
             raise ValueError("draw_strategy 'first-reach' follows the relabeler's strategy ('some', 'all' or 'none'); "
                              f"{type(view.relabeler).__name__} has none")
+        if getattr(view.goal_spec, "description_levels", None) is not None:
+            raise ValueError("draw_strategy 'first-reach' indexes the first reach of exact achieved values; the goal "
+                             "spec's description_levels relabel at other levels: use 'window'")
         if self.exact_values is None:
             self.exact_values = view.exact_values
 
@@ -176,7 +179,7 @@ def _first_reach_round(rng, meta, envs, flat, t, length, keep, start, batch, cfg
 
 
 @compiled.kernel
-def draw_first_reach(box, meta, achieved, own_goals, goals_like, admitted, upper, missing, cfg):  # type: ignore[no-untyped-def]
+def draw_first_reach(box, meta, achieved, own_goals, nothing, admitted, upper, missing, cfg):  # type: ignore[no-untyped-def]
     """:class:`FirstReachDraw`'s draw in one call (``cfg``: ``draw_mode``, ``selection`` and the index columns)."""
-    return draw_rounds(box.rng, meta, achieved, own_goals, goals_like, admitted, upper, missing, cfg,
+    return draw_rounds(box.rng, meta, achieved, own_goals, nothing, admitted, upper, missing, cfg,
                        _here._first_reach_round, ())

@@ -17,6 +17,10 @@ from sb3_hir.buffers.draws.view import DrawView
 __all__ = ["GoalStepsDraw"]
 
 
+def _has_levels(view: DrawView) -> bool:
+    return getattr(view.goal_spec, "description_levels", None) is not None
+
+
 class GoalStepsDraw(DrawStrategy):
     """Goal steps from the relabeler, reach steps from :meth:`reach_steps` (module docstring).
 
@@ -46,6 +50,7 @@ class GoalStepsDraw(DrawStrategy):
         achieved = view.achieved_at(step_rows, rows.env[:, None])
         from_step = (steps > 0).reshape(*steps.shape, *(1,) * len(view.goal_shape))
         goals = np.where(from_step, achieved, rows.own_goals).astype(rows.own_goals.dtype, copy=False)
+        goals = view.goal_spec.generalize(goals, steps > 0, view.rng) if _has_levels(view) else goals
         return Instructions(goals, self.reach_steps(view, rows, steps, step_rows, goals))
 
     def reach_steps(self, view: DrawView, rows: Candidates, steps: np.ndarray, step_rows: np.ndarray,

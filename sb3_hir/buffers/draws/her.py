@@ -127,8 +127,8 @@ def _her_round(rng, meta, envs, flat, t, length, keep, start, batch, cfg, params
 
 
 @compiled.kernel
-def draw_her(box, meta, achieved, own_goals, goals_like, admitted, upper, missing, cfg, terminates):  # type: ignore[no-untyped-def]
+def draw_her(box, meta, achieved, own_goals, nothing, admitted, upper, missing, cfg, terminates):  # type: ignore[no-untyped-def]
     """:class:`HerDraw`'s draw in one call, before ``reach_after_t`` (``cfg``: ``selection`` and the index columns;
     ``terminates``: whether successes terminate, which decides ``other_end``)."""
-    return draw_rounds(box.rng, meta, achieved, own_goals, goals_like, admitted, upper, missing, cfg, _here._her_round,
+    return draw_rounds(box.rng, meta, achieved, own_goals, nothing, admitted, upper, missing, cfg, _here._her_round,
                        (terminates,))

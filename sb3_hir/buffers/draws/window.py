@@ -30,9 +30,10 @@ class WindowDraw(GoalStepsDraw):
         hits = view.goal_spec.reached(achieved[:, :, None], goals[:, None])  # (B, H, k)
         hits &= (offsets < length[:, None])[:, :, None]
         previous = np.zeros(batch, dtype=np.int64)
+        same_step = bool(getattr(view.goal_spec, "same_step_goals", False))
         step = offsets + 1
         for j in range(k):
-            candidate = hits[:, :, j] & (step > previous[:, None])
+            candidate = hits[:, :, j] & ((step >= previous[:, None]) if same_step else (step > previous[:, None]))
             first = candidate.argmax(axis=1)
             reach_j = np.where(candidate[np.arange(batch), first] & (previous >= 0), first + 1, -1)
             reach[:, j] = reach_j
