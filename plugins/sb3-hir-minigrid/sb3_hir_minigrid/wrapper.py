@@ -125,9 +125,9 @@ def make_babyai_goto(env_id: str = "BabyAI-GoToLocal-v0", k_max: int = 1, goal_r
                      step_reward: float = 0.0, **make_kwargs: Any) -> BabyAIGoToInstruction:
     """``gymnasium.make(env_id, **make_kwargs)`` (a BabyAI go-to level) as a :class:`BabyAIGoToInstruction`.
 
-    The default, GoToLocal with ``k_max=1``, keeps sb3-hir's instruction-env contract as the core checks it
-    today (one fully described goal, no padding). GoToSeq levels need ``k_max=BABYAI_MAX_GOALS`` (4), whose
-    padding, wildcards and unordered steps the core contract does not express yet.
+    The default, GoToLocal with ``k_max=1``, keeps sb3-hir's instruction-env contract under the env's declared goal
+    spec (events, partial descriptions, several goals per step). GoToSeq levels need ``k_max=BABYAI_MAX_GOALS``
+    (4), whose padding and unordered steps the core contract does not express yet.
     """
     import minigrid  # noqa: F401  (registers the BabyAI ids)
 
