@@ -19,7 +19,7 @@ import numpy as np
 from sb3_hir.testing.registry import PluginCheckOptions, register_check
 from sb3_hir.testing.rollout import describe
 
-__all__ = ["check_draw_strategy"]
+__all__ = ["check_draw_strategy", "check_goal_env_draw_strategy"]
 
 _CHECK = "check_draw_strategy"
 
@@ -119,5 +119,63 @@ def _check_draw_strategy_component(factory: Callable[..., Any], options: PluginC
                 raise
             continue  # the strategy refuses this k, by name
         accepted.append(k)
-    if not accepted:
-        raise AssertionError(f"{_CHECK}: {describe(factory)} refused every instruction length (1 and 2)")
+    if not accepted:  # a GoalEnv strategy (HER's draw refuses instruction envs): GoalEnv mode's contract instead
+        try:
+            check_goal_env_draw_strategy(factory, seed=options.seed)
+        except ValueError as error:
+            if "draw_strategy" not in str(error):
+                raise
+            raise AssertionError(f"{_CHECK}: {describe(factory)} refused instruction lengths 1 and 2 and GoalEnv "
+                                 f"mode: {error}") from None
+
+
+def check_goal_env_draw_strategy(strategy: Any, strategy_kwargs: dict[str, Any] | None = None, seed: int = 0,
+                                 batches: int = 6) -> None:
+    """Check a draw strategy in GoalEnv mode: SB3's ``BitFlippingEnv`` through :class:`~sb3_hir.HerReplayBuffer`
+    with it, 1-step and 3-step serving; every served reward must be the env's ``compute_reward`` of the served
+    achieved and desired goals (summed over the window), and some rows must be relabeled.
+    """
+    from stable_baselines3.common.envs import BitFlippingEnv  # deferred: keeps ``import sb3_hir.testing`` cheap
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from sb3_hir.buffers import HerReplayBuffer
+
+    name = strategy if isinstance(strategy, str) else describe(strategy)
+    for n_steps in (1, 3):
+        venv = DummyVecEnv([lambda: BitFlippingEnv(n_bits=4, continuous=False, max_steps=4)] * 2)
+        venv.seed(seed)
+        venv.action_space.seed(seed)
+        buffer = HerReplayBuffer(64, venv.observation_space, venv.action_space, env=venv, n_envs=2, seed=seed,
+                                 n_steps=n_steps, gamma=0.9, **_fresh(strategy, strategy_kwargs))
+        obs = venv.reset()
+        for _ in range(60):
+            actions = np.array([venv.action_space.sample() for _ in range(2)])
+            next_obs, rewards, dones, infos = venv.step(actions)
+            stored = {key: value.copy() for key, value in next_obs.items()}
+            for i, done in enumerate(dones):
+                if done:
+                    for key in stored:
+                        stored[key][i] = infos[i]["terminal_observation"][key]
+            buffer.add(obs, stored, actions, rewards, dones, infos)
+            obs = next_obs
+        relabeled = 0
+        env = venv.envs[0]
+        for batch in range(batches):
+            sample = buffer.sample(32)
+            info = buffer.last_sample_info
+            served = sample.rewards.numpy()[:, 0]
+            windows = info.window
+            for b in np.flatnonzero(info.relabeled):
+                goal = sample.observations["desired_goal"].numpy()[b]
+                row, env_idx, m = int(info.rows[b]), int(info.env_indices[b]), int(windows[b])
+                achieved = np.stack([buffer.next_observations["achieved_goal"][(row + i) % 64, env_idx]
+                                     for i in range(m)])
+                rewards = np.asarray(env.compute_reward(achieved, np.repeat(goal[None], m, axis=0), None))
+                expected = float((rewards.reshape(m) * 0.9 ** np.arange(m)).sum())
+                if not np.isclose(served[b], expected, atol=1e-5):
+                    raise AssertionError(f"check_goal_env_draw_strategy: {name} with n_steps={n_steps}, batch "
+                                         f"{batch}: served reward {served[b]} under goal {goal.tolist()}, the env's "
+                                         f"compute_reward over the window gives {expected}")
+            relabeled += int(info.relabeled.sum())
+        if not relabeled:
+            raise AssertionError(f"check_goal_env_draw_strategy: {name} served no relabeled row")

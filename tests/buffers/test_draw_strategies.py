@@ -198,3 +198,13 @@ def test_buffers_take_draw_strategies_as_keyword_only_extras():
 
     names = list(inspect.signature(HindsightInstructionReplayBuffer).parameters)
     assert names[-2:] == ["draw_strategy", "draw_strategy_kwargs"]
+
+
+def test_goal_env_strategies_are_checked_in_goal_env_mode():
+    """HER's draw refuses instruction envs; its plugin check holds it to GoalEnv mode's contract instead: every
+    relabeled reward is the env's compute_reward over the served window, 1-step and 3-step."""
+    from sb3_hir.testing.draw_strategy import check_goal_env_draw_strategy
+
+    check_goal_env_draw_strategy("her")
+    with pytest.raises(ValueError, match="'near-future' draws one-goal instructions for instruction envs"):
+        check_goal_env_draw_strategy("near-future")  # an instruction-env strategy refuses GoalEnv mode by name
