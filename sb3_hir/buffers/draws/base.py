@@ -242,10 +242,9 @@ class DrawStrategy:
             raise DrawContractError(f"{self.name}.instructions: keep must be None or a bool array of shape (B,) = "
                                     f"({batch},); got {getattr(keep, 'dtype', type(keep).__name__)} "
                                     f"{getattr(keep, 'shape', '')}")
-        reached = reach > 0
-        bad = ~(reached | (reach == -1)) | (reach > rows.length[:, None])
-        if k > 1:
-            bad[:, 1:] |= reached[:, 1:] & ~(reached[:, :-1] & (reach[:, 1:] >= reach[:, :-1]))
+        bad = (reach < -1) | (reach == 0) | (reach > rows.length[:, None])
+        if k > 1:  # in order: a reached goal after a reached one, not before it
+            bad[:, 1:] |= (reach[:, 1:] > 0) & ((reach[:, :-1] <= 0) | (reach[:, 1:] < reach[:, :-1]))
         if bad.any():
             b = int(np.argwhere(bad)[0, 0])
             raise DrawContractError(
