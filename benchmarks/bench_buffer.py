@@ -63,6 +63,7 @@ from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.experiment import markdown_table
 from sb3_hir.relabel import HindsightInstructionRelabeler
 
 K = 3
@@ -422,9 +423,9 @@ def main() -> None:
     print(f"sample({BATCH}) / add() / bytes per transition; k={K}, one sub-env; median of {args.rounds} "
           f"interleaved rounds of {args.calls} calls (add: {add_rounds} rounds); torch threads=1")
     print()
-    print("| size | T | buffer | sample us | vs Dict | vs Dict gather | vs HER | add us | vs Dict | B/trans | vs Dict "
-          "| relabeled | reward>0 |")
-    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    header = ["size", "T", "buffer", "sample us", "vs Dict", "vs Dict gather", "vs HER", "add us", "vs Dict", "B/trans",
+              "vs Dict", "relabeled", "reward>0"]
+    rows: list[list[str]] = []
     verdicts: list[str] = []
     notes: list[str] = []
     for size in args.sizes:
@@ -479,7 +480,7 @@ def main() -> None:
                     f"{add[name] / add[dict_]:.2f}x", f"{memory[name]:.1f}", f"{memory[name] / memory[dict_]:.2f}x",
                     "-" if relabeled is None else f"{relabeled:.3f}", "-" if rewarded is None else f"{rewarded:.4f}",
                 ]
-                print("| " + " | ".join(cells) + " |")
+                rows.append(cells)
             notes.append(f"{n} x T={length}: {n // length} episodes; per-episode index built by end_episode in "
                          f"{index_s * 1e6:.0f} us")
             where = f"at {n}, T={length}"
@@ -501,6 +502,7 @@ def main() -> None:
                 ratio = memory[name] / memory[baseline(name, "Dict")]
                 verdicts.append(f"{'PASS' if ratio <= 1.5 else 'MISS'}  {name} bytes <= 1.5x "
                                 f"{baseline(name, 'Dict')} {where}: {ratio:.2f}x")
+    print(markdown_table(header, rows, "rrlrrrrrrrrrr"))
     print()
     print("Rows marked k=1 are compared with the Dict buffers holding the same k=1 layout; the others with k=3.")
     print("* add() of HIR n=3 and Dict gather is the same method as HIR's and Dict's (not timed again). relabeled: "

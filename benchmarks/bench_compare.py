@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sb3_hir.experiment import markdown_table
+
 Table = dict[tuple[str, ...], dict[str, float]]
 
 
@@ -78,8 +80,7 @@ def main() -> None:
         print(f"pair {pair + 1}/{args.pairs} done", file=sys.stderr, flush=True)
     print(f"{args.script} {' '.join(args.args)}: {args.pairs} pairs of runs, alternating; median (before, after), "
           "median after / before over the pairs [min, max]")
-    print("| row | column | before | after | after / before | range |")
-    print("|---|---|---:|---:|---:|---|")
+    rows = []
     for key in sides["before"][0]:
         for column in args.columns:
             try:
@@ -88,8 +89,9 @@ def main() -> None:
             except KeyError:
                 continue
             ratios = np.array(after) / np.array(before)
-            print(f"| {' '.join(key)} | {column} | {np.median(before):.3f} | {np.median(after):.3f} | "
-                  f"{np.median(ratios):.3f} | [{ratios.min():.3f}, {ratios.max():.3f}] |")
+            rows.append([" ".join(key), column, f"{np.median(before):.3f}", f"{np.median(after):.3f}",
+                         f"{np.median(ratios):.3f}", f"[{ratios.min():.3f}, {ratios.max():.3f}]"])
+    print(markdown_table(["row", "column", "before", "after", "after / before", "range"], rows, "llrrrl"))
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
 from sb3_hir.dagger import DAggerCollector
+from sb3_hir.experiment import markdown_table
 
 N_ENVS = 8
 BETA = 0.5
@@ -181,9 +182,7 @@ def main() -> None:
           f"steps per run, best of {args.repeats} interleaved; mean finished episode length "
           f"{lengths[OURS_MEMORY]:.0f} steps (ours) / {lengths[IMITATION_MEMORY]:.0f} (imitation); files under "
           f"{args.save_root or tempfile.gettempdir()}")
-    print("| condition | env-steps/s |\n|---|---|")
-    for condition in CONDITIONS:
-        print(f"| {condition} | {best[condition]:.0f} |")
+    print(markdown_table(["condition", "env-steps/s"], [[c, f"{best[c]:.0f}"] for c in CONDITIONS], "ll"))
     targets = [
         ("sb3-hir / imitation, per-episode save (equal durability)", best[OURS_FILES] / best[IMITATION_SAVE], 1.5),
         ("sb3-hir per-episode files / ceiling", best[OURS_FILES] / best[CEILING], 0.8),

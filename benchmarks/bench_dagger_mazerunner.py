@@ -41,7 +41,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 from sb3_hir.callbacks import evaluate_instruction_policy
 from sb3_hir.dagger import DAggerCollector, DAggerTrainer, PolicyRunner
 from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
-from sb3_hir.experiment import arguments, mean_std
+from sb3_hir.experiment import arguments, markdown_table, mean_std
 from sb3_hir.experiment.runner import run_all
 from sb3_hir.extractors import HistoryExtractor
 from sb3_hir.history import HistoryWrapper
@@ -200,9 +200,8 @@ def main() -> None:
     def name(h: int) -> str:
         return f"history {h}" if h else "memoryless"
 
-    header = " | ".join(f"{arm} ({name(h)})" for h in args.history for arm in ARMS)
-    print(f"\n| round | beta | labels | {header} |")
-    print("|---|---|---|" + "---|" * (2 * len(args.history)))
+    header = ["round", "beta", "labels", *(f"{arm} ({name(h)})" for h in args.history for arm in ARMS)]
+    rows = []
     for r in range(args.rounds):
         n_labels = int(np.sum(by[(args.history[0], "DAgger")][0]["labels"][: r + 1]))
         cells = []
@@ -211,7 +210,9 @@ def main() -> None:
                 assert int(np.sum(by[(h, arm)][0]["labels"][: r + 1])) == n_labels  # equal labels, every arm
                 rates = np.array([out["success"][r] for out in by[(h, arm)]])
                 cells.append(f"{mean_std(rates, 3)}")
-        print(f"| {r} | {schedule_of('DAgger')(r):.2f} | {n_labels} | " + " | ".join(cells) + " |")
+        rows.append([r, f"{schedule_of('DAgger')(r):.2f}", n_labels, *cells])
+    print()
+    print(markdown_table(header, rows, "l"))
     print("\nper memory, DAgger's labels collected where the learner acted / of those, disagreed with the expert:")
     for h in args.history:
         outs_h = by[(h, "DAgger")]

@@ -47,7 +47,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from sb3_hir import Episode, HerReplayBuffer
 from sb3_hir.atomic import atomic_path
 from sb3_hir.callbacks import evaluate_instruction_policy
-from sb3_hir.experiment import BudgetCallback, mean_std
+from sb3_hir.experiment import BudgetCallback, markdown_table, mean_std
 from sb3_hir.experiment.experts.fetch_push import ScriptedPusher, push_env_id
 from sb3_hir.experiment.experts.pointmaze import make_env, maze_demos
 
@@ -216,12 +216,12 @@ def main() -> None:
     first, second = sides
     emit()
     emit(f"{len(args.seeds)} seeds (mean ± std)")
-    emit(f"| budget | {first} | {second} | difference |")
-    emit("|---:|---:|---:|---:|")
+    rows = []
     for budget in args.budgets:
         a, b = (np.asarray(results[name][budget]) for name in sides)
-        emit(f"| {budget} | {mean_std(a, 3)} | {mean_std(b, 3)} | "
-             f"{b.mean() - a.mean():+.3f} |")
+        rows.append([budget, mean_std(a, 3), mean_std(b, 3), f"{b.mean() - a.mean():+.3f}"])
+    for line in markdown_table(["budget", first, second, "difference"], rows, "r").splitlines():
+        emit(line)
     emit(f"wall time {time.perf_counter() - begin:.0f} s")
 
 

@@ -18,6 +18,7 @@ import torch as th
 from stable_baselines3.dqn.policies import MultiInputPolicy
 
 from sb3_hir import ActionFeaturesWrapper, MazeRunnerEnv, PerActionDQNPolicy
+from sb3_hir.experiment import markdown_table
 from sb3_hir.extractors import HistoryExtractor
 from sb3_hir.history import HistoryWrapper
 
@@ -69,8 +70,8 @@ def main() -> None:
     standard, per_action = (float(np.median(times[n])) for n in ("standard", "per-action"))
     print(f"train step, batch {args.batch}, MazeRunner {args.maze_dim}x{args.maze_dim}, history {args.history} (GRU), "
           f"net_arch {args.net_arch}; median of {args.rounds} interleaved rounds of {args.steps} steps")
-    print("| head | ms per train step |\n|---|---:|")
-    print(f"| standard (MultiInputPolicy) | {standard:.2f} |\n| per-action (PerActionDQNPolicy) | {per_action:.2f} |")
+    print(markdown_table(["head", "ms per train step"], [["standard (MultiInputPolicy)", f"{standard:.2f}"],
+                                                          ["per-action (PerActionDQNPolicy)", f"{per_action:.2f}"]]))
     print(f"per-action / standard: {per_action / standard:.2f}x")
 
 

@@ -83,7 +83,15 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_hir import buffers as hir
 from sb3_hir.atomic import atomic_path
-from sb3_hir.experiment import BudgetCallback, Records, TableLayout, arguments, episode_evaluator, mean_std
+from sb3_hir.experiment import (
+    BudgetCallback,
+    Records,
+    TableLayout,
+    arguments,
+    episode_evaluator,
+    markdown_table,
+    mean_std,
+)
 from sb3_hir.experiment.experts.fetch_push import push_demos, push_env_id
 from sb3_hir.experiment.runner import run_all
 from sb3_hir.experiment.table import render_comparison
@@ -272,14 +280,13 @@ def push_table(configs: list[dict[str, Any]], outs: list[dict[str, Any]], args: 
     note = f"; changed on every side: {', '.join(changed)}" if changed else ""
     print(f"\n{push_env_id()}, rl-zoo3 TQC ({args.framework}){note}; {len(args.seeds)} seeds (mean ± std); "
           f"B = {top} ({'HER first reaches 0.5' if reaching else 'HER never reaches 0.5: the largest budget'})")
-    print("| budget | " + " | ".join(PUSH_SIDES) + " |")
-    print("|---:|" + "---:|" * len(PUSH_SIDES))
+    rows = []
     met = True
     for budget in shown:
-        cells = [summary(scores[side][budget]) for side in PUSH_SIDES]
-        print(f"| {budget} | " + " | ".join(cells) + " |")
+        rows.append([budget, *(summary(scores[side][budget]) for side in PUSH_SIDES)])
         hers, ours = np.asarray(scores["HER"][budget]), np.asarray(scores["ours"][budget])
         met &= bool(ours.mean() >= hers.mean() - max(hers.std(), ours.std()))
+    print(markdown_table(["budget", *PUSH_SIDES], rows, "r"))
     print(f"pure swap >= HER within the spread at 1/4, 1/2, 1x of B: {'met' if met else 'MISSED'}")
     level = mean["HER"][top]
     for side, target in (("ours-n3", 0.7), ("ours-demos", 0.3)):
@@ -332,8 +339,7 @@ def grid_table(configs: list[dict[str, Any]], outs: list[dict[str, Any]], seeds:
     the spread (the larger of the two standard deviations)."""
     sides = [s for s in GRID_SIDES if s != "HER"]
     print(f"\nGrid: success against SB3's HerReplayBuffer; {len(seeds)} seeds (mean ± std)")
-    print("| setting | budget | HER | " + " | ".join(sides) + " | " + " | ".join(f"{s} target" for s in sides) + " |")
-    print("|---|---:|---:|" + "---:|" * len(sides) + "---|" * len(sides))
+    grid_rows = []
     held = {side: True for side in sides}
     for setting in dict.fromkeys(c["setting"] for c in configs):
         rows = [(c, o) for c, o in zip(configs, outs, strict=True) if c["setting"] == setting]
@@ -349,8 +355,10 @@ def grid_table(configs: list[dict[str, Any]], outs: list[dict[str, Any]], seeds:
                 held[side] &= met
                 verdicts.append(f"{values[side].mean() - her.mean():+.2f} (spread {spread:.2f}) "
                                 f"{'met' if met else 'MISSED'}")
-            print(f"| {setting} | {budget} | {summary(list(her))} | "
-                  + " | ".join(summary(list(values[s])) for s in sides) + " | " + " | ".join(verdicts) + " |")
+            grid_rows.append([setting, budget, summary(list(her)), *(summary(list(values[s])) for s in sides),
+                              *verdicts])
+    print(markdown_table(["setting", "budget", "HER", *sides, *(f"{s} target" for s in sides)], grid_rows,
+                         "lrr" + "r" * len(sides) + "l" * len(sides)))
     for side in sides:
         print(f"{side}: >= HER within the spread at every cell: {'met' if held[side] else 'MISSED'}")
     seconds = {side: [o["seconds"] for c, o in zip(configs, outs, strict=True) if c["buffer"] == side]

@@ -33,7 +33,7 @@ from stable_baselines3.common.buffers import DictReplayBuffer
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir import buffers as hir
-from sb3_hir.experiment import arguments
+from sb3_hir.experiment import arguments, markdown_table
 
 LENGTH = 50
 BATCH = 256
@@ -117,9 +117,7 @@ def main() -> None:
     th.set_num_threads(1)
     print(f"sample({BATCH}) at {args.size} stored, {args.n_envs} envs, {LENGTH}-step episodes; compute_reward through "
           "the VecEnv on both sides; median of interleaved rounds")
-    print("| case | SB3 HerReplayBuffer (ms) | sb3_hir.HerReplayBuffer (ms) | ours / HER | target <= 0.5x | "
-          "DictReplayBuffer, the floor (ms) | HER / floor | ours / floor |")
-    print("|---|---:|---:|---:|---|---:|---:|---:|")
+    rows = []
     for case in ("continuing", "terminating"):
         terminate = case == "terminating"
         venv = DummyVecEnv([lambda terminate=terminate: FetchShapedEnv(terminate)])
@@ -140,9 +138,12 @@ def main() -> None:
                 median_seconds(buffer, times[name], args.calls)
         her_ms, ours_ms, floor_ms = (1e3 * float(np.median(times[k])) for k in buffers)
         ratio = ours_ms / her_ms
-        print(f"| {case} | {her_ms:.3f} | {ours_ms:.3f} | {ratio:.2f}x | {'PASS' if ratio <= 0.5 else 'MISS'} | "
-              f"{floor_ms:.3f} | {her_ms / floor_ms:.2f}x | {ours_ms / floor_ms:.2f}x |", flush=True)
+        rows.append([case, f"{her_ms:.3f}", f"{ours_ms:.3f}", f"{ratio:.2f}x", "PASS" if ratio <= 0.5 else "MISS",
+                     f"{floor_ms:.3f}", f"{her_ms / floor_ms:.2f}x", f"{ours_ms / floor_ms:.2f}x"])
         del her, ours, floor, buffers
+    print(markdown_table(["case", "SB3 HerReplayBuffer (ms)", "sb3_hir.HerReplayBuffer (ms)", "ours / HER",
+                          "target <= 0.5x", "DictReplayBuffer, the floor (ms)", "HER / floor", "ours / floor"],
+                         rows, "lrrrlrrr"), flush=True)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.envs import MazeRunnerEnv
-from sb3_hir.experiment import arguments
+from sb3_hir.experiment import arguments, markdown_table
 from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
 from sb3_hir.history import HistoryWrapper
 
@@ -65,10 +65,8 @@ def main() -> None:
     base = seconds["KeySelectExtractor (no memory)"]
     print(f"DQN + HIR on MazeRunner 9x9, k=3, 8 envs, 4 gradient steps (batch 128) per vector step, history "
           f"{args.history}; {args.steps} timed env steps per variant in chunks of {args.chunk}")
-    print("| extractor | env steps/s | training time vs no memory |")
-    print("|---|---:|---:|")
-    for name, secs in seconds.items():
-        print(f"| {name} | {args.steps / secs:.0f} | {secs / base:.2f}x |")
+    print(markdown_table(["extractor", "env steps/s", "training time vs no memory"],
+                         [[name, f"{args.steps / secs:.0f}", f"{secs / base:.2f}x"] for name, secs in seconds.items()]))
 
 
 if __name__ == "__main__":

@@ -123,6 +123,8 @@ def main() -> None:
     if args.one:
         print(json.dumps(measure_one(args.one, args.capacity, args.fill)))
         return
+    from sb3_hir.experiment import markdown_table  # not in the measuring subprocess
+
     print(f"image BitFlipping (n_bits 10, three 36x36 uint8 keys), capacity {args.capacity}, {args.fill} transitions "
           f"stored, load average {os.getloadavg()[0]:.2f}")
     rows = []
@@ -131,11 +133,10 @@ def main() -> None:
                                str(args.fill)], capture_output=True, text=True, check=True)
         rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     her = rows[0]["bytes_per_transition"]
-    print("| buffer | bytes per stored transition | against SB3's HER | mean episode length |")
-    print("|---|---:|---:|---:|")
-    for row in rows:
-        print(f"| {row['buffer']} | {row['bytes_per_transition']:.0f} | {row['bytes_per_transition'] / her:.3f}x | "
-              f"{row['mean_episode_length']:.2f} |")
+    print(markdown_table(["buffer", "bytes per stored transition", "against SB3's HER", "mean episode length"],
+                         [[row["buffer"], f"{row['bytes_per_transition']:.0f}",
+                           f"{row['bytes_per_transition'] / her:.3f}x", f"{row['mean_episode_length']:.2f}"]
+                          for row in rows]))
     ratio = rows[2]["bytes_per_transition"] / her
     print(f"{'PASS' if ratio <= 0.55 else 'MISS'}  optimize_memory_usage: {ratio:.3f}x HER's bytes per transition "
           "(target <= 0.55x)")

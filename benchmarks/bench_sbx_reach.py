@@ -26,7 +26,7 @@ import torch as th
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
 
-from sb3_hir.experiment import BudgetCallback, arguments, episode_evaluator, mean_std
+from sb3_hir.experiment import BudgetCallback, arguments, episode_evaluator, markdown_table, mean_std
 from sb3_hir.experiment.runner import run_all
 
 SIDES = [("sb3", "HER"), ("sb3", "ours"), ("sbx", "HER"), ("sbx", "ours")]
@@ -90,20 +90,21 @@ def main() -> None:
         print(f"{config['framework']}+{config['buffer']} seed {config['seed']}: {curve}")
     print(f"\n{fetch_id()}, rl-zoo3 SAC config, training seconds to success >= {args.level} "
           f"({args.eval_episodes} deterministic episodes every {args.eval_every} steps); {len(args.seeds)} seeds")
-    print("| framework + buffer | seeds reaching it | training seconds | env steps | seconds / SB3 + HER |")
-    print("|---|---:|---:|---:|---:|")
+    rows = []
     base = None
     for framework, buffer in SIDES:
         reached = [out["reached"] for c, out in zip(configs, outs, strict=True)
                    if (c["framework"], c["buffer"]) == (framework, buffer) and out["reached"] is not None]
         if not reached:
-            print(f"| {framework} + {buffer} | 0 of {len(args.seeds)} | - | - | - |")
+            rows.append([f"{framework} + {buffer}", f"0 of {len(args.seeds)}", "-", "-", "-"])
             continue
         steps, seconds = np.array([r[0] for r in reached]), np.array([r[1] for r in reached])
         base = seconds.mean() if base is None and (framework, buffer) == ("sb3", "HER") else base
         ratio = f"{seconds.mean() / base:.2f}x" if base else "-"
-        print(f"| {framework} + {buffer} | {len(reached)} of {len(args.seeds)} | {mean_std(seconds, 0)} | "
-              f"{mean_std(steps, 0)} | {ratio} |")
+        rows.append([f"{framework} + {buffer}", f"{len(reached)} of {len(args.seeds)}", mean_std(seconds, 0),
+                     mean_std(steps, 0), ratio])
+    print(markdown_table(["framework + buffer", "seeds reaching it", "training seconds", "env steps",
+                          "seconds / SB3 + HER"], rows))
     print(f"wall time {time.perf_counter() - began:.0f} s")
 
 

@@ -50,6 +50,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 import sb3_hir  # noqa: F401  (registers sb3_hir/MazeRunner-v0)
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.experiment import markdown_table
 
 ENV_ID = "sb3_hir/MazeRunner-v0"
 MAZE_DIM = 9
@@ -264,19 +265,19 @@ def main() -> None:
     her = serve_her(data, args.batches, args.seed)
     ours = {config: serve_ours(data, *config, args.batches, args.seed) for config in CONFIGS}
     print()
-    print("| buffer | relabeled | reward>0 | reward>0 in relabeled | first-visit in relabeled | relabeled after goal's "
-          "first visit | ours/HER reward>0 | sample us |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    print(f"| HER future n_sampled_goal=4 | {her['relabeled']:.3f} | {her['rewarded']:.4f} | {her['rewarded_rel']:.4f} "
-          f"| {her['first_visit_rel']:.4f} | {her['outside_rel']:.4f} | 1.00 | {her['us']:.0f} |")
+    rows = [["HER future n_sampled_goal=4", f"{her['relabeled']:.3f}", f"{her['rewarded']:.4f}",
+             f"{her['rewarded_rel']:.4f}", f"{her['first_visit_rel']:.4f}", f"{her['outside_rel']:.4f}", "1.00",
+             f"{her['us']:.0f}"]]
     verdicts = []
     for (strategy, selection), result in ours.items():
         ratio = result["rewarded"] / her["rewarded"]
-        print(f"| ours {strategy}/{selection} | {result['relabeled']:.3f} | {result['rewarded']:.4f} | "
-              f"{result['rewarded_rel']:.4f} | {result['first_visit_rel']:.4f} | {result['outside_rel']:.4f} | "
-              f"{ratio:.2f} | {result['us']:.0f} |")
+        rows.append([f"ours {strategy}/{selection}", f"{result['relabeled']:.3f}", f"{result['rewarded']:.4f}",
+                     f"{result['rewarded_rel']:.4f}", f"{result['first_visit_rel']:.4f}",
+                     f"{result['outside_rel']:.4f}", f"{ratio:.2f}", f"{result['us']:.0f}"])
         verdicts.append(f"{'PASS' if ratio >= 0.8 else 'MISS'}  ours {strategy}/{selection} reward>0 share >= 0.8x "
                         f"HER: {ratio:.2f}x")
+    print(markdown_table(["buffer", "relabeled", "reward>0", "reward>0 in relabeled", "first-visit in relabeled",
+                          "relabeled after goal's first visit", "ours/HER reward>0", "sample us"], rows))
     def first_only(result: dict[str, float]) -> float:
         """Ours / HER, counting only rewards at the goal's first visit (all of ours are)."""
         return result["rewarded_rel"] * result["relabeled"] / (her["rewarded_first_rel"] * her["relabeled"])
@@ -296,13 +297,14 @@ def main() -> None:
     print(f"k=3: {data3['first_visit'].size} transitions, {data3['episodes_done']} finished episodes; recorded "
           f"reward>0 share {data3['recorded_rewarded']:.4f} (what DictReplayBuffer serves in expectation)")
     print()
-    print("| buffer | relabeled | reward>0 | reward>0 in relabeled | vs recorded | sample us |")
-    print("|---|---:|---:|---:|---:|---:|")
+    rows = []
     for strategy, selection in CONFIGS:
         result = serve_ours(data3, strategy, selection, args.batches, args.seed)
-        print(f"| ours {strategy}/{selection} | {result['relabeled']:.3f} | {result['rewarded']:.4f} | "
-              f"{result['rewarded_rel']:.4f} | {result['rewarded'] / max(data3['recorded_rewarded'], 1e-12):.1f}x | "
-              f"{result['us']:.0f} |")
+        rows.append([f"ours {strategy}/{selection}", f"{result['relabeled']:.3f}", f"{result['rewarded']:.4f}",
+                     f"{result['rewarded_rel']:.4f}",
+                     f"{result['rewarded'] / max(data3['recorded_rewarded'], 1e-12):.1f}x", f"{result['us']:.0f}"])
+    print(markdown_table(["buffer", "relabeled", "reward>0", "reward>0 in relabeled", "vs recorded", "sample us"],
+                         rows))
 
 
 if __name__ == "__main__":

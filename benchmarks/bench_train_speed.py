@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sb3_hir.experiment import markdown_table
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -76,14 +78,15 @@ def main() -> None:
             subprocess.run(["git", "worktree", "remove", "--force", str(baseline)], cwd=ROOT, capture_output=True)
     print(f"sb3-hir train --relabel some (defaults, {args.timesteps} steps, seed {args.seed}); baseline {ref}, "
           f"checkout {head}; {args.rounds} alternating rounds, median fps (SB3's time/fps, evaluations included)")
-    print("| side | env steps/s (median) | per round | success rate | goals reached |")
-    print("|---|---:|---|---:|---:|")
     medians = {}
+    table = []
     for side, rows in results.items():
         medians[side] = float(np.median([row["fps"] for row in rows]))
         per_round = ", ".join(f"{row['fps']:.0f}" for row in rows)
-        print(f"| {side} ({ref if side == 'baseline' else head}) | {medians[side]:.0f} | {per_round} | "
-              f"{rows[0]['success']:.2f} | {rows[0]['goals']:.2f} |")
+        table.append([f"{side} ({ref if side == 'baseline' else head})", f"{medians[side]:.0f}", per_round,
+                      f"{rows[0]['success']:.2f}", f"{rows[0]['goals']:.2f}"])
+    print(markdown_table(["side", "env steps/s (median)", "per round", "success rate", "goals reached"], table,
+                         "lrlrr"))
     ratio = medians["checkout"] / medians["baseline"]
     same = all(a["success"] == b["success"] and a["goals"] == b["goals"]
                for a, b in zip(results["baseline"], results["checkout"], strict=True))

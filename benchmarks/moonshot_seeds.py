@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from sb3_hir.experiment import arguments, format_mean_std
+from sb3_hir.experiment import arguments, format_mean_std, markdown_table
 from sb3_hir.experiment.moonshot import make_parser, train
 from sb3_hir.experiment.relaxed import RelaxedReachBuffer
 from sb3_hir.experiment.runner import run_all
@@ -182,14 +182,12 @@ def report(runs: list[dict[str, Any]], args: argparse.Namespace, out: Path) -> N
     tmp.write_text(json.dumps(dict(config=vars(args), summary=summary, runs=runs), indent=2) + "\n")
     os.replace(tmp, out / "summary.json")
     plot(summary, args, out)
-    print("| variant | evaluation | minutes | env steps | success rate | goals reached | load average |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for variant, rows in summary.items():
-        for r in rows:
-            print(f"| {variant} | {r['evaluation']} | {r['minutes_mean']:.1f} | {r['timesteps_mean']:.0f} | "
-                  f"{format_mean_std(r['success_rate_mean'], r['success_rate_std'], 3)} | "
-                  f"{format_mean_std(r['goals_reached_mean'], r['goals_reached_std'])} | "
-                  f"{r['load_average_mean']:.2f} |")
+    print(markdown_table(
+        ["variant", "evaluation", "minutes", "env steps", "success rate", "goals reached", "load average"],
+        [[variant, r["evaluation"], f"{r['minutes_mean']:.1f}", f"{r['timesteps_mean']:.0f}",
+          format_mean_std(r["success_rate_mean"], r["success_rate_std"], 3),
+          format_mean_std(r["goals_reached_mean"], r["goals_reached_std"]), f"{r['load_average_mean']:.2f}"]
+         for variant, rows in summary.items() for r in rows]))
     if "history" in summary:
         limit = args.target_minutes if args.target_minutes is not None else args.minutes
         within = [r for r in summary["history"] if r["minutes_mean"] <= limit + 0.5]

@@ -9,7 +9,8 @@ module, and ``sb3-hir sweep`` runs its trials through the same :mod:`~sb3_hir.ex
   :class:`WallClockCallback` for wall-time budgets), with the library's evaluator;
 * :mod:`~sb3_hir.experiment.runner`: local or Ray Tune execution (the ``sweep`` extra);
 * :mod:`~sb3_hir.experiment.records`: :class:`Records`, the JSON the tables come from;
-* :mod:`~sb3_hir.experiment.table`: :func:`render_table` and :func:`mean_std`, the one spelling of mean ± std;
+* :mod:`~sb3_hir.experiment.table`: :func:`render_table`, :func:`markdown_table` (every table's pipes) and
+  :func:`mean_std`, the one spelling of mean ± std;
 * :mod:`~sb3_hir.experiment.arguments`: the command line options the scripts share;
 * :mod:`~sb3_hir.experiment.timing`: the alternating-chunk env timer of the speed benchmarks;
 * :mod:`~sb3_hir.experiment.moonshot`: the moonshot's learner, which three benchmarks run;
@@ -26,6 +27,7 @@ from sb3_hir.experiment.seeds import eval_seed, seed_process
 from sb3_hir.experiment.spec import BenchmarkSpec, run_benchmark, timed_run
 from sb3_hir.experiment.table import (
     format_mean_std,
+    markdown_table,
     mean_and_std,
     mean_std,
     render,
@@ -44,6 +46,7 @@ __all__ = [
     "eval_seed",
     "format_mean_std",
     "instruction_evaluator",
+    "markdown_table",
     "mean_and_std",
     "mean_std",
     "render",

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "format_mean_std",
+    "markdown_table",
     "mean_and_std",
     "mean_std",
     "render",
@@ -45,6 +46,37 @@ def format_mean_std(mean: float, std: float, digits: int = 2) -> str:
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
+def markdown_table(header: Sequence[object], rows: Sequence[Sequence[object]],
+                   align: str | Sequence[str] = "") -> str:
+    """The markdown table of ``header`` and ``rows``: the one place that writes the pipes and the separator.
+
+    Every line is ``| a | b |`` (cells with ``str``, as given: format numbers before); the separator has ``---`` for
+    a left-aligned column and ``---:`` for a right-aligned one.
+
+    :param align: one letter per column, ``"l"`` or ``"r"`` (a string ``"lrr"`` or a sequence); a single letter is
+        every column's; empty (the default): the first column left, the others right.
+    :raises ValueError: on a row or an ``align`` of another width than the header, or an unknown letter.
+    """
+    width = len(header)
+    letters = list(align) if len(align) != 1 else list(align) * width
+    if not letters:
+        letters = ["l"] + ["r"] * (width - 1)
+    if len(letters) != width:
+        raise ValueError(f"align has {len(letters)} columns, the header {width}")
+    marks = {"l": "---", "r": "---:"}
+    if not set(letters) <= set(marks):
+        raise ValueError(f"align letters are 'l' or 'r', not {sorted(set(letters) - set(marks))}")
+
+    def line(cells: Sequence[object]) -> str:
+        return "| " + " | ".join(str(cell) for cell in cells) + " |"
+
+    for row in rows:
+        if len(row) != width:
+            raise ValueError(f"a row has {len(row)} cells, the header {width}: {list(row)}")
+    separator = "|" + "".join(marks[letter] + "|" for letter in letters)
+    return "\n".join([line(header), separator, *(line(row) for row in rows)])
+
+
 def render_table(records: Records, digits: int = 2, *, metrics: Sequence[str] | None = None,
                  labels: bool = True) -> str:
     """The markdown table of ``records``: one row per side (in the order first recorded), one column per budget,
@@ -61,7 +93,7 @@ def render_table(records: Records, digits: int = 2, *, metrics: Sequence[str] | 
     header = " / ".join(shown.values())
     extra = [layout.seconds_column] if layout.seconds_column else []
     columns = [f"{layout.column.format(budget=b)}: {header}" for b in budgets] + extra
-    lines = [f"| {layout.row} | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
+    rows = []
     for side in sides:
         cells = []
         for budget in budgets:
@@ -71,8 +103,8 @@ def render_table(records: Records, digits: int = 2, *, metrics: Sequence[str] | 
         if extra:
             cells.append(mean_std(records.seconds(side), 0))
         label = layout.labels.get(side, side) if labels else side
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append([label, *cells])
+    return markdown_table([layout.row, *columns], rows, "l" + "r" * len(columns))
 
 
 def render_comparison(records: Records, ours: str, theirs: str, metric: str = "success_rate", digits: int = 3, *,
@@ -87,20 +119,19 @@ def render_comparison(records: Records, ours: str, theirs: str, metric: str = "s
     :param theirs_first: put the reference's column before ours.
     :returns: the table and whether the target holds at every budget shown.
     """
-    rows = sorted({r.budget for r in records.records}) if budgets is None else list(budgets)
+    shown = sorted({r.budget for r in records.records}) if budgets is None else list(budgets)
     columns = [theirs, ours] if theirs_first else [ours, theirs]
-    lines = [f"| budget | {columns[0]} | {columns[1]} | {difference} | spread | target |", "|---:|" + "---:|" * 5]
+    rows = []
     every = True
-    for budget in rows:
+    for budget in shown:
         stats = {side: mean_and_std(records.values(side, budget, metric)) for side in (ours, theirs)}
         (mine, my_std), (other, other_std) = stats[ours], stats[theirs]
         allowance = spread(my_std, other_std)
         met = bool(mine >= other - allowance)
         every &= met
-        cells = " | ".join(format_mean_std(*stats[side], digits) for side in columns)
-        lines.append(f"| {budget} | {cells} | {mine - other:+.{digits}f} | {allowance:.{digits}f} | "
-                     f"{'met' if met else 'MISSED'} |")
-    return "\n".join(lines), every
+        rows.append([budget, *(format_mean_std(*stats[side], digits) for side in columns),
+                     f"{mine - other:+.{digits}f}", f"{allowance:.{digits}f}", "met" if met else "MISSED"])
+    return markdown_table(["budget", *columns, difference, "spread", "target"], rows, "r"), every
 
 
 def render(records: Records, *, metrics: Sequence[str] | None = None, labels: bool = True) -> str:

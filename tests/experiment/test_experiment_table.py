@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from sb3_hir.experiment import Records, TableLayout, format_mean_std, mean_std, render, render_comparison, render_table
+from sb3_hir.experiment import (
+    Records,
+    TableLayout,
+    format_mean_std,
+    markdown_table,
+    mean_std,
+    render,
+    render_comparison,
+    render_table,
+)
 from sb3_hir.experiment.__main__ import main
 from sb3_hir.experiment.table import run_line
 
@@ -20,6 +29,22 @@ def test_mean_std_is_the_population_std_with_two_decimals():
     assert mean_std([1.0, 2.0], 3) == "1.500 ± 0.500"
     assert format_mean_std(0.4567, 0.01, 1) == "0.5 ± 0.0"
     assert mean_std([]) == "nan ± nan"
+
+
+def test_a_markdown_table_writes_the_pipes_and_the_separator():
+    assert markdown_table(["side", "steps/s", "note"], [["a", 10, "fast"], ["b", 2.5, ""]], "lrl").splitlines() == [
+        "| side | steps/s | note |", "|---|---:|---|", "| a | 10 | fast |", "| b | 2.5 |  |"]
+    # default: the first column left, the others right; one letter: every column's
+    assert markdown_table(["a", "b", "c"], []) == "| a | b | c |\n|---|---:|---:|"
+    assert markdown_table(["a", "b"], [], "r").splitlines()[1] == "|---:|---:|"
+    assert markdown_table(["a", "b"], [], ["l", "r"]).splitlines()[1] == "|---|---:|"
+
+
+@pytest.mark.parametrize("header, rows, align", [(["a", "b"], [["x"]], "lr"), (["a", "b"], [], "lrr"),
+                                                 (["a", "b"], [], "lc")])
+def test_a_markdown_table_refuses_a_width_or_alignment_it_cannot_write(header, rows, align):
+    with pytest.raises(ValueError):
+        markdown_table(header, rows, align)
 
 
 def records() -> Records:
