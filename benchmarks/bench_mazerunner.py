@@ -21,7 +21,7 @@ import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir.envs import MazeRunnerEnv
-from sb3_hir.experiment import arguments
+from sb3_hir.experiment import arguments, markdown_table
 from sb3_hir.experiment.timing import SingleEnvTimer
 
 
@@ -95,10 +95,11 @@ def main(argv: list[str] | None = None) -> None:
         f"MazeRunner maze_dim={args.maze_dim}: {fast.steps} uniform-random steps per variant, "
         f"interleaved in {args.chunks} chunks"
     )
-    print(f"{'':40} {'with resets':>14} {'step() only':>14}")
-    print(f"{'MazeRunnerEnv (precomputed sensors)':40} {fast_all:>14,.0f} {fast_step:>14,.0f}  steps/s")
-    print(f"{'loop-sensor variant (Python loops)':40} {loop_all:>14,.0f} {loop_step:>14,.0f}  steps/s")
-    print(f"{'ratio (target >= 2.0 with resets)':40} {fast_all / loop_all:>13.2f}x {fast_step / loop_step:>13.2f}x")
+    print(markdown_table(["", "with resets (steps/s)", "step() only (steps/s)"], [
+        ["MazeRunnerEnv (precomputed sensors)", f"{fast_all:,.0f}", f"{fast_step:,.0f}"],
+        ["loop-sensor variant (Python loops)", f"{loop_all:,.0f}", f"{loop_step:,.0f}"],
+        ["ratio (target >= 2.0 with resets)", f"{fast_all / loop_all:.2f}x", f"{fast_step / loop_step:.2f}x"],
+    ]))
     print(f"DummyVecEnv x{args.n_envs} MazeRunnerEnv: {vec:,.0f} env steps/s")
     print(f"target (>= 2x, resets included): {'met' if fast_all / loop_all >= 2.0 else 'MISSED'}")
 

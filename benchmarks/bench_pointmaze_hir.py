@@ -29,7 +29,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_hir import plugins
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
-from sb3_hir.experiment import arguments, episode_evaluator, mean_std
+from sb3_hir.experiment import arguments, episode_evaluator, markdown_table, mean_std
 from sb3_hir.experiment.budgets import is_success
 from sb3_hir.extractors import KeySelectExtractor
 
@@ -125,10 +125,11 @@ def main() -> None:
           f"{args.timesteps} steps "
           f"({args.n_envs} envs, {args.gradient_steps} gradient steps per vector step) x {len(args.seeds)} seeds; "
           f"{args.eval_episodes} deterministic eval episodes per seed")
-    print(f"{'agent':<20}{'success rate':>18}{'goals reached':>18}{'train s':>14}")
+    rows = []
     for name in agents:
         r = {key: np.asarray(value) for key, value in results[name].items()}
-        print(f"{name:<20}{mean_std(r['success'], 3):>18}{mean_std(r['goals'], 2):>18}{mean_std(r['time'], 0):>14}")
+        rows.append([name, mean_std(r["success"], 3), mean_std(r["goals"], 2), mean_std(r["time"], 0)])
+    print(markdown_table(["agent", "success rate", "goals reached", "train s"], rows))
     names = list(agents)
     diff = np.mean(results[names[0]]["goals"]) - np.mean(results[names[1]]["goals"])
     print(f"goals reached, HIR - no relabel: {diff:+.2f} per episode (target > 0)")

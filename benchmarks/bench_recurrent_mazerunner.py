@@ -30,7 +30,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecMonitor
 
 from sb3_hir.callbacks import evaluate_instruction_policy
 from sb3_hir.envs import MazeRunnerEnv
-from sb3_hir.experiment import arguments, mean_std
+from sb3_hir.experiment import arguments, markdown_table, mean_std
 from sb3_hir.vec_env import VecHideKeys
 
 
@@ -104,10 +104,11 @@ def main() -> None:
           f"randomized_actions={args.randomized_actions}; {args.timesteps} steps x {len(args.seeds)} seeds, "
           f"{args.n_envs} envs, {args.eval_episodes} stochastic eval episodes per seed; 'achieved' hidden by "
           "VecHideKeys")
-    print(f"{'agent':<14}{'success rate':>18}{'goals reached':>18}{'train s':>14}")
+    rows = []
     for name in agents:
         r = {key: np.asarray(value) for key, value in results[name].items()}
-        print(f"{name:<14}{mean_std(r['success'], 3):>18}{mean_std(r['goals'], 2):>18}{mean_std(r['time'], 0):>14}")
+        rows.append([name, mean_std(r["success"], 3), mean_std(r["goals"], 2), mean_std(r["time"], 0)])
+    print(markdown_table(["agent", "success rate", "goals reached", "train s"], rows))
     ratio = np.mean(results["RecurrentPPO"]["goals"]) / max(np.mean(results["PPO"]["goals"]), 1e-9)
     print(f"goals reached, RecurrentPPO / PPO: {ratio:.2f}x (> 1: memory pays off at this budget)")
 
