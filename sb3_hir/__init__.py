@@ -41,6 +41,7 @@ _LAZY: dict[str, str] = {
     "HindsightInstructionRelabeler": "sb3_hir.relabel",
     "HindsightInstructionReplayBuffer": "sb3_hir.buffers",
     "HerReplayBuffer": "sb3_hir.buffers",
+    "DrawStrategy": "sb3_hir.buffers.draws",
     "expert_episodes": "sb3_hir.buffers.demonstrations",
     "KeySelectExtractor": "sb3_hir.extractors",
     "HistoryExtractor": "sb3_hir.extractors",
@@ -67,6 +68,7 @@ __all__ = [
     "ActionFeaturesWrapper",
     "DAggerCollector",
     "DAggerTrainer",
+    "DrawStrategy",
     "Episode",
     "ExactGoalSpec",
     "GoalSpec",
@@ -101,6 +103,7 @@ if TYPE_CHECKING:
     from sb3_hir.action_features import ActionEffectWrapper, ActionFeaturesWrapper
     from sb3_hir.buffers import HerReplayBuffer, HindsightInstructionReplayBuffer
     from sb3_hir.buffers.demonstrations import expert_episodes
+    from sb3_hir.buffers.draws import DrawStrategy
     from sb3_hir.callbacks import InstructionEvalCallback, evaluate_instruction_policy
     from sb3_hir.dagger import DAggerCollector, DAggerTrainer, SimpleDAggerTrainer, reconstruct_trainer
     from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
