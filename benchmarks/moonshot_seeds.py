@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from sb3_hir.atomic import atomic_path
 from sb3_hir.experiment import arguments, format_mean_std, markdown_table
 from sb3_hir.experiment.moonshot import make_parser, train
 from sb3_hir.experiment.relaxed import RelaxedReachBuffer
@@ -105,10 +106,9 @@ def plot(summary: dict[str, list[dict[str, float]]], args: argparse.Namespace, o
     fig.suptitle(f"DQN + HIR on MazeRunner {args.maze_dim}x{args.maze_dim}, k={args.goals}, time limit "
                  f"{args.time_limit}{controls}: mean ± std over seeds {args.seeds}", fontsize=10)
     fig.tight_layout()
-    tmp = out / "summary.tmp.png"
-    fig.savefig(tmp, dpi=100)
+    with atomic_path(out / "summary.png") as tmp:
+        fig.savefig(tmp, format="png", dpi=100)
     plt.close(fig)
-    os.replace(tmp, out / "summary.png")
 
 
 def main() -> None:

@@ -1,24 +1,11 @@
-"""A scripted controller for gymnasium-robotics' PointMaze, the demonstrations of ``bench_demos_box.py``.
-
-From the observation alone (ball position ``observation[0:2]``, velocity ``observation[2:4]``, the desired goal)
-and the env's maze map: a breadth-first search over free cells from the ball's cell to the goal's cell gives the
-path of cells; the waypoint is the farthest cell centre along it (the goal itself in the goal's cell) that the ball
-reaches in a straight line keeping ``CLEARANCE`` from the walls, then the farthest such point on the next segment of
-the path, so it cuts corners where the walls allow. A PD controller on position and velocity steers toward it:
-the force is ``KD * (clip(KP * (waypoint - position), -VMAX, VMAX) - velocity)``, full speed until the ball is
-close to the waypoint.
-
-The action is computed in the maze's own units (``[-1, 1]`` force per axis) and mapped linearly to the action space
-of the env it is given, clipped to it, so it drives the env under any Box rescaling (gymnasium's
-``RescaleAction(env, -2.0, 2.0)``).
+"""The success rate of the scripted PointMaze controller (:mod:`sb3_hir.experiment.experts.pointmaze`, which says
+how it steers), the demonstrations of ``bench_demos_box.py``.
 
 On PointMaze_UMaze-v3 (``continuing_task=False``, 100 steps, actions rescaled to ``[-2, 2]``) it succeeds in 46
 of 50 episodes (seeds 0-49; the same on ``[-1, 1]``), 188 of 200 (seeds 0-199):
 ``python benchmarks/pointmaze_expert.py [--env PointMaze_UMaze-v3] [--episodes 50] [--max-episode-steps 100]
 [--scale 2.0]``. Every failure is a route of 6 cells (one end of the U to the other, 13 of the 200 episodes): the
 expert takes 100-111 steps on those (at most 89 on routes of 5 cells), against the limit of 100.
-
-The controller is :mod:`sb3_hir.experiment.experts.pointmaze`; this script measures its success rate.
 """
 
 from __future__ import annotations

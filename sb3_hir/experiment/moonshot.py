@@ -20,6 +20,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir.action_features import ACTION_FEATURES_KEY, EFFECTS_KEY, ActionEffectWrapper, ActionFeaturesWrapper
+from sb3_hir.atomic import atomic_path
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.buffers.demonstrations import expert_episodes
 from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
@@ -82,10 +83,9 @@ def save(curve: list[dict[str, float]], args: argparse.Namespace, out: Path) -> 
     fig.suptitle(f"DQN + HIR + history {args.history} on MazeRunner {args.maze_dim}x{args.maze_dim}, k={args.goals}, "
                  f"time limit {args.time_limit} (2 CPU cores)", fontsize=10)
     fig.tight_layout()
-    tmp_png = out / "curve.tmp.png"
-    fig.savefig(tmp_png, dpi=100)
+    with atomic_path(out / "curve.png") as tmp_png:
+        fig.savefig(tmp_png, format="png", dpi=100)
     plt.close(fig)
-    os.replace(tmp_png, out / "curve.png")
 
 
 def make_parser(description: str) -> argparse.ArgumentParser:
