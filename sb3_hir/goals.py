@@ -52,6 +52,15 @@ class GoalSpec(ABC):
         each a mask over the goal's components (flattened), True where the level keeps the value and the rest
         becomes ``wildcard_value``; a drawn goal takes one level uniformly. None (default): drawn goals keep every
         component. Needs ``wildcard_value``.
+    :param pad_value: a goal slot equal to it (every component) is no goal: instructions of up to ``k`` goals,
+        padded at the end (BabyAI's missions have 1 to 4). A pad is never reached, never masked and never rewarded;
+        the instruction is complete when its real goals are, and a relabeled instruction keeps its episode's length.
+        None (default): every slot holds a goal.
+    :param groups_key: observation key of a ``(k,)`` integer array, constant over an episode: the group of each goal
+        slot (0, 1, 2, ... non-decreasing over the real goals). The goals of one group may be reached in any order
+        ("the red ball and the blue key, then the box"), each from the step its group becomes active; the next group
+        becomes active when every goal of this one is reached. Relabeled instructions keep their episode's groups.
+        None (default): each goal is its own group, in slot order.
     """
 
     #: class defaults, for specs pickled before event goals (an instance sets its own).
@@ -59,6 +68,8 @@ class GoalSpec(ABC):
     wildcard_value: float | None = None
     description_levels: np.ndarray | None = None
     same_step_goals: bool = False
+    pad_value: float | None = None
+    groups_key: str | None = None
 
     def __init__(
         self,
@@ -72,6 +83,8 @@ class GoalSpec(ABC):
         wildcard_value: float | None = None,
         description_levels: Sequence[Sequence[bool]] | None = None,
         same_step_goals: bool = False,
+        pad_value: float | None = None,
+        groups_key: str | None = None,
     ) -> None:
         for name, key in (("goals_key", goals_key), ("achieved_key", achieved_key)):
             if not isinstance(key, str) or not key:
@@ -102,6 +115,16 @@ class GoalSpec(ABC):
             if levels.ndim != 2 or levels.dtype != bool or not len(levels) or not levels.any(axis=1).all():
                 raise ValueError("description_levels must be a non-empty sequence of equal-length bool masks over a "
                                  f"goal's components, each keeping at least one; got {description_levels!r}")
+        if pad_value is not None and (isinstance(pad_value, bool) or not isinstance(pad_value, (int, float, np.number))
+                                      or not np.isfinite(pad_value)):
+            raise ValueError(f"pad_value must be a finite number or None, got {pad_value!r}")
+        if pad_value is not None and pad_value in (mask_value, nothing_value, wildcard_value):
+            raise ValueError(f"pad_value must differ from mask_value ({mask_value!r}), nothing_value "
+                             f"({nothing_value!r}) and wildcard_value ({wildcard_value!r}); got {pad_value!r}")
+        if groups_key is not None and (not isinstance(groups_key, str) or not groups_key
+                                       or groups_key in (goals_key, achieved_key)):
+            raise ValueError(f"groups_key must be None or a non-empty str other than goals_key ({goals_key!r}) and "
+                             f"achieved_key ({achieved_key!r}); got {groups_key!r}")
         check_number(goal_reward, "goal_reward")
         check_number(step_reward, "step_reward")
         check_int(goal_ndim, "goal_ndim", 0)
@@ -117,7 +140,29 @@ class GoalSpec(ABC):
         if not isinstance(same_step_goals, (bool, np.bool_)):
             raise ValueError(f"same_step_goals must be a bool, got {same_step_goals!r}")
         self.same_step_goals = bool(same_step_goals)
+        self.pad_value = pad_value
+        self.groups_key = groups_key
         self._goal_axes = tuple(range(-self.goal_ndim, 0))
+
+    @property
+    def ordered(self) -> bool:
+        """Whether every instruction is ``k`` goals reached in slot order (no padding, no groups declared): the
+        case the exact-value index and the compiled first-reach draws serve."""
+        return getattr(self, "pad_value", None) is None and getattr(self, "groups_key", None) is None
+
+    def is_padding(self, goals: np.ndarray) -> np.ndarray:
+        """Whether each goal (shape ``(..., *goal_shape)``) is :attr:`pad_value`: a slot that holds no goal (all False
+        when the spec declares none)."""
+        goals = np.asarray(goals)
+        if getattr(self, "pad_value", None) is None:
+            return np.zeros(goals.shape[: goals.ndim - self.goal_ndim], dtype=bool)
+        return (goals == self.pad_value).all(axis=self._goal_axes)
+
+    def is_complete(self, goals: np.ndarray) -> np.ndarray:
+        """Whether each instruction (shape ``(..., k, *goal_shape)``) shows every goal reached: each slot masked or
+        padding."""
+        goals = np.asarray(goals)
+        return (self.is_masked(goals) | self.is_padding(goals)).all(axis=-1)
 
     @abstractmethod
     def reached(self, achieved: np.ndarray, goal: np.ndarray) -> np.ndarray:
@@ -214,6 +259,15 @@ class GoalSpec(ABC):
         if levels is not None and levels.shape[1] != math.prod(goal_shape):
             raise ValueError(f"description_levels masks {levels.shape[1]} components, but a goal of "
                              f"observation_space[{self.goals_key!r}] has {math.prod(goal_shape)} ({goal_shape})")
+        groups_key = getattr(self, "groups_key", None)
+        if groups_key is not None:
+            if groups_key not in observation_space.spaces:
+                raise ValueError(f"observation_space is missing the goal spec's groups_key {groups_key!r}; keys "
+                                 f"present: {present}")
+            groups = observation_space[groups_key]
+            if groups.shape != (k,) or np.dtype(groups.dtype).kind not in "iu":
+                raise ValueError(f"observation_space[{groups_key!r}] (groups_key) must be an integer array of shape "
+                                 f"(k,) = ({k},), one group per goal slot; got {groups}")
         if achieved_shape not in (goal_shape, (1, *goal_shape)):
             raise ValueError(
                 f"observation_space[{self.achieved_key!r}] must have shape {goal_shape} or "
@@ -230,6 +284,8 @@ class GoalSpec(ABC):
             + ("" if self.wildcard_value is None else f", wildcard_value={self.wildcard_value!r}")
             + ("" if self.description_levels is None else f", description_levels={self.description_levels.tolist()}")
             + (", same_step_goals=True" if self.same_step_goals else "")
+            + ("" if getattr(self, "pad_value", None) is None else f", pad_value={self.pad_value!r}")
+            + ("" if getattr(self, "groups_key", None) is None else f", groups_key={self.groups_key!r}")
             + ")"
         )
 
@@ -307,6 +363,7 @@ def indexable_by_value(spec: GoalSpec, observation_space: spaces.Dict) -> bool:
         and type(spec).reached is ExactGoalSpec.reached
         and getattr(spec, "wildcard_value", None) is None  # a partial description is reached by several values
         and not getattr(spec, "same_step_goals", False)  # the index finds reaches strictly after the previous one
+        and spec.ordered  # it finds each goal after the previous slot's: no padding, no unordered groups
         and achieved_dtype.kind in "biu"
         and goals_dtype.kind in "biu"
     )

@@ -20,6 +20,7 @@ import numpy as np
 from sb3_hir._validate import check_choice, check_int
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import GoalSpec
+from sb3_hir.reach import instruction_end, reach_in_groups, slot_groups
 from sb3_hir.resolvers import resolve_goal_spec
 
 if TYPE_CHECKING:
@@ -51,20 +52,29 @@ class InstructionRelabeler(ABC):
         self.goal_spec = resolve_goal_spec(goal_spec)
 
     # ------------------------------------------------------------------ reaching
-    def reach_steps(self, achieved: np.ndarray, goals: np.ndarray) -> np.ndarray:
+    def reach_steps(self, achieved: np.ndarray, goals: np.ndarray, groups: np.ndarray | None = None) -> np.ndarray:
         """Step in ``1..T`` at which each goal is reached when walking observations ``1..T``, -1 if never.
 
         Goal j is only checked from the step after goal j-1 was reached (one goal per step), as the env does; from
-        that same step when the goal spec says ``same_step_goals`` (one step may complete several goals).
+        that same step when the goal spec says ``same_step_goals`` (one step may complete several goals). With the
+        goal spec's ``pad_value`` and ``groups_key``, padding slots are never reached and the goals of one group in
+        any order (:func:`sb3_hir.reach.reach_in_groups`).
 
         :param achieved: achieved values over the episode, shape ``(T+1, *goal_shape)`` or
             ``(T+1, 1, *goal_shape)``.
         :param goals: the goal sequence, shape ``(k, *goal_shape)``.
+        :param groups: ``(k,)`` the slots' groups (the episode's ``groups_key`` observation); None: slot order.
         :return: int64 array of shape ``(k,)``, strictly increasing over its non-negative prefix (non-decreasing with
-            ``same_step_goals``).
+            ``same_step_goals``) for ordered instructions.
         """
         goals = np.asarray(goals)
         achieved = self.goal_spec.achieved_values(achieved, goals.shape[1:])
+        if groups is not None or not getattr(self.goal_spec, "ordered", True):
+            real = ~self.goal_spec.is_padding(goals)
+            hit = self.goal_spec.reached(achieved[1:, None], goals[None]) & real
+            return reach_in_groups(hit[None], slot_groups(None if groups is None else np.asarray(groups)[None],
+                                                          real[None]),
+                                   bool(getattr(self.goal_spec, "same_step_goals", False)))[0]
         steps = np.full(len(goals), -1, dtype=np.int64)
         # hit[t - 1, j]: observation t reaches goal j; one broadcast call for the whole episode.
         hit = self.goal_spec.reached(achieved[1:, None], goals[None])
@@ -92,7 +102,7 @@ class InstructionRelabeler(ABC):
         Buffers use this directly to relabel stored rows without building an :class:`Episode`.
         """
         reach_steps = np.asarray(reach_steps)
-        reached = reach_steps[reach_steps > 0]  # the reached prefix, increasing
+        reached = np.sort(reach_steps[reach_steps > 0])  # the reached goals (a group's may be out of slot order)
         return reached.searchsorted(np.arange(length + 1), side="right").astype(np.int64, copy=False)
 
     # ------------------------------------------------------------------ replay
@@ -113,6 +123,16 @@ class InstructionRelabeler(ABC):
         achieved = spec.achieved_values(episode.observations[spec.achieved_key], goals_obs.shape[2:])
         return goals_obs, achieved
 
+    def episode_groups(self, episode: Episode) -> np.ndarray | None:
+        """``(k,)`` the episode's goal groups (its first ``groups_key`` observation), None for ordered goals."""
+        key = getattr(self.goal_spec, "groups_key", None)
+        if key is None:
+            return None
+        if key not in episode.observations:
+            raise ValueError(f"episode observations are missing the goal spec's groups_key {key!r}; keys present: "
+                             f"{list(episode.observations)}")
+        return np.asarray(episode.observations[key][0]).reshape(self.num_goals)
+
     def replay(self, episode: Episode, goals: np.ndarray) -> Episode:
         """The episode as the env would have produced it under the goal sequence ``goals``.
 
@@ -131,26 +151,29 @@ class InstructionRelabeler(ABC):
             raise ValueError(
                 f"goals must have shape {goals_obs.shape[1:]} (k, *goal_shape), got {goals.shape}"
             )
-        spec, k, length = self.goal_spec, self.num_goals, len(episode)
-        steps = self.reach_steps(achieved, goals)
-        success = steps[-1] > 0
-        new_length = int(steps[-1]) if success else length
+        spec, length = self.goal_spec, len(episode)
+        steps = self.reach_steps(achieved, goals, self.episode_groups(episode))
+        real = ~spec.is_padding(goals)
+        end = int(instruction_end(steps[None], real[None])[0])
+        success = end > 0
+        new_length = end if success else length
         counts = self.reach_counts(steps, new_length)
 
-        slot_masked = np.arange(k) < counts[:, None]  # (L+1, k)
+        # goal j is masked from its reach step on (a prefix of the slots for ordered goals; padding never)
+        slot_masked = (steps > 0) & (steps <= np.arange(new_length + 1)[:, None])  # (L+1, k)
         slot_masked = slot_masked.reshape(slot_masked.shape + (1,) * (goals.ndim - 1))
         new_goals_obs = np.where(slot_masked, np.asarray(spec.mask_value, dtype=goals_obs.dtype), goals[None])
         new_goals_obs = new_goals_obs.astype(goals_obs.dtype, copy=False)
 
         gained = np.diff(counts)
         rewards = (gained * spec.goal_reward + getattr(spec, "step_reward", 0.0)).astype(np.float32)
-        terminated = counts[1:] == k
+        terminated = counts[1:] == int(real.sum())
         truncated = np.zeros(new_length, dtype=bool)
         if new_length == length:
             truncated[-1] = episode.truncated[-1]
             if not success and episode.terminated[-1]:
                 # Keep terminations the instruction did not cause (all goals masked = the goals caused it).
-                terminated[-1] = not spec.is_masked(goals_obs[-1]).all()
+                terminated[-1] = not bool(spec.is_complete(goals_obs[-1]))
 
         observations = {
             key: (new_goals_obs if key == spec.goals_key else value[: new_length + 1].copy())
@@ -206,10 +229,10 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
             return None
         goals_obs, achieved = self._episode_goal_arrays(episode)
         own = goals_obs[0]
-        steps = self.reach_steps(achieved, own)
-        reached_steps = steps[steps > 0]
+        steps = self.reach_steps(achieved, own, self.episode_groups(episode))
+        reached_steps = np.sort(steps[steps > 0])
         n = len(reached_steps)
-        free = self.num_goals - n
+        free = int((~self.goal_spec.is_padding(own)).sum()) - n  # the episode's own length: padding stays padding
         h = free if self.strategy == "all" else int(rng.integers(0, free + 1))
         if h == 0:
             return None
@@ -255,7 +278,9 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
 
         Alternatives are distinct and never an own reach step, as in :meth:`relabel_goals`.
 
-        :param own_steps: ``(B, k)`` reach steps of each episode's own goals (:meth:`reach_steps`).
+        :param own_steps: ``(B, k)`` reach steps of each episode's own goals (:meth:`reach_steps`), and -2 on
+            padding slots (goal spec's ``pad_value``): h counts only the episode's own unreached goals, so a relabeled
+            instruction keeps its episode's length.
         :param length: ``(B,)`` episode lengths ``T``.
         :param t: ``(B,)`` index of each sampled transition, ``0..T-1``.
         :param rng: generator of the draws.
@@ -274,7 +299,7 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
         out = np.full((batch, k), -1, dtype=np.int64)
         if self.strategy == "none" or batch == 0:
             return out
-        free = k - (own > 0).sum(axis=1)
+        free = k - (own > 0).sum(axis=1) - (own < -1).sum(axis=1)  # own unreached goals (-2: padding)
         # "some": h uniform in 0..free
         h = free if self.strategy == "all" else (rng.random(batch) * (free + 1)).astype(np.int64)
         big = np.iinfo(np.int64).max // 4

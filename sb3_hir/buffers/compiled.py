@@ -187,6 +187,8 @@ def draw_goal_steps(rng, own, length, t, strategy, future):  # type: ignore[no-u
             if own[b, j] > 0:
                 free -= 1
                 excluded[b, j] = own[b, j]
+            elif own[b, j] < -1:  # a padding slot (-2) is no goal to add
+                free -= 1
         h[b] = free
     if strategy == 1:  # "some": h uniform in 0..free
         for b in range(batch):

@@ -129,7 +129,9 @@ class EpisodeIndex:
         first = storage.obs_rows(spec.achieved_key, np.array([start * storage.n_envs + env_idx]))[0]
         achieved_all = np.concatenate([spec.achieved_values(first[None], goal_shape), achieved])
         own_goals = storage.instructions[start, env_idx].reshape(k, *goal_shape)
-        own_steps = view.relabeler.reach_steps(achieved_all, own_goals)
+        groups = view.own_groups(np.array([start]), np.array([env_idx]))
+        own_steps = (view.relabeler.reach_steps(achieved_all, own_goals) if groups is None
+                     else view.relabeler.reach_steps(achieved_all, own_goals, groups[0]))
         meta = self.meta[rows, env_idx]  # a copy (fancy indexing); written back below
         meta[:, field["len"]] = length
         other_end = bool(storage.dones[rows[-1], env_idx]) and not bool(storage.timeouts[rows[-1], env_idx])
@@ -146,7 +148,7 @@ class EpisodeIndex:
         storage, spec = self.storage, self.view.goal_spec
         flat = np.array([int(rows[-1]) * storage.n_envs + env_idx])
         last_goals = storage.next_rows(spec.goals_key, flat)[0]
-        return other_end and not bool(spec.is_masked(last_goals).all())
+        return other_end and not bool(spec.is_complete(last_goals))
 
     def _note_episode(self, rows: np.ndarray, env_idx: int, own_steps: np.ndarray,
                       other_end: bool) -> None:

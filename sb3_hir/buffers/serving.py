@@ -33,6 +33,7 @@ from sb3_hir.buffers.goal_env import ACHIEVED_GOAL, DESIRED_GOAL
 from sb3_hir.buffers.reward_checks import check_recorded_rewards, require_compute_reward
 from sb3_hir.buffers.storage import Storage, take_rows
 from sb3_hir.goals import GoalSpec
+from sb3_hir.reach import instruction_end
 
 __all__ = ["EnvRewards", "GoalEnvServing", "NSteps", "OneStep", "SampleInfo", "Served", "Serving"]
 
@@ -211,6 +212,9 @@ class Serving:
     :param device: the device of the served tensors.
     """
 
+    #: class default, for servings pickled before padding and groups.
+    ordered: bool = True
+
     def __init__(self, goal_spec: GoalSpec, num_goals: int, goal_shape: tuple[int, ...], windows: OneStep,
                  device: th.device) -> None:
         self.goal_spec = goal_spec
@@ -219,6 +223,8 @@ class Serving:
         #: ``(k+1, k, 1, ..., 1)`` bool table: row c masks the goals reached after c of them.
         masks = np.arange(num_goals)[None, :] < np.arange(num_goals + 1)[:, None]
         self.slot_masks = masks.reshape(masks.shape + (1,) * len(goal_shape))
+        #: every instruction is k goals in slot order (else: padding or groups, masked and ended per slot).
+        self.ordered = bool(getattr(goal_spec, "ordered", True))
 
     def env_changed(self) -> None:
         """The buffer got a (new) env: nothing to redo in instruction mode."""
@@ -257,8 +263,13 @@ class Serving:
                            last_flat: np.ndarray) -> _Window:
         """The relabeled part's windows, in place: each ends at the relabeled episode's end (its k-th goal's reach),
         terminal there if the goals or a recorded termination they did not cause end it."""
-        completed = r.reach[:, -1] > 0
-        end = np.where(completed, r.reach[:, -1], r.length)  # last step of the relabeled episode
+        if self.ordered:
+            completed = r.reach[:, -1] > 0
+            end = np.where(completed, r.reach[:, -1], r.length)  # last step of the relabeled episode
+        else:  # padding or groups: complete at the last real goal's reach (sb3_hir.reach)
+            last = instruction_end(r.reach, ~self.goal_spec.is_padding(r.goals))
+            completed = last > 0
+            end = np.where(completed, last, r.length)
         served = self.windows.relabeled(storage, r, end, window, last_flat)
         dones[:] = (served.t_end == end) & (completed | r.other_end)
         return served
@@ -266,6 +277,14 @@ class Serving:
     def _relabeled_goals(self, r: Relabeled, served: _Window, goals: np.ndarray, next_goals: np.ndarray) -> None:
         """The relabeled instruction in the observations, goals reached before each of them masked."""
         spec, reach = self.goal_spec, r.reach
+        if not self.ordered:  # each goal masked from its own reach on (a group's in any order; padding never)
+            reached = reach > 0
+            now = reached & (reach <= r.t[:, None])
+            then = reached & (reach <= served.t_end[:, None])
+            shape = (*reach.shape, *(1,) * (r.goals.ndim - 2))
+            goals[:] = np.where(now.reshape(shape), spec.mask_value, r.goals)
+            next_goals[:] = np.where(then.reshape(shape), spec.mask_value, r.goals)
+            return
         count_now = ((reach > 0) & (reach <= r.t[:, None])).sum(axis=1)
         next_counts = ((reach > 0) & (reach <= served.t_end[:, None])).sum(axis=1)
         goals[:] = np.where(self.slot_masks[count_now], spec.mask_value, r.goals)

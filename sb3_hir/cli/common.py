@@ -267,12 +267,15 @@ def check_algo_env(algo_name: str, env: Any, env_name: str) -> None:
                          f"{type(space).__name__} actions{hint}; continuous algorithms: sac, tqc, recurrent-ppo")
 
 
-def extractor_kwargs(history: int, encoder: str, features: str = "none", q_head: str = "standard") -> dict[str, Any]:
+def extractor_kwargs(history: int, encoder: str, features: str = "none", q_head: str = "standard",
+                     instruction_keys: Sequence[str] = ()) -> dict[str, Any]:
     """The policy sees the observation and the instruction ("achieved" is only there for relabeling), and the
     per-action table when there is one (the per-action head reads it row by row instead); a history window is
-    encoded next to them."""
+    encoded next to them. ``instruction_keys``: more keys of the instruction (a goal spec's ``groups_key``: which
+    goals may be reached in either order)."""
     table = features_key(features)
     keys = ["obs", "goals", table] if table and q_head == "standard" else ["obs", "goals"]
+    keys += [key for key in instruction_keys if key not in keys]
     if history:
         return dict(features_extractor_class=HistoryExtractor,
                     features_extractor_kwargs=dict(keys=keys, encoder=encoder))
@@ -280,13 +283,14 @@ def extractor_kwargs(history: int, encoder: str, features: str = "none", q_head:
 
 
 def policy_kwargs(algo: Algo, hidden: int | None = None, history: int = 0, encoder: str = "gru",
-                  features: str = "none", q_head: str = "standard") -> dict[str, Any]:
+                  features: str = "none", q_head: str = "standard", instruction_keys: Sequence[str] = ()
+                  ) -> dict[str, Any]:
     kwargs = dict(algo.defaults["policy_kwargs"])
     if hidden is not None:
         kwargs["net_arch"] = [hidden, hidden]
     if q_head == "per-action":
         kwargs["action_key"] = features_key(features)
-    return {**extractor_kwargs(history, encoder, features, q_head), **kwargs}
+    return {**extractor_kwargs(history, encoder, features, q_head, instruction_keys), **kwargs}
 
 
 def actor_critic_policy(head: str = "standard") -> Any:

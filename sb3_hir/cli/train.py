@@ -295,6 +295,13 @@ def usage_error(exc: ValueError, label: str) -> UsageError:
     return UsageError(f"cannot build {label}: {detail}")
 
 
+def instruction_keys(spec: Any) -> list[str]:
+    """Observation keys of the instruction beyond the goals that the policy must see: the groups of a goal spec that
+    declares them (goals of one group may be reached in either order)."""
+    key = getattr(spec, "groups_key", None)
+    return [key] if key else []
+
+
 def build_model(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, venv: Any,
                 demos: list[Episode]) -> Any:
     """The run's model, its replay buffer holding ``demos``."""
@@ -304,7 +311,7 @@ def build_model(args: argparse.Namespace, algo_name: str, relabel: str, spec: An
                                       **model_kwargs(args, algo_name, relabel, spec),
                                       policy_kwargs=policy_kwargs(algo, args.hidden, args.history,
                                                                   args.history_encoder, args.action_features,
-                                                                  args.q_head))
+                                                                  args.q_head, instruction_keys(spec)))
     except ValueError as exc:
         raise usage_error(exc, f"{algo_name}-{relabel}") from exc
     if demos:

@@ -170,17 +170,25 @@ class WallClockCallback(BaseCallback):
     :param limit_seconds: wall time after which ``learn`` stops.
     :param evaluate: the :data:`Evaluator`.
     :param on_evaluation: called with :attr:`curve` after each evaluation.
+    :param clock: ``"wall"`` (``time.perf_counter``) or ``"cpu"`` (``time.process_time``, this process's CPU
+        seconds): a CPU-time budget ("one CPU-hour per seed") stays the same budget when runs share cores with
+        other work, where a wall-time one shrinks. Points then also carry ``wall_minutes``.
     """
 
     def __init__(self, eval_seconds: float, limit_seconds: float, evaluate: Evaluator,
-                 on_evaluation: Callable[[list[dict[str, float]]], None] | None = None) -> None:
+                 on_evaluation: Callable[[list[dict[str, float]]], None] | None = None, clock: str = "wall") -> None:
         super().__init__()
         if not eval_seconds > 0 or not limit_seconds > 0:
             raise ValueError(f"eval_seconds and limit_seconds must be > 0; got {eval_seconds}, {limit_seconds}")
+        if clock not in ("wall", "cpu"):
+            raise ValueError(f"clock must be 'wall' or 'cpu', got {clock!r}")
         self.every, self.limit = float(eval_seconds), float(limit_seconds)
         self.evaluate = evaluate
         self.on_evaluation = on_evaluation
-        self.start = time.perf_counter()
+        self.clock = clock
+        self._now = time.perf_counter if clock == "wall" else time.process_time
+        self.wall_start = time.perf_counter()
+        self.start = self._now()
         self.next_eval = self.every
         #: one point per evaluation, in order.
         self.curve: list[dict[str, float]] = []
@@ -188,15 +196,17 @@ class WallClockCallback(BaseCallback):
     def record(self) -> dict[str, float]:
         """Evaluate now and append the point (also called after ``learn`` for the final policy)."""
         metrics = dict(self.evaluate(self.model))
-        point = dict(minutes=round((time.perf_counter() - self.start) / 60, 2), timesteps=int(self.num_timesteps),
+        point = dict(minutes=round((self._now() - self.start) / 60, 2), timesteps=int(self.num_timesteps),
                      **metrics, load_average=round(os.getloadavg()[0], 2))
+        if self.clock == "cpu":
+            point["wall_minutes"] = round((time.perf_counter() - self.wall_start) / 60, 2)
         self.curve.append(point)
         if self.on_evaluation is not None:
             self.on_evaluation(self.curve)
         return point
 
     def _on_step(self) -> bool:
-        if time.perf_counter() - self.start >= self.next_eval:
+        if self._now() - self.start >= self.next_eval:
             self.record()
             self.next_eval += self.every
-        return time.perf_counter() - self.start < self.limit
+        return self._now() - self.start < self.limit

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from sb3_hir._validate import check_choice, check_int
 from sb3_hir.testing.registry import PluginCheckOptions, register_check
 from sb3_hir.testing.rollout import describe
 
@@ -54,6 +55,17 @@ def check_draw_strategy(
     """
     from sb3_hir.testing import served_rows as oracle  # deferred: keeps ``import sb3_hir.testing`` cheap
 
+    check_int(batches, "batches", 1)
+    check_int(seed, "seed", 0)
+    for name_, values, low in (("num_goals", num_goals, 1), ("n_steps", n_steps, 1)):
+        if isinstance(values, (str, int)) or not len(values):
+            raise ValueError(f"{name_} must be a non-empty sequence of ints >= {low}, got {values!r}")
+        for value in values:
+            check_int(value, name_, low)
+    if isinstance(memory_layouts, str) or not len(memory_layouts):
+        raise ValueError(f"memory_layouts must be a non-empty sequence of 'full' / 'compact', got {memory_layouts!r}")
+    for layout in memory_layouts:
+        check_choice(layout, "memory_layouts", ("full", "compact"))
     name = strategy if isinstance(strategy, str) else describe(strategy)
     relabeled = 0
     for k, n, layout in itertools.product(num_goals, n_steps, memory_layouts):
@@ -140,6 +152,8 @@ def check_goal_env_draw_strategy(strategy: Any, strategy_kwargs: dict[str, Any] 
 
     from sb3_hir.buffers import HerReplayBuffer
 
+    check_int(batches, "batches", 1)
+    check_int(seed, "seed", 0)
     name = strategy if isinstance(strategy, str) else describe(strategy)
     for n_steps in (1, 3):
         venv = DummyVecEnv([lambda: BitFlippingEnv(n_bits=4, continuous=False, max_steps=4)] * 2)

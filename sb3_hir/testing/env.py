@@ -89,7 +89,10 @@ def check_instruction_env(
        it. Envs whose terminations never depend on the goals opt out with
        ``terminations_unrelated_to_goals = True``. This heuristic only sees goals the random policy reaches;
     7. with a goal spec that declares ``nothing_value`` (event goals: a step may achieve nothing), no instruction
-       ever holds that value as a goal, since no step can reach it.
+       ever holds that value as a goal, since no step can reach it;
+    8. with a goal spec that declares ``pad_value`` or ``groups_key`` (instructions of varying length, goals of a
+       group in any order): padding only after the last real goal and never all of it, and the groups constant
+       over the episode, counting up from 0 in steps of at most 1 over the real goals.
 
     :param env: the env, or a registered ``"env"`` name (created with its defaults).
     :param relabeler: whose ``replay`` must reproduce the env (instance or registered name); by default a
@@ -116,6 +119,7 @@ def check_instruction_env(
             _check_own_replay(relabeler, rollout, episode)
             _check_success(rollout, episode, spec, num_goals)
             _check_no_nothing_goal(rollout, episode, spec)
+            _check_instruction_form(rollout, episode, spec)
         _check_seeding(env, rollouts[0], seed, max_steps)
         if declared(env, ACCEPTS_RESET_GOALS, False):
             for rollout in rollouts:
@@ -143,9 +147,15 @@ def _check_own_replay(relabeler: Any, rollout: Rollout, episode: Episode) -> Non
                 f"the episode's own goals must reproduce the env exactly, or relabeled data teaches a different task."))
 
 
+def _real_goals(episode: Episode, spec: GoalSpec, num_goals: int) -> int:
+    """How many goals the episode's instruction holds (``num_goals`` less its padding)."""
+    return num_goals - int(spec.is_padding(episode.observations[spec.goals_key][0]).sum())
+
+
 def _check_success(rollout: Rollout, episode: Episode, spec: GoalSpec, num_goals: int) -> None:
     """``is_success`` (and ``goals_reached``) must agree with the goals the observation shows as reached."""
     counts = spec.is_masked(episode.observations[spec.goals_key]).sum(axis=-1)
+    num_goals = _real_goals(episode, spec, num_goals)
     for step, info in enumerate(rollout.infos, start=1):
         place = where(rollout.index, rollout.seed, step)
         flag, success = bool(info["is_success"]), bool(counts[step] == num_goals)
@@ -173,6 +183,30 @@ def _check_no_nothing_goal(rollout: Rollout, episode: Episode, spec: GoalSpec) -
              f"{show(episode.observations[spec.goals_key][step])}")
 
 
+def _check_instruction_form(rollout: Rollout, episode: Episode, spec: GoalSpec) -> None:
+    """Padding only at the end, and groups constant and counting up over the real goals (item 8)."""
+    goals = episode.observations[spec.goals_key]
+    pads = spec.is_padding(goals[0])
+    if pads.all() or (pads.any() and not pads[int(pads.argmax()):].all()):
+        fail(_CHECK, where(rollout.index, rollout.seed, 0),
+             f"observation[{spec.goals_key!r}] = {show(goals[0])}: padding (pad_value={spec.pad_value!r}) must follow "
+             "the last real goal, and an instruction must hold at least one goal")
+    key = getattr(spec, "groups_key", None)
+    if key is None:
+        return
+    groups = np.asarray(episode.observations[key])
+    changed = np.flatnonzero((groups != groups[0]).any(axis=tuple(range(1, groups.ndim))))
+    if len(changed):
+        fail(_CHECK, where(rollout.index, rollout.seed, int(changed[0])),
+             f"observation[{key!r}] (groups_key) changed during the episode, from {show(groups[0])} to "
+             f"{show(groups[changed[0]])}: an instruction's groups are fixed at reset")
+    real = groups[0][~pads].astype(np.int64)
+    if real[0] != 0 or np.any(np.diff(real) < 0) or np.any(np.diff(real) > 1):
+        fail(_CHECK, where(rollout.index, rollout.seed, 0),
+             f"observation[{key!r}] (groups_key) = {show(groups[0])}: the real goals' groups must count up from 0 "
+             "in steps of 0 or 1 (goals of one group are adjacent)")
+
+
 def _check_seeding(env: gym.Env, first: Rollout, seed: int, max_steps: int | None) -> None:
     """Episode 0 replays identically, and another seed changes the env's generator (item 4)."""
     again = random_rollout(env, first.index, first.seed, max_steps, _CHECK)
@@ -198,6 +232,7 @@ def _rng_state(env: Any) -> Any:
 def _check_goal_terminations(rollout: Rollout, episode: Episode, spec: GoalSpec, k: int) -> None:
     """Flag a termination on a step that reaches goal j < k (see :func:`check_instruction_env`, item 6)."""
     counts = spec.is_masked(episode.observations[spec.goals_key]).sum(axis=-1)
+    k = _real_goals(episode, spec, k)
     for step in range(1, len(episode) + 1):
         if episode.terminated[step - 1] and counts[step] > counts[step - 1] and counts[step] < k:
             fail(_CHECK, where(rollout.index, rollout.seed, step),
@@ -225,10 +260,13 @@ def _counterfactual_instructions(relabeler: Any, episode: Episode, rng: np.rando
         if goals is not None:
             instructions.append(np.asarray(goals))
     _, achieved = relabeler._episode_goal_arrays(episode)
-    if len(achieved) > k:
-        steps = np.sort(rng.choice(np.arange(1, len(achieved)), size=k, replace=False))[::-1]
-        own = episode.instruction(spec.goals_key)
-        instructions.append(achieved[steps].astype(own.dtype).reshape(own.shape))
+    own = episode.instruction(spec.goals_key)
+    real = int((~spec.is_padding(own)).sum())
+    if len(achieved) > real:
+        steps = np.sort(rng.choice(np.arange(1, len(achieved)), size=real, replace=False))[::-1]
+        reverse = own.copy()  # padding stays: the instruction keeps its length
+        reverse[:real] = achieved[steps].astype(own.dtype).reshape(reverse[:real].shape)
+        instructions.append(reverse)
     return instructions
 
 
@@ -303,7 +341,7 @@ class _Counterfactual:
             if not np.array_equal(obs[key], replayed.observations[key][step]):
                 self.fail(step, f"env observation[{key!r}] = {show(obs[key])} != the recorded "
                                 f"{show(replayed.observations[key][step])}: {_GOAL_FREE}", before)
-        success = bool(spec.is_masked(expected_goals[step]).all())
+        success = bool(spec.is_complete(expected_goals[step]))
         if bool(info.get("is_success", False)) != success:
             self.fail(step, f"info['is_success'] = {show(info.get('is_success'))}, replayed {success}", before)
         if (terminated or truncated) and step < len(replayed):

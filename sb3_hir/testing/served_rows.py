@@ -29,21 +29,25 @@ def random_path(rng: np.random.Generator, length: int) -> np.ndarray:
     return np.clip(np.cumsum(np.vstack([start, MOVES[rng.integers(0, 5, length)]]), axis=0), 0, GRID - 1)
 
 
-def make_space(k: int, achieved_shape: tuple[int, ...] = (1, 2)) -> spaces.Dict:
-    return spaces.Dict(
-        {
-            "obs": spaces.Box(-np.inf, np.inf, (3,), np.float32),
-            "goals": spaces.Box(-1, 10, (k, 2), np.int32),
-            "achieved": spaces.Box(0, 10, achieved_shape, np.int32),
-        }
-    )
+def make_space(k: int, achieved_shape: tuple[int, ...] = (1, 2), groups_key: str | None = None) -> spaces.Dict:
+    """The oracle episodes' space; with ``groups_key``, a ``(k,)`` key of goal groups (and goals may be padding)."""
+    keys = {
+        "obs": spaces.Box(-np.inf, np.inf, (3,), np.float32),
+        "goals": spaces.Box(-1 if groups_key is None else -9, 10, (k, 2), np.int32),
+        "achieved": spaces.Box(0, 10, achieved_shape, np.int32),
+    }
+    if groups_key is not None:
+        keys[groups_key] = spaces.Box(-9, k, (k,), np.int32)
+    return spaces.Dict(keys)
 
 
 def make_buffer(k: int, size: int = 64, n_envs: int = 1, **kwargs) -> HindsightInstructionReplayBuffer:
     kwargs.setdefault("relabel_ratio", 1.0)
     kwargs.setdefault("seed", 0)
-    return HindsightInstructionReplayBuffer(size, make_space(k), spaces.Discrete(5), device="cpu",
-                                            n_envs=n_envs, **kwargs)
+    spec = kwargs.get("goal_spec")
+    groups_key = getattr(spec, "groups_key", None) if isinstance(spec, GoalSpec) else None
+    return HindsightInstructionReplayBuffer(size, make_space(k, groups_key=groups_key), spaces.Discrete(5),
+                                            device="cpu", n_envs=n_envs, **kwargs)
 
 
 @dataclass
@@ -55,16 +59,25 @@ class Recorded:
     timeouts: np.ndarray
 
 
-def simulate(path: np.ndarray, goals: np.ndarray, fall: bool = False, spec: GoalSpec | None = None) -> Recorded:
+def simulate(path: np.ndarray, goals: np.ndarray, fall: bool = False, spec: GoalSpec | None = None,
+             groups: np.ndarray | None = None) -> Recorded:
     """What MazeRunner would record: ``path`` is the achieved cell at t = 0..T, ``goals`` the instruction.
 
     Goal j becomes active after goal j-1 was reached and is checked from the next step on (from the same step with
     ``spec.same_step_goals``, so one step may complete several); the episode ends
-    (terminated) at the k-th goal, else at the end of ``path`` (truncated, or terminated if ``fall``). A plain
-    per-step loop, independent of the relabeler and the buffer: the oracle of these tests.
+    (terminated) at the k-th goal, else at the end of ``path`` (truncated, or terminated if ``fall``). With
+    ``groups`` (one per slot, the observation under ``spec.groups_key``) the goals of one group are active together
+    and latch in any order, the next group active once all are; padding slots (``spec.pad_value``) are never goals.
+    A plain per-step loop, independent of the relabeler and the buffer: the oracle of these tests.
     """
     spec = spec or ExactGoalSpec()
     k = len(goals)
+    same_step = bool(getattr(spec, "same_step_goals", False))
+    real = [not bool(spec.is_padding(goals[j])) for j in range(k)]
+    group = [int(g) for g in groups] if groups is not None else list(range(k))
+    order = sorted({group[j] for j in range(k) if real[j]})
+    members = [[j for j in range(k) if real[j] and group[j] == g] for g in order]
+    reached = [False] * k
     goal_obs = [goals.copy()]
     rewards = []
     active = 0
@@ -72,21 +85,26 @@ def simulate(path: np.ndarray, goals: np.ndarray, fall: bool = False, spec: Goal
     for t in range(1, len(path)):
         current = goal_obs[-1].copy()
         reward = 0.0
-        while active < k and bool(spec.reached(path[t], goals[active])):  # the goals this step completes
-            current[active] = MASK
+        while active < len(members):  # the active group's goals this step completes
+            for j in members[active]:
+                if not reached[j] and bool(spec.reached(path[t], goals[j])):
+                    reached[j] = True
+                    current[j] = MASK
+                    reward += 1.0
+            if not all(reached[j] for j in members[active]):
+                break
             active += 1
-            reward += 1.0
-            if not getattr(spec, "same_step_goals", False):
+            if not same_step:
                 break
         goal_obs.append(current)
         rewards.append(reward)
-        if active == k:
+        if active == len(members):
             last = t
             break
     length = last
     terminated = np.zeros(length, bool)
     truncated = np.zeros(length, bool)
-    if active == k or fall:
+    if active == len(members) or fall:
         terminated[-1] = True
     else:
         truncated[-1] = True
@@ -95,6 +113,10 @@ def simulate(path: np.ndarray, goals: np.ndarray, fall: bool = False, spec: Goal
         "goals": np.stack(goal_obs).astype(np.int32),
         "achieved": path[: length + 1, None, :].astype(np.int32),
     }
+    groups_key = getattr(spec, "groups_key", None)
+    if groups_key is not None:
+        observations[groups_key] = np.tile(np.asarray(group if groups is not None else range(k), np.int32),
+                                           (length + 1, 1))
     episode = Episode(observations, np.arange(length) % 5, np.array(rewards, np.float32), terminated, truncated)
     return Recorded(episode, terminated | truncated, truncated.copy())
 
@@ -103,7 +125,7 @@ def add_step(buffer: HindsightInstructionReplayBuffer, recs: list[Recorded], t: 
     """Add step ``t`` (or step ``t[i]`` of ``recs[i]``) of one recorded episode per sub-env."""
     ts = [t] * len(recs) if isinstance(t, int) else t
     obs = {key: np.stack([rec.episode.observations[key][s] for rec, s in zip(recs, ts, strict=True)])
-           for key in ("obs", "goals", "achieved")}
+           for key in recs[0].episode.observations}
     nxt = {key: np.stack([rec.episode.observations[key][s + 1] for rec, s in zip(recs, ts, strict=True)])
            for key in obs}
     buffer.add(
@@ -207,7 +229,10 @@ def check_served(stream: Stream, sample: DictReplayBufferSamples, spec: GoalSpec
         if info.relabeled[b]:
             assert info.t[b] == t and stream.added[id(rec)] == len(ep)  # only finished episodes
             fall = (falls or {}).get(id(rec), False)
-            oracle = simulate(ep.observations["achieved"][:, 0], info.goals[b], fall=fall, spec=spec).episode
+            groups_key = getattr(spec, "groups_key", None)
+            groups = None if groups_key is None else ep.observations[groups_key][0]
+            oracle = simulate(ep.observations["achieved"][:, 0], info.goals[b], fall=fall, spec=spec,
+                              groups=groups).episode
             # A replay never outlives the recorded episode; the transition lies inside the relabeled one.
             assert t < len(oracle) <= len(ep), (
                 f"served row {b}: step {t} under goals {goals_of(info, b)} lies outside the relabeled episode, which "

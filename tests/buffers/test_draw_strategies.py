@@ -208,3 +208,23 @@ def test_goal_env_strategies_are_checked_in_goal_env_mode():
     check_goal_env_draw_strategy("her")
     with pytest.raises(ValueError, match="'near-future' draws one-goal instructions for instruction envs"):
         check_goal_env_draw_strategy("near-future")  # an instruction-env strategy refuses GoalEnv mode by name
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(batches=0), "batches must be"), (dict(seed=-1), "seed must be"), (dict(num_goals=()), "num_goals must be"),
+    (dict(num_goals=2), "num_goals must be"), (dict(num_goals=(0,)), "num_goals must be"),
+    (dict(n_steps=[]), "n_steps must be"), (dict(memory_layouts="full"), "memory_layouts must be"),
+    (dict(memory_layouts=("dense",)), "memory_layouts must be"),
+])
+def test_check_draw_strategy_names_a_bad_argument_instead_of_checking_nothing(kwargs, match):
+    from sb3_hir.testing import check_draw_strategy
+
+    with pytest.raises(ValueError, match=match):
+        check_draw_strategy("window", **kwargs)
+
+
+def test_check_goal_env_draw_strategy_names_a_bad_count():
+    from sb3_hir.testing.draw_strategy import check_goal_env_draw_strategy
+
+    with pytest.raises(ValueError, match="batches must be"):
+        check_goal_env_draw_strategy("her", batches=0)

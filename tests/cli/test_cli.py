@@ -383,3 +383,15 @@ def test_format_table_aligns_columns():
     lines = table.splitlines()
     assert len({len(line) for line in lines}) == 1
     assert lines[1].startswith("|---")
+
+
+def test_the_policy_sees_the_groups_of_a_goal_spec_that_declares_them():
+    from sb3_hir.cli.train import instruction_keys
+    from sb3_hir.goals import ExactGoalSpec
+
+    assert instruction_keys(ExactGoalSpec(pad_value=-4, groups_key="goal_steps")) == ["goal_steps"]
+    assert instruction_keys(ExactGoalSpec()) == [] and instruction_keys("exact") == []
+    kwargs = common.policy_kwargs(common.ALGOS["dqn"], history=16, encoder="conv", instruction_keys=["goal_steps"])
+    assert kwargs["features_extractor_kwargs"]["keys"] == ["obs", "goals", "goal_steps"]
+    plain = common.policy_kwargs(common.ALGOS["dqn"], history=0)
+    assert plain["features_extractor_kwargs"]["keys"] == ["obs", "goals"]

@@ -124,3 +124,49 @@ def test_the_episode_evaluator_seeds_each_episode_and_reads_the_last_or_any_step
     steps = episode_evaluator(lambda: BitFlippingEnv(n_bits=4, continuous=False), 3, 0,
                               metrics={"one": lambda info: 1.0, "never": lambda info: 0.0}, any_step=True)(model)
     assert steps == {"one": 1.0, "never": 0.0}
+
+
+def test_a_cpu_clock_counts_this_processs_cpu_time_and_keeps_the_wall_time_beside_it():
+    import time
+
+    import pytest
+
+    from sb3_hir.experiment import WallClockCallback
+
+    model = tiny_dqn(make_env())
+    clock = WallClockCallback(0.2, 0.6, lambda m: {"steps": float(m.num_timesteps)}, clock="cpu")
+    cpu0 = time.process_time()
+    time.sleep(0.7)  # wall time the CPU clock must not count
+    model.learn(10**6, callback=clock)
+    assert model.num_timesteps < 10**6
+    assert time.process_time() - cpu0 >= 0.6  # it stopped on 0.6 CPU seconds of training, not on the sleep
+    point = clock.curve[-1]
+    assert set(point) == {"minutes", "timesteps", "steps", "load_average", "wall_minutes"}
+    assert point["wall_minutes"] >= point["minutes"] + 0.7 / 60 - 0.005
+    with pytest.raises(ValueError, match="clock must be 'wall' or 'cpu'"):
+        WallClockCallback(1, 1, lambda m: {}, clock="gpu")
+
+
+def test_the_uniform_random_policy_acts_uniformly_and_is_scored_like_a_model():
+    import numpy as np
+    import pytest
+    from gymnasium import spaces
+
+    from sb3_hir.experiment.baselines import UniformRandomPolicy
+
+    policy = UniformRandomPolicy(spaces.Discrete(4, start=1), seed=0)
+    actions, state = policy.predict({"obs": np.zeros((4000, 3))})
+    assert state is None and actions.shape == (4000,)
+    assert set(np.unique(actions).tolist()) == {1, 2, 3, 4}
+    assert np.allclose(np.bincount(actions)[1:] / 4000, 0.25, atol=0.03)
+    box, _ = UniformRandomPolicy(spaces.Box(-2, 1, (2,), np.float32), seed=0).predict(np.zeros((500, 5)))
+    assert box.shape == (500, 2) and box.dtype == np.float32 and box.min() >= -2 and box.max() <= 1
+    again, _ = UniformRandomPolicy(spaces.Discrete(4, start=1), seed=0).predict({"obs": np.zeros((4000, 3))})
+    np.testing.assert_array_equal(actions, again)
+    score = instruction_evaluator(lambda: make_env(n_envs=2, seed=99), 6, eval_seed(0))(
+        UniformRandomPolicy(make_env().action_space, seed=0))
+    assert 0.0 <= score["success_rate"] <= 1.0
+    with pytest.raises(ValueError, match="bounded Box"):
+        UniformRandomPolicy(spaces.Box(-np.inf, np.inf, (1,))).predict(np.zeros((2, 1)))
+    with pytest.raises(TypeError, match="action_space must be a gymnasium Space"):
+        UniformRandomPolicy("Discrete(2)")  # type: ignore[arg-type]

@@ -64,10 +64,13 @@ class BabyAIGoToInstruction(gym.Wrapper):
         self.mask_value = MASK
         #: BabyAI's go-to semantics as the core relabels by them: events (``NOTHING`` when no goal-able object is
         #: tracked in front), partial descriptions (a ``WILDCARD`` color; a hindsight goal is drawn as "the red
-        #: ball" or "a ball"), and several goals completed at one step (one object matching two descriptions).
+        #: ball" or "a ball"), several goals completed at one step (one object matching two descriptions),
+        #: missions of 1 to ``k_max`` goals (``PAD`` slots) and the goals of an "and" in either order (one group
+        #: per instruction step, ``"goal_steps"``).
         self.goal_spec = ExactGoalSpec(mask_value=MASK, goal_reward=goal_reward, step_reward=step_reward,
                                        nothing_value=NOTHING, wildcard_value=WILDCARD,
-                                       description_levels=[(True, True), (False, True)], same_step_goals=True)
+                                       description_levels=[(True, True), (False, True)], same_step_goals=True,
+                                       pad_value=PAD, groups_key="goal_steps")
         image = env.observation_space["image"]
         top = max(TYPE_TO_CODE.values())
         self.observation_space = spaces.Dict({
@@ -127,7 +130,7 @@ def make_babyai_goto(env_id: str = "BabyAI-GoToLocal-v0", k_max: int = 1, goal_r
 
     The default, GoToLocal with ``k_max=1``, keeps sb3-hir's instruction-env contract under the env's declared goal
     spec (events, partial descriptions, several goals per step). GoToSeq levels need ``k_max=BABYAI_MAX_GOALS``
-    (4), whose padding and unordered steps the core contract does not express yet.
+    (4): their missions are padded to it, and an "and" is one group of goals reached in either order.
     """
     import minigrid  # noqa: F401  (registers the BabyAI ids)
 

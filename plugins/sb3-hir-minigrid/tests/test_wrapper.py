@@ -111,9 +111,42 @@ def test_single_goal_levels_keep_the_core_contract_as_checked_today(env_id):
     check_instruction_env(env, n_episodes=4, max_steps=200)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="needs padded variable-length instructions and unordered steps in the core contract; its "
-                          "nothing value, wildcard goals and several goals per step are declared (issue 45)")
-def test_goto_seq_is_not_yet_expressible_by_the_core_contract():
-    check_instruction_env(make_babyai_goto("BabyAI-GoToSeqS5R2-v0", k_max=BABYAI_MAX_GOALS), n_episodes=5,
-                          max_steps=300)
+@pytest.mark.parametrize("env_id", ["BabyAI-GoToSeqS5R2-v0", "BabyAI-GoToSeq-v0"])
+def test_goto_seq_levels_keep_the_core_contract_with_padding_and_groups(env_id):
+    """Missions of 1 to 4 goals, "and"s in either order: under the declared padding and groups the core's replay of
+    each episode's own instruction reproduces the env (rewards, masks, terminations, is_success) step by step, and
+    the instruction form holds (padding at the end, groups counting up)."""
+    env = make_babyai_goto(env_id, k_max=BABYAI_MAX_GOALS)
+    assert env.goal_spec.pad_value == PAD and env.goal_spec.groups_key == "goal_steps"
+    check_instruction_env(env, n_episodes=12, max_steps=400)
+
+
+def test_without_padding_and_groups_declared_goto_seq_breaks_the_core_contract():
+    """The counterfactual: the same env with the spec's padding and groups taken away; the core then waits for a
+    padding goal that no step reaches, or for an "and" in slot order, and its replay disagrees with BabyAI's."""
+    from sb3_hir.goals import ExactGoalSpec
+
+    env = make_babyai_goto("BabyAI-GoToSeqS5R2-v0", k_max=BABYAI_MAX_GOALS)
+    spec = env.goal_spec
+    env.goal_spec = ExactGoalSpec(mask_value=spec.mask_value, nothing_value=spec.nothing_value,
+                                  wildcard_value=spec.wildcard_value, description_levels=spec.description_levels,
+                                  same_step_goals=True)
+    with pytest.raises(AssertionError):
+        check_instruction_env(env, n_episodes=12, max_steps=400)
+
+
+def test_train_runs_goto_seq_end_to_end_and_its_policy_reads_the_groups(tmp_path):
+    import zipfile
+
+    from sb3_hir import cli
+
+    out = tmp_path / "run"
+    with contextlib.redirect_stdout(io.StringIO()):
+        cli.main(["train", "--env", "babyai-goto", "--env-kwarg", "env_id=BabyAI-GoToSeqS5R2-v0", "--env-kwarg",
+                  "k_max=4", "--timesteps", "300", "--eval-freq", "300", "--eval-episodes", "2", "--relabel", "some",
+                  "--no-progress", "--out", str(out)])
+    models = list(out.rglob("*.zip"))
+    assert models
+    with zipfile.ZipFile(models[0]) as archive:
+        data = archive.read("data").decode()
+    assert '"goal_steps"' in data  # the extractor's keys: the policy sees which goals form a group

@@ -29,6 +29,7 @@ import numpy as np
 from sb3_hir.buffers import compiled
 from sb3_hir.buffers.draws.view import DrawView
 from sb3_hir.buffers.episode_index import EndedEpisode
+from sb3_hir.reach import instruction_end
 
 __all__ = ["Candidates", "DrawContractError", "DrawStrategy", "Instructions", "Relabeled", "draw_rounds", "oversample"]
 
@@ -202,7 +203,12 @@ class DrawStrategy:
         goals, reach, keep = self._checked(view, rows_, self.instructions(view, rows_))
         # Admissible: the transition lies inside the relabeled episode (the k-th goal not reached before it), and
         # no goal is a step that achieved nothing (event goals: ``GoalSpec.nothing_value``).
-        inside = ~((reach[:, -1] > 0) & (reach[:, -1] <= rows_.t))
+        spec = view.goal_spec
+        if getattr(spec, "ordered", True):
+            inside = ~((reach[:, -1] > 0) & (reach[:, -1] <= rows_.t))
+        else:  # padding or groups: the instruction ends at its last real goal's reach (sb3_hir.reach)
+            end = instruction_end(reach, ~spec.is_padding(goals))
+            inside = ~((end > 0) & (end <= rows_.t))
         if keep is not None:
             inside &= keep
         if getattr(view.goal_spec, "nothing_value", None) is not None:
@@ -243,8 +249,11 @@ class DrawStrategy:
                                     f"({batch},); got {getattr(keep, 'dtype', type(keep).__name__)} "
                                     f"{getattr(keep, 'shape', '')}")
         bad = (reach < -1) | (reach == 0) | (reach > rows.length[:, None])
-        if k > 1:  # in order: a reached goal after a reached one, not before it
+        spec = view.goal_spec
+        if k > 1 and getattr(spec, "ordered", True):  # in order: a reached goal after a reached one, not before it
             bad[:, 1:] |= (reach[:, 1:] > 0) & ((reach[:, :-1] <= 0) | (reach[:, 1:] < reach[:, :-1]))
+        elif k > 1:  # padding and groups: a padding slot is never reached
+            bad |= spec.is_padding(goals) & (reach != -1)
         if bad.any():
             b = int(np.argwhere(bad)[0, 0])
             raise DrawContractError(

@@ -58,12 +58,19 @@ class GoalStepsDraw(DrawStrategy):
         """``(B, k)`` steps at which the goals are reached in order, -1 never (and after a goal never reached)."""
         raise NotImplementedError
 
+    @staticmethod
+    def _own_steps(view: DrawView, rows: Candidates) -> np.ndarray:
+        """The own reach steps as ``draw_goal_steps`` takes them: -2 on padding slots (goal spec's ``pad_value``)."""
+        if getattr(view.goal_spec, "pad_value", None) is None:
+            return rows.own_steps
+        return np.where(view.goal_spec.is_padding(rows.own_goals), -2, rows.own_steps)
+
     def _relabeler_goal_steps(self, view: DrawView, rows: Candidates) -> np.ndarray:
         return view.relabeler.draw_goal_steps(  # type: ignore[attr-defined]
-            rows.own_steps, rows.length, rows.t, view.rng, view.goal_selection
+            self._own_steps(view, rows), rows.length, rows.t, view.rng, view.goal_selection
         )
 
     def _compiled_goal_steps(self, view: DrawView, rows: Candidates) -> np.ndarray:
-        return compiled.call(self.warm, compiled.draw_goal_steps_boxed, self._generator(view), rows.own_steps,
-                             rows.length, rows.t, compiled.draw_mode(view.relabeler),
+        return compiled.call(self.warm, compiled.draw_goal_steps_boxed, self._generator(view),
+                             self._own_steps(view, rows), rows.length, rows.t, compiled.draw_mode(view.relabeler),
                              view.goal_selection == "future")

@@ -61,12 +61,14 @@ class StoredDraws(DrawStrategy):
         stored = view.episode(env_idx, rows)
         relabeler = view.relabeler
         draws = 0
+        groups = view.own_groups(np.array([rows[0]]), np.array([env_idx]))
         for _ in range(min(self.draws_per_episode, episode.length)):
             goals = relabeler.relabel_goals(stored, view.rng)
             if goals is None:
                 continue
             self.goals[rows[draws], env_idx] = goals
-            self.reach[rows[draws], env_idx] = relabeler.reach_steps(episode.achieved_all, goals)
+            self.reach[rows[draws], env_idx] = (relabeler.reach_steps(episode.achieved_all, goals) if groups is None
+                                                else relabeler.reach_steps(episode.achieved_all, goals, groups[0]))
             draws += 1
         meta[:, field["ndraw"]] = draws
 

@@ -135,6 +135,15 @@ class DrawView:
         goals = take_rows(self.instructions, np.asarray(start) * self.n_envs + env_idx)
         return goals.reshape(len(goals), self.num_goals, *self.goal_shape)  # GoalEnvs store one goal without k
 
+    def own_groups(self, start: np.ndarray, env_idx: np.ndarray) -> np.ndarray | None:
+        """``(B, k)`` the goal groups (goal spec's ``groups_key``) of the episodes starting in rows ``start``, None
+        when the spec declares none (every goal its own group, in slot order)."""
+        key = getattr(self.goal_spec, "groups_key", None)
+        if key is None:
+            return None
+        groups = self._storage.obs_rows(key, np.asarray(start) * self.n_envs + env_idx)
+        return np.asarray(groups, dtype=np.int64).reshape(len(groups), self.num_goals)
+
     def episode(self, env_idx: int, rows: np.ndarray) -> Episode:
         """The stored episode of sub-env ``env_idx`` in ``rows``, as an :class:`~sb3_hir.episodes.Episode`
         (observations ``[obs_0, next_obs_0, ..., next_obs_{T-1}]``), for strategies that call a relabeler on it."""

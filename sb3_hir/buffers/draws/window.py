@@ -9,6 +9,7 @@ import numpy as np
 from sb3_hir.buffers.draws.base import Candidates
 from sb3_hir.buffers.draws.goal_steps import GoalStepsDraw
 from sb3_hir.buffers.draws.view import DrawView
+from sb3_hir.reach import reach_in_groups, slot_groups
 
 __all__ = ["WindowDraw"]
 
@@ -29,8 +30,13 @@ class WindowDraw(GoalStepsDraw):
         achieved = view.achieved_at(window_rows, rows.env[:, None])  # (B, H, *goal_shape): steps 1..H
         hits = view.goal_spec.reached(achieved[:, :, None], goals[:, None])  # (B, H, k)
         hits &= (offsets < length[:, None])[:, :, None]
+        spec = view.goal_spec
+        same_step = bool(getattr(spec, "same_step_goals", False))
+        if not getattr(spec, "ordered", True):  # padding and unordered groups (sb3_hir.reach)
+            real = ~spec.is_padding(goals)
+            return reach_in_groups(hits & real[:, None], slot_groups(view.own_groups(start, rows.env), real),
+                                   same_step)
         previous = np.zeros(batch, dtype=np.int64)
-        same_step = bool(getattr(view.goal_spec, "same_step_goals", False))
         step = offsets + 1
         for j in range(k):
             candidate = hits[:, :, j] & ((step >= previous[:, None]) if same_step else (step > previous[:, None]))

@@ -1,0 +1,225 @@
+"""BabyAI's go-to levels learned from sparse reward: DQN + history window + hindsight relabeling ("some") against
+the same learner without relabeling ("none") and a uniform random policy, over seeds, on a CPU-time budget per run.
+
+The env is the ``sb3-hir-minigrid`` plugin's :func:`~sb3_hir_minigrid.make_babyai_goto` (BabyAI's own level, its
+own missions and success test, read from ``env.instrs``), under sb3-hir's :class:`~sb3_hir.history.HistoryWrapper`.
+The learner is SB3's DQN, unchanged, with :class:`~sb3_hir.extractors.HistoryExtractor` and
+:class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer` (n-step returns; ``none`` is the same buffer with
+``relabel_ratio=0``, so both sides get the same n-step windows). Every ``--eval-minutes`` of the run's own CPU time
+the greedy policy plays ``--eval-episodes`` held-out missions (seed ``10000 + seed``, the same for every side and
+for the random policy). CPU time, not wall time: each run is one process on one core (one torch thread), so the
+budget stays "one CPU-hour per seed" when the machine is shared; ``wall_minutes`` is kept beside it.
+
+Output in ``--out``: ``<variant>-seed<s>/curve.json`` after every evaluation (a stopped run keeps what it reached),
+``random-seed<s>.json``, and ``summary.json`` / ``summary.png`` / ``summary.md``: mean ± std over seeds at each
+evaluation, as bands against CPU minutes with the random policy's level.
+
+Usage: ``python benchmarks/babyai_goto.py --level BabyAI-GoToLocal-v0 --k-max 1 --cpu-minutes 60
+--eval-minutes 6 --seeds 0 1 2 --variants some none --ray --out runs/babyai-gotolocal``; ``--collect`` rebuilds
+the summary from the run directories (runs stopped early included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from stable_baselines3 import DQN
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from sb3_hir.atomic import atomic_path
+from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.experiment import arguments, format_mean_std, markdown_table, seed_process
+from sb3_hir.experiment.baselines import UniformRandomPolicy
+from sb3_hir.experiment.budgets import WallClockCallback, instruction_evaluator
+from sb3_hir.experiment.runner import run_all
+from sb3_hir.experiment.seeds import eval_seed
+from sb3_hir.extractors import HistoryExtractor
+from sb3_hir.history import HistoryWrapper
+
+VARIANTS = ("some", "none")
+EVAL_ENVS = 10
+
+
+def make_venv(options: dict[str, Any], seed: int, n_envs: int) -> DummyVecEnv:
+    """``n_envs`` copies of the level as instruction envs with the history window, seeded with ``seed``."""
+    from sb3_hir_minigrid import make_babyai_goto
+
+    def env_fn() -> Any:
+        env = make_babyai_goto(options["level"], k_max=options["k_max"], step_reward=options["step_reward"])
+        return HistoryWrapper(env, length=options["history"]) if options["history"] else env
+
+    return make_vec_env(env_fn, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv)
+
+
+def build_model(options: dict[str, Any], variant: str, seed: int) -> DQN:
+    """The learner; ``variant`` only changes the share of relabeled rows."""
+    keys = ["obs", "goals", "goal_steps"] if options["k_max"] > 1 else ["obs", "goals"]
+    steps = options["steps"]
+    return DQN("MultiInputPolicy", make_venv(options, seed, options["n_envs"]), learning_rate=options["learning_rate"],
+               buffer_size=steps, learning_starts=2_000, batch_size=128, gamma=options["gamma"], train_freq=1,
+               gradient_steps=options["gradient_steps"], target_update_interval=2_000,
+               exploration_fraction=options["exploration_fraction"], exploration_final_eps=0.05,
+               replay_buffer_class=HindsightInstructionReplayBuffer,
+               replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8 if variant == "some" else 0.0,
+                                         seed=seed, n_steps=options["n_steps"], gamma=options["gamma"]),
+               policy_kwargs=dict(net_arch=[256, 256], features_extractor_class=HistoryExtractor,
+                                  features_extractor_kwargs=dict(keys=keys, encoder=options["encoder"])),
+               seed=seed, verbose=0, device="cpu")
+
+
+def evaluator(options: dict[str, Any], seed: int) -> Any:
+    return instruction_evaluator(lambda: make_venv(options, eval_seed(seed), EVAL_ENVS), options["eval_episodes"],
+                                 eval_seed(seed))
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(json.dumps(data, indent=2) + "\n")
+
+
+def run_trial(config: dict[str, Any]) -> dict[str, Any]:
+    """One (variant, seed) run; its curve is written after every evaluation and returned."""
+    options, variant, seed = config["options"], config["variant"], config["seed"]
+    seed_process(seed)
+    model = build_model(options, variant, seed)
+    out = Path(config["out"]) / f"{variant}-seed{seed}" / "curve.json"
+
+    def report(curve: list[dict[str, float]]) -> None:
+        write_json(out, dict(variant=variant, seed=seed, options=options, curve=curve))
+        point = curve[-1]
+        print(f"{variant} seed {seed}: {point['minutes']:6.1f} CPU-min {point['timesteps']:>8} steps "
+              f"success {point['success_rate']:.3f}", flush=True)
+
+    clock = WallClockCallback(options["eval_minutes"] * 60, options["cpu_minutes"] * 60, evaluator(options, seed),
+                              report, clock="cpu")
+    clock.init_callback(model)
+    clock.record()  # the untrained policy: every curve starts at 0 minutes
+    model.learn(options["steps"], callback=clock)
+    if clock.curve[-1]["timesteps"] != model.num_timesteps:
+        clock.record()
+    return {"variant": variant, "seed": seed, "curve": clock.curve}
+
+
+def random_level(options: dict[str, Any], seed: int, out: Path) -> dict[str, float]:
+    """The uniform random policy on seed ``seed``'s held-out missions (written to ``random-seed<s>.json``)."""
+    env = make_venv(options, eval_seed(seed), 1)
+    policy = UniformRandomPolicy(env.action_space, seed=eval_seed(seed))
+    env.close()
+    result = dict(evaluator(options, seed)(policy))
+    write_json(out / f"random-seed{seed}.json", dict(seed=seed, options=options, **result))
+    return result
+
+
+def collect(out: Path, variants: list[str], seeds: list[int]) -> dict[str, list[list[dict[str, float]]]]:
+    curves: dict[str, list[list[dict[str, float]]]] = {}
+    for variant in variants:
+        found = [json.loads(p.read_text())["curve"] for seed in seeds
+                 if (p := out / f"{variant}-seed{seed}" / "curve.json").exists()]
+        if found:
+            curves[variant] = found
+    return curves
+
+
+def summarize(curves: dict[str, list[list[dict[str, float]]]]) -> dict[str, list[dict[str, float]]]:
+    """Per variant, mean ± std over seeds at each evaluation index every seed reached."""
+    summary: dict[str, list[dict[str, float]]] = {}
+    for variant, runs in curves.items():
+        rows = []
+        for i in range(min(len(c) for c in runs)):
+            row: dict[str, float] = {"evaluation": i, "seeds": len(runs)}
+            for key in ("minutes", "timesteps", "success_rate", "goals_reached"):
+                values = np.array([c[i][key] for c in runs], dtype=float)
+                row[f"{key}_mean"], row[f"{key}_std"] = float(values.mean()), float(values.std())
+            rows.append(row)
+        summary[variant] = rows
+    return summary
+
+
+def report(out: Path, args: argparse.Namespace) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    summary = summarize(collect(out, list(args.variants), list(args.seeds)))
+    randoms = [json.loads(p.read_text())["success_rate"] for seed in args.seeds
+               if (p := out / f"random-seed{seed}.json").exists()]
+    random_mean = float(np.mean(randoms)) if randoms else None
+    write_json(out / "summary.json", dict(level=args.level, seeds=list(args.seeds), summary=summary,
+                                          random_success=randoms))
+    header = ["variant", "evaluation", "CPU minutes", "env steps", "success rate", "seeds"]
+    rows = [[variant, str(r["evaluation"]), f"{r['minutes_mean']:.1f}", f"{r['timesteps_mean'] / 1000:.0f}k",
+             format_mean_std(r["success_rate_mean"], r["success_rate_std"]), str(r["seeds"])]
+            for variant, table in summary.items() for r in table]
+    if randoms:
+        rows.append(["uniform random", "-", "-", "-", format_mean_std(float(np.mean(randoms)),
+                                                                       float(np.std(randoms))), str(len(randoms))])
+    text = markdown_table(header, rows)
+    with atomic_path(out / "summary.md") as tmp:
+        Path(tmp).write_text(text + "\n")
+    print(text)
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for variant, table in summary.items():
+        x = np.array([r["minutes_mean"] for r in table])
+        mean = np.array([r["success_rate_mean"] for r in table])
+        std = np.array([r["success_rate_std"] for r in table])
+        ax.plot(x, mean, "o-", label=f"{variant} ({table[0]['seeds']} seeds)")
+        ax.fill_between(x, mean - std, mean + std, alpha=0.2)
+    if random_mean is not None:
+        ax.axhline(random_mean, color="grey", ls="--", lw=1, label="uniform random")
+    ax.set_xlabel("CPU minutes per run (one core each)")
+    ax.set_ylabel("success rate (held-out missions)")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.set_title(f"DQN + history {args.history} on {args.level} (k_max {args.k_max}): mean ± std", fontsize=9)
+    fig.tight_layout()
+    with atomic_path(out / "summary.png") as tmp:
+        fig.savefig(tmp, format="png", dpi=100)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--level", default="BabyAI-GoToLocal-v0", help="a BabyAI go-to level's gymnasium id")
+    parser.add_argument("--k-max", type=int, default=1, help="goal slots (4 for the GoToSeq levels)")
+    parser.add_argument("--step-reward", type=float, default=0.0, help="reward of every step on top of goals")
+    parser.add_argument("--cpu-minutes", type=float, default=60.0, help="CPU time per run, evaluations included")
+    parser.add_argument("--eval-minutes", type=float, default=6.0, help="CPU time between evaluations")
+    arguments.add_eval_episodes(parser, 100)
+    arguments.add_history(parser, 16)
+    parser.add_argument("--encoder", default="conv", choices=["conv", "gru"])
+    parser.add_argument("--steps", type=int, default=400_000, help="planned env steps (buffer size, exploration)")
+    arguments.add_n_envs(parser, 8)
+    arguments.add_learner(parser, gamma=0.97, learning_rate=5e-4, gradient_steps=4, exploration_fraction=0.15)
+    parser.add_argument("--n-steps", type=int, default=3, help="n-step returns of the buffer")
+    arguments.add_seeds(parser, [0, 1, 2])
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    arguments.add_ray(parser, "(variant, seed) runs")
+    parser.add_argument("--collect", action="store_true", help="rebuild --out's summary from its runs and exit")
+    parser.add_argument("--out", default="babyai_goto")
+    args = parser.parse_args()
+    out = Path(args.out).resolve()
+    if args.collect:
+        report(out, args)
+        return
+    options = {k: v for k, v in vars(args).items()
+               if k not in ("seeds", "variants", "ray", "ray_address", "cpus_per_trial", "collect", "out")}
+    for seed in args.seeds:
+        print(f"uniform random, seed {seed}: {random_level(options, seed, out)}", flush=True)
+    configs = [dict(options=options, variant=variant, seed=seed, out=str(out))
+               for seed in args.seeds for variant in args.variants]
+    for result in run_all(run_trial, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial,
+                          address=args.ray_address, name="babyai_goto"):
+        print(f"done: {result['variant']} seed {result['seed']}", flush=True)
+    report(out, args)
+
+
+if __name__ == "__main__":
+    main()
