@@ -60,13 +60,18 @@ def build_model(options: dict[str, Any], variant: str, seed: int) -> DQN:
     """The learner; ``variant`` only changes the share of relabeled rows."""
     keys = ["obs", "goals", "goal_steps"] if options["k_max"] > 1 else ["obs", "goals"]
     steps = options["steps"]
-    return DQN("MultiInputPolicy", make_venv(options, seed, options["n_envs"]), learning_rate=options["learning_rate"],
+    venv = make_venv(options, seed, options["n_envs"])
+    # SB3 builds a replay buffer without the env (only its own HerReplayBuffer gets it), so the goal spec the env
+    # declares (events, wildcards, padding, groups) is passed explicitly.
+    spec = venv.get_attr("goal_spec", indices=[0])[0]
+    return DQN("MultiInputPolicy", venv, learning_rate=options["learning_rate"],
                buffer_size=steps, learning_starts=2_000, batch_size=128, gamma=options["gamma"], train_freq=1,
                gradient_steps=options["gradient_steps"], target_update_interval=2_000,
                exploration_fraction=options["exploration_fraction"], exploration_final_eps=0.05,
                replay_buffer_class=HindsightInstructionReplayBuffer,
                replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8 if variant == "some" else 0.0,
-                                         seed=seed, n_steps=options["n_steps"], gamma=options["gamma"]),
+                                         seed=seed, n_steps=options["n_steps"], gamma=options["gamma"],
+                                         goal_spec=spec),
                policy_kwargs=dict(net_arch=[256, 256], features_extractor_class=HistoryExtractor,
                                   features_extractor_kwargs=dict(keys=keys, encoder=options["encoder"])),
                seed=seed, verbose=0, device="cpu")

@@ -43,6 +43,12 @@ TERMINATIONS_UNRELATED_TO_GOALS = "terminations_unrelated_to_goals"
 #: without one are judged by ``"exact"``.
 ENV_GOAL_SPEC = "goal_spec"
 
+#: Info key under which an env may also return that goal spec at every step. SB3 builds replay buffers without the
+#: env (only its own ``HerReplayBuffer`` is handed it), so a :class:`~sb3_hir.HindsightInstructionReplayBuffer`
+#: given no ``goal_spec`` cannot read the attribute; it reads this key at its first ``add`` and refuses to store
+#: under another spec, where it would otherwise relabel by ``"exact"`` in silence (events, wildcards, padding).
+INFO_GOAL_SPEC = "goal_spec"
+
 
 #: Method an env defines to return a fresh :class:`sb3_hir.action_features.ActionFeatures`: per-action features
 #: built from the agent's own observations and actions with what only the env knows (MazeRunner: which moves an

@@ -78,9 +78,10 @@ from sb3_hir.buffers.reward_checks import batch_rewards, note_batch_call
 from sb3_hir.buffers.serving import SampleInfo, Served
 from sb3_hir.buffers.source import Source
 from sb3_hir.buffers.storage import Cursor, Storage
+from sb3_hir.contract import INFO_GOAL_SPEC
 from sb3_hir.goals import GoalSpec
 from sb3_hir.relabel import InstructionRelabeler
-from sb3_hir.resolvers import resolve_draw_strategy
+from sb3_hir.resolvers import resolve_draw_strategy, resolve_goal_spec
 
 __all__ = ["HindsightInstructionReplayBuffer", "SampleInfo"]
 
@@ -241,6 +242,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self.goal_env = options.goal_env
         self.relabeler = options.relabeler
         self.goal_spec = options.relabeler.goal_spec
+        #: whether the first ``add`` still has to compare the spec with the one the env returns in its infos (the
+        #: spec was neither given nor read from an env: SB3 builds buffers without it).
+        self._spec_unconfirmed = goal_spec is None and env is None and not isinstance(relabeler, InstructionRelabeler)
         self.num_goals = options.num_goals
         self.goal_shape = options.goal_shape
         self.relabel_ratio = relabel_ratio = options.relabel_ratio
@@ -436,6 +440,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         infos: list[dict[str, Any]],
     ) -> None:
         self._check_add(obs, next_obs, action, reward, done, infos)
+        if getattr(self, "_spec_unconfirmed", False):
+            self._confirm_spec(infos)
         if self._online.index.num_adds and not self._continues(obs):
             self._close_spliced_episodes(obs)
         self._online.add(obs, next_obs, action, reward, done, infos)
@@ -468,6 +474,22 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         if not isinstance(infos, (list, tuple)) or len(infos) != n or not all(isinstance(i, dict) for i in infos):
             raise ValueError(f"add(): infos must be a list of n_envs={n} dicts (as a VecEnv returns them); got "
                              f"{infos!r:.80}")
+
+    def _confirm_spec(self, infos: list[dict[str, Any]]) -> None:
+        """Refuse, before anything is stored, an env whose infos name another goal spec than the buffer's default
+        (``sb3_hir.contract.INFO_GOAL_SPEC``); checked at the first ``add`` only."""
+        self._spec_unconfirmed = False
+        declared = infos[0].get(INFO_GOAL_SPEC) if infos else None
+        if declared is None or self.goal_env:
+            return
+        spec = resolve_goal_spec(declared)
+        if repr(spec) != repr(self.goal_spec):
+            self._spec_unconfirmed = True  # still refused at the next add
+            raise ValueError(
+                f"the env declares the goal spec {spec!r} (info[{INFO_GOAL_SPEC!r}]), but this buffer relabels by "
+                f"{self.goal_spec!r}: SB3 builds replay buffers without the env, so the buffer cannot read "
+                "env.goal_spec. Pass replay_buffer_kwargs=dict(goal_spec=env.goal_spec) (or use "
+                "sb3_hir.HerReplayBuffer, which SB3 hands the env)")
 
     def _continues(self, obs: dict[str, np.ndarray]) -> bool:
         """Whether every sub-env's new observation equals the stored last next observation (the usual case).

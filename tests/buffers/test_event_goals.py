@@ -231,3 +231,29 @@ def test_babyai_like_specs_are_served_as_replays(jit, k, strategy, n_steps, layo
             reached = steps[steps > 0]
             together += int(len(reached) != len(set(reached.tolist())))
     assert together > 0
+
+
+def test_a_default_spec_buffer_refuses_an_env_whose_infos_name_another_spec_before_storing():
+    from sb3_hir.contract import INFO_GOAL_SPEC
+
+    declared = ExactGoalSpec(nothing_value=NOTHING)
+    rec = simulate(event_path(np.random.default_rng(0), 6), np.array([[1, 2]]), spec=declared)
+
+    def add_first(buffer, info):
+        obs = {key: value[:1] for key, value in rec.episode.observations.items()}
+        nxt = {key: value[1:2] for key, value in rec.episode.observations.items()}
+        buffer.add(obs, nxt, rec.episode.actions[:1], rec.episode.rewards[:1], rec.dones[:1], [info])
+
+    buffer = make_buffer(1)
+    with pytest.raises(ValueError, match=r"declares the goal spec .*nothing_value=-3.*goal_spec=env.goal_spec"):
+        add_first(buffer, {INFO_GOAL_SPEC: declared})
+    assert buffer.size() == 0
+    with pytest.raises(ValueError, match="declares the goal spec"):  # still refused: nothing slips in on a retry
+        add_first(buffer, {INFO_GOAL_SPEC: declared})
+    told = make_buffer(1, goal_spec=declared)
+    add_first(told, {INFO_GOAL_SPEC: declared})
+    assert told.size() == 1
+    same = make_buffer(1)  # an env naming the default spec is stored as before
+    add_first(same, {INFO_GOAL_SPEC: ExactGoalSpec()})
+    add_first(same, {})
+    assert same.size() == 2

@@ -23,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from sb3_hir.contract import INFO_GOAL_SPEC
 from sb3_hir.goals import ExactGoalSpec
 from sb3_hir_minigrid.codes import GOAL_DTYPE, MASK, NOTHING, PAD, TYPE_TO_CODE, WILDCARD
 from sb3_hir_minigrid.events import GoalObjectTracker
@@ -119,7 +120,9 @@ class BabyAIGoToInstruction(gym.Wrapper):
                 f"{self.env.unwrapped.step_count} of mission {obs['mission']!r} (event {event.tolist()})"
             )
         done_now = int(self._reached.sum()) - before
-        info = dict(info, is_success=success, goals_reached=int(self._reached.sum()), babyai_reward=float(reward))
+        # the spec in every step's info too: SB3 builds replay buffers without the env (INFO_GOAL_SPEC)
+        info = dict(info, is_success=success, goals_reached=int(self._reached.sum()), babyai_reward=float(reward),
+                    **{INFO_GOAL_SPEC: self.goal_spec})
         return (self._observation(obs, event), self.goal_reward * done_now + self.step_reward, terminated,
                 truncated, info)
 

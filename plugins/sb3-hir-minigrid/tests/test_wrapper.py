@@ -150,3 +150,26 @@ def test_train_runs_goto_seq_end_to_end_and_its_policy_reads_the_groups(tmp_path
     with zipfile.ZipFile(models[0]) as archive:
         data = archive.read("data").decode()
     assert '"goal_steps"' in data  # the extractor's keys: the policy sees which goals form a group
+
+
+def test_a_buffer_sb3_built_without_the_env_refuses_to_relabel_by_another_spec_than_the_envs():
+    """SB3 hands only its own HerReplayBuffer the env, so HindsightInstructionReplayBuffer cannot read env.goal_spec;
+    the env's info names it, and the default-spec buffer refuses the first transition, before storing anything."""
+    from stable_baselines3 import DQN
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from sb3_hir.buffers import HindsightInstructionReplayBuffer
+
+    venv = make_vec_env(lambda: make_babyai_goto(), n_envs=2, seed=0)
+    model = DQN("MultiInputPolicy", venv, learning_starts=50, seed=0,
+                replay_buffer_class=HindsightInstructionReplayBuffer)
+    with pytest.raises(ValueError, match=r"replay_buffer_kwargs=dict\(goal_spec=env.goal_spec\)"), \
+            contextlib.redirect_stdout(io.StringIO()):
+        model.learn(20)
+    assert model.replay_buffer.size() == 0  # nothing stored under the wrong spec
+    spec = venv.get_attr("goal_spec", indices=[0])[0]
+    model = DQN("MultiInputPolicy", venv, learning_starts=50, seed=0,
+                replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(goal_spec=spec))
+    with contextlib.redirect_stdout(io.StringIO()):
+        model.learn(60)
+    assert model.replay_buffer.size() > 0 and model.replay_buffer.goal_spec is spec
