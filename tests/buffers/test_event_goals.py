@@ -4,6 +4,8 @@ and every served row is still its episode's replay (the served-rows oracle)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -257,3 +259,67 @@ def test_a_default_spec_buffer_refuses_an_env_whose_infos_name_another_spec_befo
     add_first(same, {INFO_GOAL_SPEC: ExactGoalSpec()})
     add_first(same, {})
     assert same.size() == 2
+
+
+# -- counterfactuals: the same episodes, the spec not told -------------------------------------------------------------
+def stream_instructions(buffer, spec, rng: np.random.Generator, steps: int, instruction) -> tuple[Stream, dict]:
+    """``stream_events`` with instructions from ``instruction(rng, path)`` (recorded under ``spec``)."""
+    stream, falls = Stream.into(buffer), {}
+
+    def new():
+        path = event_path(rng, int(rng.integers(2, 12)), share=0.3)
+        rec = simulate(path, instruction(rng, path), False, spec)
+        falls[id(rec)] = False
+        return rec
+
+    current = [new() for _ in range(buffer.n_envs)]
+    ts = [0] * buffer.n_envs
+    for _ in range(steps):
+        stream.add(current, ts)
+        for i in range(buffer.n_envs):
+            ts[i] += 1
+            if ts[i] == len(current[i].episode):
+                current[i], ts[i] = new(), 0
+    return stream, falls
+
+
+def partial_instruction(rng: np.random.Generator, path: np.ndarray) -> np.ndarray:
+    """Two goals from the path's own values, each with its first component a wildcard half of the time."""
+    values = path[1:][(path[1:] != NOTHING).all(axis=1)]
+    goals = values[rng.integers(len(values), size=2)] if len(values) else rng.integers(0, GRID, size=(2, 2))
+    goals = goals.astype(np.int32)
+    goals[rng.random(2) < 0.5, 0] = WILDCARD
+    return goals
+
+
+def repeated_instruction(rng: np.random.Generator, path: np.ndarray) -> np.ndarray:
+    """One of the path's values twice, then another: ``same_step_goals`` completes the first two at one step."""
+    values = path[1:][(path[1:] != NOTHING).all(axis=1)]
+    picks = values[rng.integers(len(values), size=2)] if len(values) else rng.integers(0, GRID, size=(2, 2))
+    return np.stack([picks[0], picks[0], picks[1]]).astype(np.int32)
+
+
+@pytest.mark.parametrize("jit", JIT, ids=["compiled", "numpy"])
+@pytest.mark.parametrize("declared,undeclared,k,instruction", [
+    (dict(wildcard_value=WILDCARD, description_levels=LEVELS), {}, 2, partial_instruction),
+    (dict(same_step_goals=True), {}, 3, repeated_instruction),
+], ids=["wildcard", "same-step"])
+def test_without_the_declaration_the_envs_episodes_are_served_wrong(jit, declared, undeclared, k, instruction):
+    """Episodes recorded under the declared semantics (partial goals; several goals at one step): served by a buffer
+    told, every row is the env's replay; by one not told, the oracle of the env finds wrong rows."""
+    spec = ExactGoalSpec(nothing_value=NOTHING, **declared)
+    told = make_buffer(k, size=80, n_envs=2, goal_spec=spec, strategy="some", relabel_ratio=0.9, seed=2,
+                       draw_strategy="window")
+    told.jit = jit
+    stream, falls = stream_instructions(told, spec, np.random.default_rng(8), 120, instruction)
+    for _ in range(10):
+        check_sample(stream, 32, spec, falls)
+    not_told = make_buffer(k, size=80, n_envs=2, goal_spec=ExactGoalSpec(nothing_value=NOTHING, **undeclared),
+                           strategy="some", relabel_ratio=0.9, seed=2, draw_strategy="window")
+    not_told.jit = jit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the buffer also warns that the recorded rewards are not its spec's
+        stream, falls = stream_instructions(not_told, spec, np.random.default_rng(8), 120, instruction)
+        with pytest.raises(AssertionError):
+            for _ in range(10):
+                check_sample(stream, 32, spec, falls)
