@@ -14,7 +14,7 @@ VENV ?= .venv
 VENV_CURRENT ?= .venv-current
 PLUGINS := $(wildcard plugins/*/)
 # What `make test` hands pytest in each profile (the whole suite; narrow it while developing).
-PYTEST_ARGS ?= tests plugins -q
+PYTEST_ARGS ?= tests plugins -q --durations=15
 
 .PHONY: install test test-dagger test-current train lint docs
 
