@@ -39,6 +39,9 @@ class ExactIndexDraw(GoalStepsDraw):
         super().__init__(builtin)
 
     def setup(self, view: DrawView) -> None:
+        if not getattr(view.goal_spec, "ordered", True):
+            raise ValueError("draw_strategy 'exact-index' finds each goal after the previous slot's; a goal spec with "
+                             "padding (pad_value) or groups (groups_key) is served by 'window'")
         if not view.exact_values:
             raise ValueError("draw_strategy 'exact-index' finds reaches by exact integer values: it needs the 'exact' "
                              "goal spec on integer goals and achieved values; use 'window' for other goal specs")
