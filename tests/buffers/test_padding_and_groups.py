@@ -221,3 +221,19 @@ def test_strategies_that_index_goals_in_slot_order_refuse_groups_and_padding():
     with pytest.raises(ValueError, match="'exact-index' finds each goal after the previous slot's; .* 'window'"):
         make_buffer(3, goal_spec=padded_spec(), draw_strategy="exact-index")
     assert type(make_buffer(3, goal_spec=padded_spec())._draws).__name__ == "WindowDraw"
+
+
+@pytest.mark.parametrize("spec", [padded_spec(), babyai_like_spec()], ids=["padded", "babyai-like"])
+def test_compiled_and_numpy_window_reaches_serve_the_same_batches(spec):
+    """The compiled window reach (one scan per goal from its group's start) gives the numpy comparison's reach steps,
+    so both backends serve identical batches from identical buffers."""
+    from instruction_oracle import assert_serves_the_same
+
+    if not compiled.AVAILABLE:
+        pytest.skip("numba is not importable here")
+    buffers = [make_buffer(4, size=80, n_envs=2, goal_spec=spec, strategy="some", n_steps=3, gamma=0.9, seed=3)
+               for _ in range(2)]
+    for buffer, jit in zip(buffers, (True, False), strict=True):
+        buffer.jit = jit
+        stream_into(buffer, spec, np.random.default_rng(6), 150, 4)
+    assert_serves_the_same(*buffers)
