@@ -773,3 +773,38 @@ def test_in_process_registration_is_visible_to_component_names():
     assert "extra" in plugins.available("beta_schedule")
     # component_names reads installed plugins afresh, so a test's in-process registrations never leak into it.
     assert "extra" not in component_names("beta_schedule")
+
+
+def _padded_episode(goals, groups, steps: int = 3, change_groups_at: int | None = None):
+    from sb3_hir.episodes import Episode
+
+    goals = np.asarray(goals, np.int32)
+    groups_obs = np.tile(np.asarray(groups, np.int32), (steps + 1, 1))
+    if change_groups_at is not None:
+        groups_obs[change_groups_at:, 0] += 1
+    observations = {"obs": np.zeros((steps + 1, 1), np.float32), "goals": np.tile(goals, (steps + 1, 1, 1)),
+                    "achieved": np.zeros((steps + 1, 2), np.int32), "goal_steps": groups_obs}
+    return Episode(observations, np.zeros(steps, np.int64), np.zeros(steps, np.float32), np.zeros(steps, bool),
+                   np.eye(1, steps, steps - 1, dtype=bool)[0])
+
+
+@pytest.mark.parametrize("goals,groups,change,match", [
+    ([[1, 1], [-4, -4], [2, 2]], [0, -4, 1], None, "padding .* must follow the last real goal"),
+    ([[-4, -4], [-4, -4], [-4, -4]], [-4, -4, -4], None, "at least one goal"),
+    ([[1, 1], [2, 2], [-4, -4]], [0, 0, -4], 2, "changed during the episode"),
+    ([[1, 1], [2, 2], [-4, -4]], [1, 1, -4], None, "count up from 0"),
+    ([[1, 1], [2, 2], [3, 3]], [0, 2, 2], None, "count up from 0"),
+    ([[1, 1], [2, 2], [3, 3]], [1, 0, 0], None, "count up from 0"),
+])
+def test_the_instruction_form_check_names_bad_padding_and_groups(goals, groups, change, match):
+    """check_instruction_env item 8, on episodes that break it: each is refused with what is wrong."""
+    from types import SimpleNamespace
+
+    from sb3_hir.goals import ExactGoalSpec
+    from sb3_hir.testing.env import _check_instruction_form
+
+    spec = ExactGoalSpec(pad_value=-4, groups_key="goal_steps")
+    with pytest.raises(AssertionError, match=match):
+        _check_instruction_form(SimpleNamespace(index=0, seed=0), _padded_episode(goals, groups, 3, change), spec)
+    _check_instruction_form(SimpleNamespace(index=0, seed=0),  # the well-formed instruction passes
+                            _padded_episode([[1, 1], [2, 2], [-4, -4]], [0, 0, -4]), spec)
