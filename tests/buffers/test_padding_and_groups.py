@@ -218,7 +218,7 @@ def test_without_the_groups_declared_an_and_reached_out_of_order_is_served_in_sl
 
 
 def test_strategies_that_index_goals_in_slot_order_refuse_groups_and_padding():
-    with pytest.raises(ValueError, match="'exact-index' finds each goal after the previous slot's; .* 'window'"):
+    with pytest.raises(ValueError, match=r"'exact-index' finds each goal after the previous slot's; .* 'window'"):
         make_buffer(3, goal_spec=padded_spec(), draw_strategy="exact-index")
     assert type(make_buffer(3, goal_spec=padded_spec())._draws).__name__ == "WindowDraw"
 
