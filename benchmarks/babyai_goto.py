@@ -16,7 +16,8 @@ evaluation, as bands against CPU minutes with the random policy's level.
 
 Usage: ``python benchmarks/babyai_goto.py --level BabyAI-GoToLocal-v0 --k-max 1 --cpu-minutes 60
 --eval-minutes 6 --seeds 0 1 2 --variants some none --ray --out runs/babyai-gotolocal``; ``--collect`` rebuilds
-the summary from the run directories (runs stopped early included).
+the summary from the run directories (runs stopped early included); ``--diagnose STEPS`` scores one trained model
+greedy and epsilon-greedy.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from sb3_hir.atomic import atomic_path
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.experiment import arguments, format_mean_std, markdown_table, seed_process
-from sb3_hir.experiment.baselines import UniformRandomPolicy
+from sb3_hir.experiment.baselines import EpsilonGreedy, UniformRandomPolicy
 from sb3_hir.experiment.budgets import WallClockCallback, instruction_evaluator
 from sb3_hir.experiment.runner import run_all
 from sb3_hir.experiment.seeds import eval_seed
@@ -190,6 +191,22 @@ def report(out: Path, args: argparse.Namespace) -> None:
     plt.close(fig)
 
 
+def diagnose(options: dict[str, Any], steps: int, epsilons: list[float], seed: int) -> None:
+    """Train one "some" run for ``steps`` env steps, then score the same model greedy and epsilon-greedy on the
+    held-out missions: how much of a low greedy score is the policy looping (a little noise escapes a loop)."""
+    seed_process(seed)
+    model = build_model(options, "some", seed)
+    model.learn(steps)
+    env = make_venv(options, eval_seed(seed), 1)
+    space = env.action_space
+    env.close()
+    for epsilon in epsilons:
+        policy = model if epsilon == 0 else EpsilonGreedy(model, space, epsilon, seed=eval_seed(seed))
+        score = evaluator(options, seed)(policy)
+        print(f"{options['level']} after {model.num_timesteps} steps, epsilon {epsilon}: success "
+              f"{score['success_rate']:.3f}, goals reached {score['goals_reached']:.2f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--level", default="BabyAI-GoToLocal-v0", help="a BabyAI go-to level's gymnasium id")
@@ -208,6 +225,10 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     arguments.add_ray(parser, "(variant, seed) runs")
     parser.add_argument("--collect", action="store_true", help="rebuild --out's summary from its runs and exit")
+    parser.add_argument("--diagnose", type=int, metavar="STEPS", default=None,
+                        help="train one 'some' run (first seed) for STEPS env steps, then score it greedy and "
+                             "epsilon-greedy (--epsilons) and exit")
+    parser.add_argument("--epsilons", type=float, nargs="+", default=[0.0, 0.05, 0.2])
     parser.add_argument("--out", default="babyai_goto")
     args = parser.parse_args()
     out = Path(args.out).resolve()
@@ -215,7 +236,11 @@ def main() -> None:
         report(out, args)
         return
     options = {k: v for k, v in vars(args).items()
-               if k not in ("seeds", "variants", "ray", "ray_address", "cpus_per_trial", "collect", "out")}
+               if k not in ("seeds", "variants", "ray", "ray_address", "cpus_per_trial", "collect", "out", "diagnose",
+                            "epsilons")}
+    if args.diagnose:
+        diagnose(options, args.diagnose, args.epsilons, args.seeds[0])
+        return
     for seed in args.seeds:
         print(f"uniform random, seed {seed}: {random_level(options, seed, out)}", flush=True)
     configs = [dict(options=options, variant=variant, seed=seed, out=str(out))

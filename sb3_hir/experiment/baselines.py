@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["UniformRandomPolicy"]
+__all__ = ["EpsilonGreedy", "UniformRandomPolicy"]
 
 
 class UniformRandomPolicy:
@@ -43,3 +43,30 @@ class UniformRandomPolicy:
         else:
             raise TypeError(f"action_space must be Discrete or a bounded Box, got {self.action_space}")
         return np.asarray(actions), None
+
+
+class EpsilonGreedy:
+    """``model``'s greedy action, replaced by a uniform one with probability ``epsilon``, with SB3's ``predict``.
+
+    Why: a greedy memoryless policy in a partially observed room can loop forever where a little noise escapes;
+    scoring the same model greedy and epsilon-greedy measures how much of its failure is that.
+
+    :param model: anything with SB3's ``predict`` (an algorithm or a policy).
+    :param action_space: one env's (Discrete) action space.
+    :param epsilon: probability of the uniform action, in [0, 1].
+    :param seed: seed of the wrapper's own generator.
+    """
+
+    def __init__(self, model: Any, action_space: spaces.Space, epsilon: float, seed: int | None = None) -> None:
+        if not 0.0 <= float(epsilon) <= 1.0:
+            raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
+        self.model = model
+        self.epsilon = float(epsilon)
+        self.uniform = UniformRandomPolicy(action_space, seed)
+
+    def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
+                deterministic: bool = False) -> tuple[np.ndarray, Any]:
+        actions, state = self.model.predict(observation, state, episode_start, deterministic=True)
+        random_actions, _ = self.uniform.predict(observation)
+        explore = self.uniform.rng.random(len(random_actions)) < self.epsilon
+        return np.where(explore, random_actions, actions), state

@@ -170,3 +170,23 @@ def test_the_uniform_random_policy_acts_uniformly_and_is_scored_like_a_model():
         UniformRandomPolicy(spaces.Box(-np.inf, np.inf, (1,))).predict(np.zeros((2, 1)))
     with pytest.raises(TypeError, match="action_space must be a gymnasium Space"):
         UniformRandomPolicy("Discrete(2)")  # type: ignore[arg-type]
+
+
+def test_epsilon_greedy_keeps_the_greedy_action_or_draws_a_uniform_one():
+    import numpy as np
+    import pytest
+
+    from sb3_hir.experiment.baselines import EpsilonGreedy
+
+    env = make_env(n_envs=2)
+    model = tiny_dqn(env)
+    obs = env.reset()
+    batch = {key: np.repeat(value[:1], 2000, axis=0) for key, value in obs.items()}
+    greedy, _ = model.predict(batch, deterministic=True)
+    same, _ = EpsilonGreedy(model, env.action_space, 0.0, seed=0).predict(batch)
+    np.testing.assert_array_equal(same, greedy)
+    noisy, _ = EpsilonGreedy(model, env.action_space, 0.3, seed=0).predict(batch)
+    changed = (noisy != greedy).mean()  # a uniform draw equals the greedy action 1/n of the time
+    assert abs(changed - 0.3 * (1 - 1 / env.action_space.n)) < 0.04
+    with pytest.raises(ValueError, match=r"epsilon must be in \[0, 1\]"):
+        EpsilonGreedy(model, env.action_space, 1.5)
