@@ -159,13 +159,16 @@ def report(out: Path, args: argparse.Namespace) -> None:
     random_mean = float(np.mean(randoms)) if randoms else None
     write_json(out / "summary.json", dict(level=args.level, seeds=list(args.seeds), summary=summary,
                                           random_success=randoms))
-    header = ["variant", "evaluation", "CPU minutes", "env steps", "success rate", "seeds"]
+    random_goals = [json.loads(p.read_text())["goals_reached"] for seed in args.seeds
+                    if (p := out / f"random-seed{seed}.json").exists()]
+    header = ["variant", "evaluation", "CPU minutes", "env steps", "success rate", "goals reached", "seeds"]
     rows = [[variant, str(r["evaluation"]), f"{r['minutes_mean']:.1f}", f"{r['timesteps_mean'] / 1000:.0f}k",
-             format_mean_std(r["success_rate_mean"], r["success_rate_std"]), str(r["seeds"])]
+             format_mean_std(r["success_rate_mean"], r["success_rate_std"]),
+             format_mean_std(r["goals_reached_mean"], r["goals_reached_std"]), str(r["seeds"])]
             for variant, table in summary.items() for r in table]
     if randoms:
-        rows.append(["uniform random", "-", "-", "-", format_mean_std(float(np.mean(randoms)),
-                                                                       float(np.std(randoms))), str(len(randoms))])
+        rows.append(["uniform random", "-", "-", "-", format_mean_std(float(np.mean(randoms)), float(np.std(randoms))),
+                     format_mean_std(float(np.mean(random_goals)), float(np.std(random_goals))), str(len(randoms))])
     text = markdown_table(header, rows)
     with atomic_path(out / "summary.md") as tmp:
         Path(tmp).write_text(text + "\n")
