@@ -9,6 +9,7 @@ strategy to it. Imported on use: it imports SB3 and torch."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -270,23 +271,30 @@ def random_recorded(rng: np.random.Generator, num_goals: int, fall_rate: float =
     return simulate(path, rng.integers(0, GRID, size=(num_goals, 2)), fall), fall
 
 
-def fill(buffer: HindsightInstructionReplayBuffer, rng: np.random.Generator, steps: int, fall_rate: float = 0.2
-         ) -> tuple[Stream, dict[int, bool]]:
-    """``steps`` adds of random episodes into every sub-env of ``buffer``; the stream and which episodes fall."""
+def stream_episodes(buffer: HindsightInstructionReplayBuffer, steps: int,
+                    new: Callable[[], tuple[Recorded, bool]]) -> tuple[Stream, dict[int, bool]]:
+    """``steps`` adds into every sub-env of ``buffer`` of the episodes ``new()`` records (each with whether it
+    falls), a sub-env's next episode starting where its last ends; the stream and which episodes fall."""
     stream = Stream.into(buffer)
     falls: dict[int, bool] = {}
-    current: list[Recorded] = []
-    for _ in range(buffer.n_envs):
-        rec, falls_ = random_recorded(rng, buffer.num_goals, fall_rate)
-        falls[id(rec)] = falls_
-        current.append(rec)
+
+    def next_episode() -> Recorded:
+        rec, fall = new()
+        falls[id(rec)] = fall
+        return rec
+
+    current = [next_episode() for _ in range(buffer.n_envs)]
     ts = [0] * buffer.n_envs
     for _ in range(steps):
         stream.add(current, ts)
         for i in range(buffer.n_envs):
             ts[i] += 1
             if ts[i] == len(current[i].episode):
-                current[i], falls_ = random_recorded(rng, buffer.num_goals, fall_rate)
-                falls[id(current[i])] = falls_
-                ts[i] = 0
+                current[i], ts[i] = next_episode(), 0
     return stream, falls
+
+
+def fill(buffer: HindsightInstructionReplayBuffer, rng: np.random.Generator, steps: int, fall_rate: float = 0.2
+         ) -> tuple[Stream, dict[int, bool]]:
+    """``steps`` adds of random episodes into every sub-env of ``buffer``; the stream and which episodes fall."""
+    return stream_episodes(buffer, steps, lambda: random_recorded(rng, buffer.num_goals, fall_rate))

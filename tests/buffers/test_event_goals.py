@@ -13,7 +13,15 @@ from sb3_hir.buffers import compiled
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import ExactGoalSpec, ToleranceGoalSpec
 from sb3_hir.relabel import HindsightInstructionRelabeler
-from sb3_hir.testing.served_rows import GRID, Stream, check_sample, make_buffer, random_path, simulate
+from sb3_hir.testing.served_rows import (
+    GRID,
+    Stream,
+    check_sample,
+    make_buffer,
+    random_path,
+    simulate,
+    stream_episodes,
+)
 
 NOTHING = -3
 JIT = [pytest.param(True, marks=pytest.mark.skipif(not compiled.AVAILABLE, reason="numba is not importable here")),
@@ -30,23 +38,12 @@ def event_path(rng: np.random.Generator, length: int, share: float = 0.6) -> np.
 
 
 def stream_events(buffer, spec, rng: np.random.Generator, steps: int, k: int) -> tuple[Stream, dict]:
-    stream, falls = Stream.into(buffer), {}
-
     def new():
         fall = bool(rng.random() < 0.2)
-        rec = simulate(event_path(rng, int(rng.integers(2, 12))), rng.integers(0, GRID, size=(k, 2)), fall, spec)
-        falls[id(rec)] = fall
-        return rec
+        return simulate(event_path(rng, int(rng.integers(2, 12))), rng.integers(0, GRID, size=(k, 2)), fall,
+                        spec), fall
 
-    current = [new() for _ in range(buffer.n_envs)]
-    ts = [0] * buffer.n_envs
-    for _ in range(steps):
-        stream.add(current, ts)
-        for i in range(buffer.n_envs):
-            ts[i] += 1
-            if ts[i] == len(current[i].episode):
-                current[i], ts[i] = new(), 0
-    return stream, falls
+    return stream_episodes(buffer, steps, new)
 
 
 def test_nothing_value_is_declared_checked_and_reaches_no_goal():
@@ -263,24 +260,12 @@ def test_a_default_spec_buffer_refuses_an_env_whose_infos_name_another_spec_befo
 
 # -- counterfactuals: the same episodes, the spec not told -------------------------------------------------------------
 def stream_instructions(buffer, spec, rng: np.random.Generator, steps: int, instruction) -> tuple[Stream, dict]:
-    """``stream_events`` with instructions from ``instruction(rng, path)`` (recorded under ``spec``)."""
-    stream, falls = Stream.into(buffer), {}
-
+    """``stream_events`` with instructions from ``instruction(rng, path)`` (recorded under ``spec``, no falls)."""
     def new():
         path = event_path(rng, int(rng.integers(2, 12)), share=0.3)
-        rec = simulate(path, instruction(rng, path), False, spec)
-        falls[id(rec)] = False
-        return rec
+        return simulate(path, instruction(rng, path), False, spec), False
 
-    current = [new() for _ in range(buffer.n_envs)]
-    ts = [0] * buffer.n_envs
-    for _ in range(steps):
-        stream.add(current, ts)
-        for i in range(buffer.n_envs):
-            ts[i] += 1
-            if ts[i] == len(current[i].episode):
-                current[i], ts[i] = new(), 0
-    return stream, falls
+    return stream_episodes(buffer, steps, new)
 
 
 def partial_instruction(rng: np.random.Generator, path: np.ndarray) -> np.ndarray:

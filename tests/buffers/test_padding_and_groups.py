@@ -14,7 +14,16 @@ from sb3_hir.buffers import compiled
 from sb3_hir.goals import ExactGoalSpec, indexable_by_value
 from sb3_hir.reach import instruction_end, reach_in_groups, slot_groups
 from sb3_hir.relabel import HindsightInstructionRelabeler
-from sb3_hir.testing.served_rows import GRID, Stream, check_sample, make_buffer, make_space, random_path, simulate
+from sb3_hir.testing.served_rows import (
+    GRID,
+    Stream,
+    check_sample,
+    make_buffer,
+    make_space,
+    random_path,
+    simulate,
+    stream_episodes,
+)
 
 PAD = -4
 NOTHING = -3
@@ -57,24 +66,12 @@ def event_path(rng: np.random.Generator, length: int, spec: ExactGoalSpec) -> np
 
 def stream_into(buffer, spec, rng: np.random.Generator, steps: int, k: int, fall_rate: float = 0.2
                 ) -> tuple[Stream, dict]:
-    stream, falls = Stream.into(buffer), {}
-
     def new():
         goals, groups = random_instruction(rng, k)
         fall = bool(rng.random() < fall_rate)
-        rec = simulate(event_path(rng, int(rng.integers(2, 12)), spec), goals, fall, spec, groups=groups)
-        falls[id(rec)] = fall
-        return rec
+        return simulate(event_path(rng, int(rng.integers(2, 12)), spec), goals, fall, spec, groups=groups), fall
 
-    current = [new() for _ in range(buffer.n_envs)]
-    ts = [0] * buffer.n_envs
-    for _ in range(steps):
-        stream.add(current, ts)
-        for i in range(buffer.n_envs):
-            ts[i] += 1
-            if ts[i] == len(current[i].episode):
-                current[i], ts[i] = new(), 0
-    return stream, falls
+    return stream_episodes(buffer, steps, new)
 
 
 # -- the spec ---------------------------------------------------------------------------------------------------------
