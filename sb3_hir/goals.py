@@ -21,7 +21,8 @@ from gymnasium import spaces
 
 from sb3_hir._validate import check_int, check_number
 
-__all__ = ["ExactGoalSpec", "GoalSpec", "ToleranceGoalSpec", "indexable_by_value"]
+__all__ = ["ExactGoalSpec", "GoalSpec", "ToleranceGoalSpec", "indexable_by_value", "instruction_complete",
+           "padding_mask"]
 
 
 class GoalSpec(ABC):
@@ -367,3 +368,21 @@ def indexable_by_value(spec: GoalSpec, observation_space: spaces.Dict) -> bool:
         and achieved_dtype.kind in "biu"
         and goals_dtype.kind in "biu"
     )
+
+
+def padding_mask(spec: object, goals: np.ndarray) -> np.ndarray:
+    """``spec.is_padding(goals)``, or no padding for a goal spec plugin that only keeps the protocol
+    (:class:`~sb3_hir.protocols.GoalSpecProtocol` asks for no ``is_padding``)."""
+    method = getattr(spec, "is_padding", None)
+    if method is not None:
+        return method(goals)
+    goals = np.asarray(goals)
+    return np.zeros(goals.shape[: goals.ndim - int(getattr(spec, "goal_ndim", 1))], dtype=bool)
+
+
+def instruction_complete(spec: object, goals: np.ndarray) -> np.ndarray:
+    """``spec.is_complete(goals)``: every slot masked or padding; every slot masked for a protocol-only spec."""
+    method = getattr(spec, "is_complete", None)
+    if method is not None:
+        return method(goals)
+    return np.asarray(spec.is_masked(goals)).all(axis=-1)  # type: ignore[attr-defined]

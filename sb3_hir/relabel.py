@@ -19,7 +19,7 @@ import numpy as np
 
 from sb3_hir._validate import check_choice, check_int
 from sb3_hir.episodes import Episode
-from sb3_hir.goals import GoalSpec
+from sb3_hir.goals import GoalSpec, instruction_complete, padding_mask
 from sb3_hir.reach import instruction_end, reach_in_groups, slot_groups
 from sb3_hir.resolvers import resolve_goal_spec
 
@@ -153,7 +153,7 @@ class InstructionRelabeler(ABC):
             )
         spec, length = self.goal_spec, len(episode)
         steps = self.reach_steps(achieved, goals, self.episode_groups(episode))
-        real = ~spec.is_padding(goals)
+        real = ~padding_mask(spec, goals)
         end = int(instruction_end(steps[None], real[None])[0])
         success = end > 0
         new_length = end if success else length
@@ -173,7 +173,7 @@ class InstructionRelabeler(ABC):
             truncated[-1] = episode.truncated[-1]
             if not success and episode.terminated[-1]:
                 # Keep terminations the instruction did not cause (all goals masked = the goals caused it).
-                terminated[-1] = not bool(spec.is_complete(goals_obs[-1]))
+                terminated[-1] = not bool(instruction_complete(spec, goals_obs[-1]))
 
         observations = {
             key: (new_goals_obs if key == spec.goals_key else value[: new_length + 1].copy())
@@ -232,7 +232,7 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
         steps = self.reach_steps(achieved, own, self.episode_groups(episode))
         reached_steps = np.sort(steps[steps > 0])
         n = len(reached_steps)
-        free = int((~self.goal_spec.is_padding(own)).sum()) - n  # the episode's own length: padding stays padding
+        free = int((~padding_mask(self.goal_spec, own)).sum()) - n  # the episode's own length: padding stays padding
         h = free if self.strategy == "all" else int(rng.integers(0, free + 1))
         if h == 0:
             return None

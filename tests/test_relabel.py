@@ -540,3 +540,43 @@ def test_draw_goal_steps_rejects_bad_arguments() -> None:
         relabeler.draw_goal_steps(np.full((1, 2), -1), np.ones(1), np.zeros(1), np.random.default_rng(), "final")
     with pytest.raises(ValueError, match="own_steps"):
         relabeler.draw_goal_steps(np.full((1, 3), -1), np.ones(1), np.zeros(1), np.random.default_rng())
+
+
+class ProtocolOnlySpec:
+    """A goal spec plugin without the GoalSpec base class (so no ``is_padding``, ``is_complete`` or ``ordered``):
+    :class:`sb3_hir.protocols.GoalSpecProtocol` and the ``achieved_values`` the relabeler reads, exact equality on
+    (x, y) cells."""
+
+    goals_key, achieved_key, mask_value, goal_reward, step_reward, goal_ndim = "goals", "achieved", -1, 1.0, 0.0, 1
+
+    def reached(self, achieved, goal):
+        return (np.asarray(achieved) == np.asarray(goal)).all(axis=-1)
+
+    def is_masked(self, goals):
+        return (np.asarray(goals) == self.mask_value).all(axis=-1)
+
+    def validate_space(self, observation_space):
+        return ExactGoalSpec().validate_space(observation_space)
+
+    def achieved_values(self, achieved, goal_shape, leading_ndim=1):
+        return ExactGoalSpec().achieved_values(achieved, goal_shape, leading_ndim)
+
+
+def test_a_protocol_only_goal_spec_still_replays_relabels_and_passes_the_env_check():
+    """Padding and groups read optional parts of a spec; a plugin spec that keeps only the protocol is served as
+    before: the same replays and draws as the exact spec, and check_instruction_env holds."""
+    from sb3_hir.envs import MazeRunnerEnv
+    from sb3_hir.testing import check_instruction_env
+
+    plain = HindsightInstructionRelabeler(3, "some", ProtocolOnlySpec())
+    exact = HindsightInstructionRelabeler(3, "some", ExactGoalSpec())
+    env = MazeRunnerEnv(maze_dim=7, num_goals=3, time_limit=30)
+    for seed in range(5):
+        episode = Episode.record(env, lambda _obs: env.action_space.sample(), seed=seed, max_steps=30)
+        goals = plain.relabel_goals(episode, np.random.default_rng(seed))
+        np.testing.assert_array_equal(goals, exact.relabel_goals(episode, np.random.default_rng(seed)))
+        if goals is not None:
+            mine, theirs = plain.replay(episode, goals), exact.replay(episode, goals)
+            np.testing.assert_array_equal(mine.rewards, theirs.rewards)
+            np.testing.assert_array_equal(mine.terminated, theirs.terminated)
+    check_instruction_env(MazeRunnerEnv(maze_dim=7, num_goals=3, time_limit=30), relabeler=plain, n_episodes=3)

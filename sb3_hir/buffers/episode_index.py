@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from sb3_hir.buffers.storage import Storage
+from sb3_hir.goals import instruction_complete
 
 __all__ = ["BASE_FIELDS", "EndedEpisode", "EpisodeFields", "EpisodeIndex", "GoalEnvEpisodeIndex"]
 
@@ -148,7 +149,7 @@ class EpisodeIndex:
         storage, spec = self.storage, self.view.goal_spec
         flat = np.array([int(rows[-1]) * storage.n_envs + env_idx])
         last_goals = storage.next_rows(spec.goals_key, flat)[0]
-        return other_end and not bool(spec.is_complete(last_goals))
+        return other_end and not bool(instruction_complete(spec, last_goals))
 
     def _note_episode(self, rows: np.ndarray, env_idx: int, own_steps: np.ndarray,
                       other_end: bool) -> None:

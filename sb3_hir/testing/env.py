@@ -19,6 +19,7 @@ from sb3_hir.contract import (
     TERMINATIONS_UNRELATED_TO_GOALS,
     declared,
 )
+from sb3_hir.goals import instruction_complete, padding_mask
 from sb3_hir.testing.registry import PluginCheckOptions, register_check
 from sb3_hir.testing.replay import (
     check_num_goals,
@@ -149,7 +150,7 @@ def _check_own_replay(relabeler: Any, rollout: Rollout, episode: Episode) -> Non
 
 def _real_goals(episode: Episode, spec: GoalSpec, num_goals: int) -> int:
     """How many goals the episode's instruction holds (``num_goals`` less its padding)."""
-    return num_goals - int(spec.is_padding(episode.observations[spec.goals_key][0]).sum())
+    return num_goals - int(padding_mask(spec, episode.observations[spec.goals_key][0]).sum())
 
 
 def _check_success(rollout: Rollout, episode: Episode, spec: GoalSpec, num_goals: int) -> None:
@@ -186,7 +187,7 @@ def _check_no_nothing_goal(rollout: Rollout, episode: Episode, spec: GoalSpec) -
 def _check_instruction_form(rollout: Rollout, episode: Episode, spec: GoalSpec) -> None:
     """Padding only at the end, and groups constant and counting up over the real goals (item 8)."""
     goals = episode.observations[spec.goals_key]
-    pads = spec.is_padding(goals[0])
+    pads = padding_mask(spec, goals[0])
     if pads.all() or (pads.any() and not pads[int(pads.argmax()):].all()):
         fail(_CHECK, where(rollout.index, rollout.seed, 0),
              f"observation[{spec.goals_key!r}] = {show(goals[0])}: padding (pad_value={spec.pad_value!r}) must follow "
@@ -261,7 +262,7 @@ def _counterfactual_instructions(relabeler: Any, episode: Episode, rng: np.rando
             instructions.append(np.asarray(goals))
     _, achieved = relabeler._episode_goal_arrays(episode)
     own = episode.instruction(spec.goals_key)
-    real = int((~spec.is_padding(own)).sum())
+    real = int((~padding_mask(spec, own)).sum())
     if len(achieved) > real:
         steps = np.sort(rng.choice(np.arange(1, len(achieved)), size=real, replace=False))[::-1]
         reverse = own.copy()  # padding stays: the instruction keeps its length
@@ -341,7 +342,7 @@ class _Counterfactual:
             if not np.array_equal(obs[key], replayed.observations[key][step]):
                 self.fail(step, f"env observation[{key!r}] = {show(obs[key])} != the recorded "
                                 f"{show(replayed.observations[key][step])}: {_GOAL_FREE}", before)
-        success = bool(spec.is_complete(expected_goals[step]))
+        success = bool(instruction_complete(spec, expected_goals[step]))
         if bool(info.get("is_success", False)) != success:
             self.fail(step, f"info['is_success'] = {show(info.get('is_success'))}, replayed {success}", before)
         if (terminated or truncated) and step < len(replayed):

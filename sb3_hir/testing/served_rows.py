@@ -18,7 +18,7 @@ from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.episodes import Episode
-from sb3_hir.goals import ExactGoalSpec, GoalSpec
+from sb3_hir.goals import ExactGoalSpec, GoalSpec, padding_mask
 
 MASK = -1
 GRID = 4  # cells 0..GRID-1 per axis in the hand-made episodes
@@ -74,7 +74,7 @@ def simulate(path: np.ndarray, goals: np.ndarray, fall: bool = False, spec: Goal
     spec = spec or ExactGoalSpec()
     k = len(goals)
     same_step = bool(getattr(spec, "same_step_goals", False))
-    real = [not bool(spec.is_padding(goals[j])) for j in range(k)]
+    real = [not bool(padding_mask(spec, goals[j])) for j in range(k)]
     group = [int(g) for g in groups] if groups is not None else list(range(k))
     order = sorted({group[j] for j in range(k) if real[j]})
     members = [[j for j in range(k) if real[j] and group[j] == g] for g in order]
