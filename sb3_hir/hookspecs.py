@@ -38,9 +38,10 @@ def register_relabelers(register: Register) -> None:
     """Register relabelers (kind ``"relabeler"``).
 
     The factory is called as ``factory(num_goals=k, goal_spec=..., **kwargs)`` and returns an object with
-    ``num_goals``, ``goal_spec``, ``relabel_goals(episode, rng)``, ``reach_steps(achieved, goals)``,
-    ``replay(episode, goals)`` and ``relabel(episode, rng)``; subclassing
-    :class:`sb3_hir.relabel.InstructionRelabeler` provides all but ``relabel_goals``. An optional
+    ``num_goals``, ``goal_spec``, ``relabel_goals(episode, rng)``, ``reach_steps(achieved, goals)`` (also taking
+    ``groups`` when the goal spec declares a ``groups_key``), ``replay(episode, goals)`` and
+    ``relabel(episode, rng)``; subclassing :class:`sb3_hir.relabel.InstructionRelabeler` provides all but
+    ``relabel_goals``. An optional
     ``draw_goal_steps(own_steps, length, t, rng, goal_selection)`` (see
     :meth:`sb3_hir.relabel.HindsightInstructionRelabeler.draw_goal_steps`) lets the replay buffer draw a fresh
     instruction per sampled transition; without it the buffer stores a few ``relabel_goals`` draws per episode.

@@ -67,6 +67,11 @@ class InstructionRelabeler(ABC):
         :return: int64 array of shape ``(k,)``, strictly increasing over its non-negative prefix (non-decreasing with
             ``same_step_goals``) for ordered instructions.
         """
+        groups_key = getattr(self.goal_spec, "groups_key", None)
+        if groups is None and groups_key is not None:
+            raise ValueError(f"groups must be the episode's ({self.num_goals},) goal groups (its {groups_key!r} "
+                             "observation, relabeler.episode_groups(episode)): the goal spec declares groups_key "
+                             f"{groups_key!r}, and slot order would reach a group's goals in the wrong order")
         goals = np.asarray(goals)
         achieved = self.goal_spec.achieved_values(achieved, goals.shape[1:])
         if groups is not None or not getattr(self.goal_spec, "ordered", True):

@@ -9,6 +9,7 @@ contract are is decided here.
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 from sb3_hir.plugins import UnknownComponentError, get
@@ -98,7 +99,26 @@ def resolve_relabeler(
     elif relabeler is None:
         raise ValueError(f"{argument} must be {accepted}; got None")
     built = _build("relabeler", argument, relabeler, kwargs)
-    return _checked(built, RelabelerProtocol, argument, accepted, relabeler)
+    return _takes_groups(_checked(built, RelabelerProtocol, argument, accepted, relabeler), argument)
+
+
+def _takes_groups(relabeler: Any, argument: str) -> Any:
+    """Refuse, at construction, a relabeler whose ``reach_steps(achieved, goals)`` cannot take the groups its goal
+    spec declares: the buffer would otherwise fail with a TypeError at the first ended episode."""
+    key = getattr(relabeler.goal_spec, "groups_key", None)
+    if key is None:
+        return relabeler
+    try:
+        inspect.signature(relabeler.reach_steps).bind(None, None, None)
+    except TypeError:
+        raise ValueError(
+            f"{argument}: {type(relabeler).__name__}.reach_steps takes no groups, but its goal spec declares "
+            f"groups_key {key!r}; accept reach_steps(achieved, goals, groups=None) and reach each group's goals in "
+            "any order (sb3_hir.reach.reach_in_groups; sb3_hir.relabel.InstructionRelabeler does both)"
+        ) from None
+    except ValueError:  # no signature to read (a builtin): it is called and judged at the first episode
+        pass
+    return relabeler
 
 
 def resolve_expert(expert: Any, venv: Any = None, argument: str = "expert", **kwargs: Any) -> ExpertProtocol:

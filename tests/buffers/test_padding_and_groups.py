@@ -218,6 +218,37 @@ def test_strategies_that_index_goals_in_slot_order_refuse_groups_and_padding():
     with pytest.raises(ValueError, match=r"'exact-index' finds each goal after the previous slot's; .* 'window'"):
         make_buffer(3, goal_spec=padded_spec(), draw_strategy="exact-index")
     assert type(make_buffer(3, goal_spec=padded_spec())._draws).__name__ == "WindowDraw"
+    from sb3_hir.experiment.relaxed import RelaxedDraw
+
+    with pytest.raises(ValueError, match=r"RelaxedDraw ends an instruction at its last slot's reach; .* 'window'"):
+        make_buffer(3, goal_spec=padded_spec(), draw_strategy=RelaxedDraw)
+    make_buffer(3, goal_spec=ExactGoalSpec(), draw_strategy=RelaxedDraw)  # ordered: served as before
+
+
+def test_reach_steps_refuses_a_groups_spec_without_the_groups_rather_than_reaching_in_slot_order():
+    relabeler = HindsightInstructionRelabeler(2, goal_spec=padded_spec())
+    achieved = np.array([[0, 0], [2, 2], [1, 1]])  # the second slot's goal first, then the first's
+    goals = np.array([[1, 1], [2, 2]])
+    with pytest.raises(ValueError, match=r"groups must be the episode's \(2,\) goal groups .* groups_key 'goal_steps'"):
+        relabeler.reach_steps(achieved, goals)
+    assert relabeler.reach_steps(achieved, goals, np.array([0, 0])).tolist() == [2, 1]  # one group: any order
+    assert relabeler.reach_steps(achieved, goals, np.array([0, 1])).tolist() == [2, -1]  # two: in order
+    assert HindsightInstructionRelabeler(2).reach_steps(achieved, goals).tolist() == [2, -1]  # ordered spec: no groups
+
+
+class TwoArgumentRelabeler(HindsightInstructionRelabeler):
+    """A plugin relabeler written before groups existed: its ``reach_steps`` takes no groups."""
+
+    def reach_steps(self, achieved, goals):  # type: ignore[override]
+        return super().reach_steps(achieved, goals, None if self.goal_spec.groups_key is None else [0] * len(goals))
+
+
+def test_a_relabeler_that_cannot_take_groups_is_refused_at_construction_under_a_groups_spec():
+    with pytest.raises(ValueError, match=r"relabeler: TwoArgumentRelabeler.reach_steps takes no groups, but its goal "
+                                         r"spec declares groups_key 'goal_steps'"):
+        make_buffer(2, goal_spec=padded_spec(), relabeler=TwoArgumentRelabeler)
+    buffer = make_buffer(2, goal_spec=ExactGoalSpec(), relabeler=TwoArgumentRelabeler)  # ordered: accepted
+    assert type(buffer.relabeler).__name__ == "TwoArgumentRelabeler"
 
 
 @pytest.mark.parametrize("spec", [padded_spec(), babyai_like_spec()], ids=["padded", "babyai-like"])
