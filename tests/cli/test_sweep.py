@@ -55,6 +55,7 @@ def test_the_searched_head_and_features_reach_train_as_their_options():
         train_command.check_args(args)
 
 
+@pytest.mark.ray
 def test_a_local_sweep_writes_each_trial_s_run_and_the_summary(tmp_path):
     out = tmp_path / "sweep"
     # 130 steps: evaluations at 60 and 120, and the final one when training ends
@@ -77,6 +78,7 @@ def test_a_local_sweep_writes_each_trial_s_run_and_the_summary(tmp_path):
     assert (out / "learning_curve.png").stat().st_size > 1000
 
 
+@pytest.mark.ray
 def test_a_failing_trial_is_reported_and_the_others_finish(tmp_path):
     out = tmp_path / "sweep"
     # 30 goals do not fit a 7x7 maze: only building that trial's env finds out
@@ -88,6 +90,7 @@ def test_a_failing_trial_is_reported_and_the_others_finish(tmp_path):
     assert "failed trials (1):" in (out / "results.md").read_text()
 
 
+@pytest.mark.ray
 def test_an_interrupted_sweep_resumes_without_rerunning_finished_trials(tmp_path):
     out = tmp_path / "sweep"
     argv = [sys.executable, "-m", "sb3_hir.cli", "sweep", *TINY, "--relabel", "some", "none", "--seeds", "0", "1",
@@ -114,6 +117,7 @@ def test_an_interrupted_sweep_resumes_without_rerunning_finished_trials(tmp_path
         assert (out / "runs" / name / "results.json").stat().st_mtime_ns == mtime
 
 
+@pytest.mark.ray
 def test_trials_run_on_both_nodes_of_a_two_node_cluster(tmp_path):
     from ray.cluster_utils import Cluster
 
@@ -131,6 +135,7 @@ def test_trials_run_on_both_nodes_of_a_two_node_cluster(tmp_path):
     assert len({run["node"] for run in row["runs"]}) == 2  # one trial per node, results complete
 
 
+@pytest.mark.ray
 def test_optuna_search_writes_the_best_configuration_as_a_train_command(tmp_path):
     out = tmp_path / "search"
     assert cli.main(["sweep", *TINY, "--search", "optuna", "--trials", "2", "--out", str(out)]) == 0

@@ -67,6 +67,7 @@ def test_run_all_keeps_the_order_of_the_configs():
     assert list(run_all(double, [dict(x=3), dict(x=1)], use_ray=False)) == [{"y": 6}, {"y": 2}]
 
 
+@pytest.mark.ray
 @pytest.mark.skipif(not has("ray"), reason="Ray is the 'sweep' extra")
 def test_ray_trials_return_in_config_order_and_a_failure_names_its_config():
     with pytest.raises(RuntimeError, match=r"1 of 3 Ray Tune trials failed:\n  config 1 \{'x': -1\}: .*negative x -1"):
