@@ -10,7 +10,8 @@
 #      --json` lists the builtin, example and robotics plugins, sb3_hir.testing.check_plugin passes on each plugin,
 #      and the installed version equals sb3_hir.__version__ and the wheel's.
 #
-# build and twine are installed (pinned) into $VENV, the 'dagger' profile that `make install` creates.
+# build and twine are installed (pinned) into $VENV, the 'dagger' profile that `make install` creates;
+# `--tools-only` installs them and stops.
 # Prints how long each step took; removes its temporary directory however it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +47,9 @@ took() {
 
 "$VENV/bin/python" -m pip install -q -c "$CONSTRAINTS" "build==$BUILD_VERSION" "twine==$TWINE_VERSION"
 took "installing build $BUILD_VERSION and twine $TWINE_VERSION into $VENV"
+if [ "${1:-}" = "--tools-only" ]; then  # .ci/run installs the tools first, then runs this beside `make docs`
+  exit 0
+fi
 
 # ---------------------------------------------------------------------------------------------------- build
 src=$tmp/src
