@@ -194,20 +194,68 @@ def report(out: Path, args: argparse.Namespace) -> None:
     plt.close(fig)
 
 
+def revisits(policy: Any, options: dict[str, Any], seed: int, episodes: int) -> dict[str, float]:
+    """Play ``episodes`` held-out missions one at a time and measure, in the failed ones, how often the agent is
+    in an agent state (cell, direction) it already had: near 0 for a search that keeps moving, near 1 for a loop.
+
+    ``revisit``: the share of a failed episode's steps whose agent state was visited before in that episode;
+    ``looped``: the share of failed episodes whose last 16 steps hold at most 4 agent states (a cycle in place)."""
+    venv = make_venv(options, eval_seed(seed) + 7919, 1)  # its own missions: the scores above keep theirs
+    base = venv.envs[0].unwrapped
+    failed_revisit: list[float] = []
+    looped, successes = 0, 0
+    obs = venv.reset()
+    for _ in range(episodes):
+        states: list[tuple[int, int, int]] = []
+        done, info = False, {}
+        state, start = None, np.ones(1, dtype=bool)
+        while not done:
+            action, state = policy.predict(obs, state=state, episode_start=start, deterministic=True)
+            obs, _, dones, infos = venv.step(action)
+            done, info, start = bool(dones[0]), infos[0], dones
+            if not done:
+                states.append((int(base.agent_pos[0]), int(base.agent_pos[1]), int(base.agent_dir)))
+        if info.get("is_success"):
+            successes += 1
+            continue
+        seen: set[tuple[int, int, int]] = set()
+        repeats = 0
+        for s in states:
+            repeats += s in seen
+            seen.add(s)
+        failed_revisit.append(repeats / max(len(states), 1))
+        looped += len(set(states[-16:])) <= 4
+    venv.close()
+    failures = episodes - successes
+    return {"success_rate": successes / episodes, "failures": failures,
+            "revisit": float(np.mean(failed_revisit)) if failed_revisit else float("nan"),
+            "looped": looped / failures if failures else float("nan")}
+
+
 def diagnose(options: dict[str, Any], steps: int, epsilons: list[float], seed: int) -> None:
     """Train one "some" run for ``steps`` env steps, then score the same model greedy and epsilon-greedy on the
-    held-out missions: how much of a low greedy score is the policy looping (a little noise escapes a loop)."""
+    held-out missions: how much of a low greedy score is the policy looping (a little noise escapes a loop). The
+    same policies and the uniform random one then play other missions with their agent states tracked
+    (:func:`revisits`), which measures the loops directly."""
     seed_process(seed)
     model = build_model(options, "some", seed)
     model.learn(steps)
     env = make_venv(options, eval_seed(seed), 1)
     space = env.action_space
     env.close()
+    policies: list[tuple[str, Any]] = []
     for epsilon in epsilons:
         policy = model if epsilon == 0 else EpsilonGreedy(model, space, epsilon, seed=eval_seed(seed))
+        policies.append((f"epsilon {epsilon}", policy))
         score = evaluator(options, seed)(policy)
         print(f"{options['level']} after {model.num_timesteps} steps, epsilon {epsilon}: success "
               f"{score['success_rate']:.3f}, goals reached {score['goals_reached']:.2f}", flush=True)
+    policies.append(("uniform random", UniformRandomPolicy(space, seed=eval_seed(seed))))
+    for name, policy in policies:
+        r = revisits(policy, options, seed, options["eval_episodes"])
+        print(f"{options['level']} agent states, {name}: success {r['success_rate']:.3f}; in its "
+              f"{r['failures']} failed episodes, {r['revisit']:.2f} of steps revisit an agent state and "
+              f"{r['looped']:.2f} end cycling through at most 4 states", flush=True)
 
 
 def main() -> None:
