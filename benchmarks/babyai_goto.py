@@ -133,14 +133,16 @@ def collect(out: Path, variants: list[str], seeds: list[int]) -> dict[str, list[
 
 
 def summarize(curves: dict[str, list[list[dict[str, float]]]]) -> dict[str, list[dict[str, float]]]:
-    """Per variant, mean ± std over seeds at each evaluation index every seed reached."""
+    """Per variant, mean ± std over seeds at each evaluation index, over the seeds that reached it (``seeds``: a run
+    stopped early, e.g. killed, counts up to its last evaluation)."""
     summary: dict[str, list[dict[str, float]]] = {}
     for variant, runs in curves.items():
         rows = []
-        for i in range(min(len(c) for c in runs)):
-            row: dict[str, float] = {"evaluation": i, "seeds": len(runs)}
+        for i in range(max(len(c) for c in runs)):
+            reached = [c for c in runs if len(c) > i]
+            row: dict[str, float] = {"evaluation": i, "seeds": len(reached)}
             for key in ("minutes", "timesteps", "success_rate", "goals_reached"):
-                values = np.array([c[i][key] for c in runs], dtype=float)
+                values = np.array([c[i][key] for c in reached], dtype=float)
                 row[f"{key}_mean"], row[f"{key}_std"] = float(values.mean()), float(values.std())
             rows.append(row)
         summary[variant] = rows
@@ -178,8 +180,14 @@ def report(out: Path, args: argparse.Namespace) -> None:
         x = np.array([r["minutes_mean"] for r in table])
         mean = np.array([r["success_rate_mean"] for r in table])
         std = np.array([r["success_rate_std"] for r in table])
-        ax.plot(x, mean, "o-", label=f"{variant} ({table[0]['seeds']} seeds)")
-        ax.fill_between(x, mean - std, mean + std, alpha=0.2)
+        full = np.array([r["seeds"] for r in table]) == table[0]["seeds"]  # every seed; then a dotted tail
+        (line,) = ax.plot(x[full], mean[full], "o-", label=f"{variant} ({table[0]['seeds']} seeds)")
+        ax.fill_between(x[full], (mean - std)[full], (mean + std)[full], alpha=0.2, color=line.get_color())
+        if not full.all():
+            tail = np.flatnonzero(~full)
+            tail = np.concatenate([tail[:1] - 1, tail])
+            ax.plot(x[tail], mean[tail], "o:", color=line.get_color(),
+                    label=f"{variant}, fewer seeds (see the table)")
     if random_mean is not None:
         ax.axhline(random_mean, color="grey", ls="--", lw=1, label="uniform random")
     ax.set_xlabel("CPU minutes per run (one core each)")
