@@ -15,6 +15,7 @@ errors read, by :mod:`sb3_hir.experiment.runner`, the runner the benchmarks use 
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import itertools
 import json
@@ -34,6 +35,7 @@ from sb3_hir.cli.common import (
     checked_int,
     format_table,
     lock,
+    parse_kwargs,
     prepare_out,
     write_text,
 )
@@ -59,6 +61,11 @@ OPTUNA_SPACE: dict[str, tuple[str, Any]] = {
 }
 
 METRIC = "goals_reached"
+
+#: ``--space``'s distributions: how many values each takes after its name.
+SPACE_KINDS = ("loguniform", "uniform", "choice")
+#: ``--space NAME`` prefix of an algorithm keyword, searched through train's ``--algo-kwarg``.
+ALGO_PREFIX = "algo."
 
 #: Written in a trial's run directory when its run has finished: the evaluations it reported.
 EVALUATIONS = "sweep-evaluations.json"
@@ -95,6 +102,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     g.add_argument("--search", choices=["grid", "optuna"], default="grid",
                    help="grid (default) or optuna: search " + ", ".join(OPTUNA_SPACE) + " with ASHA early stopping")
     g.add_argument("--trials", type=int, default=8, metavar="N", help="--search optuna: number of trials")
+    g.add_argument("--space", action="append", default=[], metavar="NAME=KIND:ARGS",
+                   help="--search optuna: search NAME, a train option (learning-rate, n-steps, ...) or algo.KEY (an "
+                        "--algo-kwarg, e.g. algo.target_update_interval), over loguniform:LOW:HIGH, uniform:LOW:HIGH "
+                        "or choice:V1,V2,...; repeatable; given, it replaces the default space")
     p.set_defaults(func=run)
     return p
 
@@ -131,6 +142,9 @@ def train_argv(options: dict[str, Any], fixed: Sequence[str], train: argparse.Ar
     actions = {action.dest: action for action in train._actions if action.option_strings}
     argv: list[str] = []
     for dest, value in options.items():
+        if dest.startswith(ALGO_PREFIX):
+            argv += ["--algo-kwarg", f"{dest[len(ALGO_PREFIX):]}={_format(value)}"]
+            continue
         # a jointly searched pair ("action_features+q_head": "env+per-action") is two options
         for part, part_value in zip(dest.split("+"), str(value).split("+") if "+" in dest else [value], strict=True):
             argv += [actions[part].option_strings[-1], _format(part_value)]
@@ -145,6 +159,60 @@ def configuration(options: dict[str, Any], swept: Sequence[str]) -> str:
     """A configuration's label: its swept options (the seed is what varies inside one)."""
     shown = [f"{key.replace('_', '-')}={_format(options[key])}" for key in swept if key in options]
     return " ".join(shown) or "default"
+
+
+def parse_space(pairs: Sequence[str], train: argparse.ArgumentParser) -> dict[str, tuple[str, Any]]:
+    """``--space NAME=KIND:ARGS`` as :data:`OPTUNA_SPACE` writes a space (the default when none is given)."""
+    if not pairs:
+        return dict(OPTUNA_SPACE)
+    searchable = {action.dest: action for action in train._actions if action.option_strings
+                  and action.dest not in TRIAL_OWNED and action.nargs in (None, "+")
+                  and not isinstance(action, (argparse._StoreTrueAction, argparse._AppendAction))}
+    space: dict[str, tuple[str, Any]] = {}
+    for pair in pairs:
+        name, sep, rest = pair.partition("=")
+        kind, _, raw = rest.partition(":")
+        shape = "NAME=loguniform:LOW:HIGH, NAME=uniform:LOW:HIGH or NAME=choice:V1,V2,..."
+        if not sep or kind not in SPACE_KINDS or not raw:
+            raise UsageError(f"--space takes {shape}; got {pair!r}")
+        dest = name if name.startswith(ALGO_PREFIX) else name.lstrip("-").replace("-", "_")
+        if dest.startswith(ALGO_PREFIX):
+            if not dest[len(ALGO_PREFIX):].isidentifier():
+                raise UsageError(f"--space {pair!r}: algo.KEY needs KEY a keyword of the algorithm")
+        elif dest not in searchable:
+            raise UsageError(f"--space {pair!r}: {name!r} is not a train option a trial can take; choose from "
+                             f"{', '.join(d.replace('_', '-') for d in searchable)} or algo.KEY")
+        if dest in space:
+            raise UsageError(f"--space names {name!r} twice")
+        if kind == "choice":
+            values = [_literal(v) for v in raw.split(",")]
+            if any(v == "" for v in values):
+                raise UsageError(f"--space {pair!r}: choice takes values separated by commas, none empty")
+            space[dest] = (kind, list(dict.fromkeys(values)))
+            continue
+        try:
+            low, high = (float(v) for v in raw.split(":"))
+        except ValueError:
+            raise UsageError(f"--space {pair!r}: {kind} takes two numbers, LOW:HIGH") from None
+        if not (math.isfinite(low) and math.isfinite(high) and low < high and (kind == "uniform" or low > 0)):
+            raise UsageError(f"--space {pair!r}: {kind} needs finite LOW < HIGH"
+                             + (", LOW > 0" if kind == "loguniform" else ""))
+        space[dest] = (kind, (low, high))
+    return space
+
+
+def _literal(raw: str) -> Any:
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return raw
+
+
+def space_samples(space: dict[str, tuple[str, Any]]) -> list[dict[str, Any]]:
+    """Configurations at the edges of ``space`` (each choice, each bound), to check before any trial starts."""
+    edges = {key: list(bounds) for key, (_, bounds) in space.items()}
+    width = max(len(values) for values in edges.values())
+    return [{key: values[i % len(values)] for key, values in edges.items()} for i in range(width)]
 
 
 # ---------------------------------------------------------------------------------------------------- a trial
@@ -209,14 +277,29 @@ def run(args: argparse.Namespace) -> int:
             checked_int(value, option, 1)
     for seed in args.seeds:
         check_seed(seed, "--seeds")
+    if args.space and args.search != "optuna":
+        raise UsageError("--space is the search space of --search optuna; add --search optuna or drop --space")
+    space = parse_space(args.space, train)
     if args.search == "optuna":
-        searched = {part for key in OPTUNA_SPACE for part in key.split("+")}
+        searched = {part for key in space for part in key.split("+")}
         conflicting = [key for key, given in values.items() if len(given) > 1 or key in searched]
         if conflicting:
-            raise UsageError(f"--search optuna searches {', '.join(OPTUNA_SPACE)} itself and takes one value of "
+            raise UsageError(f"--search optuna searches {', '.join(space)} itself and takes one value of "
                               f"each other option; drop --{', --'.join(k.replace('_', '-') for k in conflicting)}")
+        fixed_algo = set(parse_kwargs(args.algo_kwarg, option="--algo-kwarg"))
+        shadowed = sorted(key for key in space if key.startswith(ALGO_PREFIX) and key[len(ALGO_PREFIX):] in fixed_algo)
+        if shadowed:
+            raise UsageError(f"--algo-kwarg fixes {', '.join(k[len(ALGO_PREFIX):] for k in shadowed)}, which --space "
+                             "searches; drop one of them")
         if len(args.seeds) != 1:
             raise UsageError("--search optuna runs one seed per trial; give one --seeds value")
+        # the space's edges pass train's checks that need no env (an algo.KEY typo fails here, not in every trial)
+        for sample in space_samples(space):
+            options = {**{key: given[0] for key, given in values.items()}, **sample}
+            try:
+                train_command.check_args(train.parse_args(train_argv(options, fixed, train)))
+            except UsageError as exc:
+                raise UsageError(f"--space: {exc}") from None
     if args.resume and not args.out:
         raise UsageError("--resume needs --out DIR, the sweep to resume")
     trials = expand_grid(values, args.seeds) if args.search == "grid" else []
@@ -240,13 +323,13 @@ def run(args: argparse.Namespace) -> int:
         out, handle = prepare_out("sweep", args.out, args.overwrite)
     out = out.resolve()
     try:
-        return _run_tune(args, out, trials, values, fixed, train)
+        return _run_tune(args, out, trials, values, fixed, train, space)
     finally:
         handle.close()
 
 
 def _run_tune(args: argparse.Namespace, out: Path, trials: list[dict[str, Any]], values: dict[str, list[Any]],
-              fixed: list[str], train: argparse.ArgumentParser) -> int:
+              fixed: list[str], train: argparse.ArgumentParser, space: dict[str, tuple[str, Any]]) -> int:
     from ray import tune
 
     # The runner's Ray session: a fresh local instance unless --address names a cluster.
@@ -256,7 +339,7 @@ def _run_tune(args: argparse.Namespace, out: Path, trials: list[dict[str, Any]],
         trainable = tune.with_resources(_trial, {"cpu": args.cpus_per_trial})
         swept = [key for key, given in values.items() if len(given) > 1]
         if args.search == "optuna":
-            swept = list(OPTUNA_SPACE)
+            swept = list(space)
         if args.resume:
             tuner = tune.Tuner.restore(str(out / "tune"), trainable=trainable, resume_errored=False,
                                        restart_errored=False)
@@ -274,7 +357,7 @@ def _run_tune(args: argparse.Namespace, out: Path, trials: list[dict[str, Any]],
                     run_config=tune_run_config(out, "tune"),
                 )
             else:
-                tuner = _optuna_tuner(args, trainable, values, fixed, concurrent, out)
+                tuner = _optuna_tuner(args, trainable, values, fixed, concurrent, out, space)
         print(f"sb3-hir sweep: {len(trials) or args.trials} trials, {concurrent} at once on {cpus} CPUs "
               f"({'cluster ' + args.address if args.address else 'this machine'}) -> {out}", flush=True)
         grid = tuner.fit()
@@ -297,14 +380,14 @@ def _trial_dirname(trial: Any) -> str:
 
 
 def _optuna_tuner(args: argparse.Namespace, trainable: Any, values: dict[str, list[Any]], fixed: list[str],
-                  concurrent: int, out: Path) -> Any:
+                  concurrent: int, out: Path, space_spec: dict[str, tuple[str, Any]]) -> Any:
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
     from ray.tune.search.optuna import OptunaSearch
 
     kinds = {"loguniform": tune.loguniform, "uniform": tune.uniform, "choice": tune.choice}
     space = {key: kinds[kind](*bounds) if kind != "choice" else tune.choice(bounds)
-             for key, (kind, bounds) in OPTUNA_SPACE.items()}
+             for key, (kind, bounds) in space_spec.items()}
     options = {key: given[0] for key, given in values.items()}
     timesteps = int(options.get("timesteps", TRAIN_TIMESTEPS))
     scheduler = ASHAScheduler(time_attr="timesteps", max_t=timesteps, grace_period=max(1, timesteps // 4),

@@ -10,6 +10,7 @@ torch or BLAS build, another CPU's vector units) may round floats differently an
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import time
 import warnings
@@ -53,6 +54,7 @@ from sb3_hir.cli.common import (
     make_env,
     memory_label,
     one_of,
+    parse_kwargs,
     policy_class,
     policy_kwargs,
     prepare_out,
@@ -90,6 +92,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="n-step returns of the replay buffer (off-policy; default 1)")
     p.add_argument("--learning-rate", type=float, metavar="X", help="learning rate (default: the algorithm's, below)")
     p.add_argument("--hidden", type=int, metavar="N", help="width of the two hidden layers (default 256)")
+    p.add_argument("--algo-kwarg", action="append", default=[], metavar="KEY=VALUE",
+                   help="a keyword of the algorithm's constructor over train's defaults (repeatable), as rl-zoo3's "
+                        "hyperparameters, e.g. target_update_interval=8000 or exploration_fraction=0.1")
     add_history_options(p, TRAIN_HISTORY, "--q-head", "dqn / qrdqn output head")
     p.add_argument("--timesteps", type=int, metavar="N", default=TRAIN_TIMESTEPS,
                    help=f"env steps per run (default {TRAIN_TIMESTEPS})")
@@ -137,6 +142,7 @@ def check_args(args: argparse.Namespace) -> tuple[str, dict[str, Any], list[str]
     check_q_head(args, [algo_name])
     if args.learning_rate is not None and not args.learning_rate > 0:
         raise UsageError(f"--learning-rate must be > 0; got {args.learning_rate}")
+    algo_kwargs(args, algo_name)
     if args.n_steps != 1 and not ALGOS[algo_name].off_policy:
         raise UsageError(f"--n-steps applies to off-policy algorithms; --algo {algo_name} is on-policy")
     check_seed(args.seed)
@@ -258,6 +264,45 @@ class ReportEvaluations(BaseCallback):
         self._flush()
 
 
+#: Constructor keywords ``--algo-kwarg`` may not set: train sets them from its own options (named), or owns them.
+OWNED_ALGO_KWARGS = {
+    "policy": "--q-head", "env": "--env", "seed": "--seed", "learning_rate": "--learning-rate",
+    "policy_kwargs": "--hidden, --history, --history-encoder and --q-head", "replay_buffer_class": "--relabel",
+    "replay_buffer_kwargs": "--relabel, --relabel-ratio, --n-steps and --demo-ratio",
+    "buffer_size": "--timesteps (the buffer holds every step)", "verbose": "train itself", "device": "train itself",
+    "tensorboard_log": "--out", "_init_setup_model": "train itself", "n_steps": "--n-steps (the replay buffer's)",
+}
+
+
+def algo_kwargs(args: argparse.Namespace, algo_name: str) -> dict[str, Any]:
+    """``--algo-kwarg``'s keywords, each one the algorithm's constructor takes and train does not set itself."""
+    kwargs = parse_kwargs(args.algo_kwarg, option="--algo-kwarg")
+    if not kwargs:
+        return kwargs
+    cls = algo_class(algo_name)
+    owned = dict(OWNED_ALGO_KWARGS)
+    if not ALGOS[algo_name].off_policy:
+        del owned["n_steps"]  # the rollout length of an on-policy algorithm, not a replay buffer's returns
+    parameters = inspect.signature(cls.__init__).parameters
+    accepted = [name for name in parameters if name not in ("self", *owned)]
+    for key, value in kwargs.items():
+        if key in owned:
+            raise UsageError(f"--algo-kwarg {key}: train sets it from {owned[key]}")
+        if key not in accepted:
+            raise UsageError(f"--algo-kwarg {key}: not a keyword of {cls.__name__} (--algo {algo_name}); accepted: "
+                             f"{', '.join(accepted)}")
+        default = parameters[key].default
+        # a number where the algorithm's default is one (SB3 may read it only thousands of steps in)
+        if isinstance(default, bool) and not isinstance(value, bool):
+            raise UsageError(f"--algo-kwarg {key} must be True or False; got {value!r}")
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if (isinstance(default, (int, float)) and not isinstance(default, bool) and not number
+                and not (isinstance(default, int) and isinstance(value, tuple))):  # train_freq=(1, "episode")
+            raise UsageError(f"--algo-kwarg {key} must be a number, as {cls.__name__}'s default {default!r}; "
+                             f"got {value!r}")
+    return kwargs
+
+
 def model_kwargs(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any) -> dict[str, Any]:
     """The algorithm's keyword arguments for one run (its replay buffer checks the relabel options)."""
     algo = ALGOS[algo_name]
@@ -265,9 +310,10 @@ def model_kwargs(args: argparse.Namespace, algo_name: str, relabel: str, spec: A
     if args.learning_rate is not None:
         kwargs["learning_rate"] = args.learning_rate
     if not algo.off_policy:
-        return kwargs
+        return {**kwargs, **algo_kwargs(args, algo_name)}
     kwargs.update(buffer_size=buffer_size(args), learning_starts=min(1_000, args.timesteps // 10), train_freq=1,
                   gradient_steps=max(1, args.n_envs // 2))
+    kwargs.update(algo_kwargs(args, algo_name))  # after train's own choices, before the buffer reads gamma
     if relabel != "none" or args.n_steps != 1 or uses_demos(args):
         # With relabel none and n-step returns or demonstrations: the same buffer serving recorded rows only (SB3's
         # own n-step buffer refuses Dict observations, and it has no demonstrations).
@@ -312,7 +358,7 @@ def build_model(args: argparse.Namespace, algo_name: str, relabel: str, spec: An
                                       policy_kwargs=policy_kwargs(algo, args.hidden, args.history,
                                                                   args.history_encoder, args.action_features,
                                                                   args.q_head, instruction_keys(spec)))
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:  # TypeError: an --algo-kwarg value of the wrong type
         raise usage_error(exc, f"{algo_name}-{relabel}") from exc
     if demos:
         try:
@@ -375,6 +421,7 @@ def run_one(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any, s
     write_text(run_dir / "run.json", json.dumps(dict(
         algo=algo_name, env=args.env, env_kwargs=kwargs, relabel=relabel, goal_spec=spec_label,
         relabel_ratio=args.relabel_ratio, n_steps=args.n_steps, learning_rate=args.learning_rate,
+        algo_kwargs=algo_kwargs(args, algo_name),
         hidden=args.hidden, history=args.history, history_encoder=args.history_encoder,
         action_features=args.action_features, q_head=args.q_head, demos=args.demos,
         expert=args.expert if args.demos else None, demos_from=args.demos_from,

@@ -23,6 +23,7 @@ from PIL import Image
 
 from sb3_hir import cli
 from sb3_hir.cli import common
+from sb3_hir.cli import train as train_command
 
 TINY_ENV = ["--maze-size", "7", "--goals", "2", "--time-limit", "20"]
 TINY_TRAIN = ["--timesteps", "240", "--n-envs", "2", "--eval-episodes", "2", "--eval-freq", "100", *TINY_ENV]
@@ -257,6 +258,27 @@ def test_train_other_algorithms(tmp_path, algo, extra, expected):
     assert eval_rows(run_dir / "progress.csv")
 
 
+def test_algo_kwargs_reach_the_algorithm_over_train_s_defaults_and_the_buffer_reads_their_gamma(tmp_path):
+    """``--algo-kwarg`` is how a sweep searches DQN's own settings (target updates, exploration, gamma)."""
+    out = tmp_path / "kwargs"
+    assert cli.main(["train", *TINY_TRAIN, "--relabel", "some", "--n-steps", "3", "--algo-kwarg",
+                     "target_update_interval=777", "--algo-kwarg", "gamma=0.9", "--algo-kwarg",
+                     "exploration_final_eps=0.2", "--algo-kwarg", "learning_starts=17", "--no-progress",
+                     "--out", str(out)]) == 0
+    from stable_baselines3 import DQN
+
+    model = DQN.load(out / "dqn-some" / "model.zip", device="cpu")
+    assert (model.target_update_interval, model.gamma, model.exploration_final_eps, model.learning_starts) == (
+        777, 0.9, 0.2, 17)
+    assert model.replay_buffer_kwargs["gamma"] == 0.9  # the n-step returns discount as the algorithm does
+    run = json.loads((out / "dqn-some" / "run.json").read_text())
+    assert run["algo_kwargs"] == {"target_update_interval": 777, "gamma": 0.9, "exploration_final_eps": 0.2,
+                                  "learning_starts": 17}
+    # recurrent-ppo's n_steps is its rollout length, its own keyword
+    args = cli.build_parser().parse_args(["train", "--algo", "recurrent-ppo", "--algo-kwarg", "n_steps=64"])
+    assert train_command.model_kwargs(args, "recurrent-ppo", "none", None)["n_steps"] == 64
+
+
 def test_train_with_a_relabeler_plugin_by_name(tmp_path):
     from sb3_hir import hookimpl, plugins
     from sb3_hir.relabel import InstructionRelabeler
@@ -321,6 +343,13 @@ def test_train_with_a_relabeler_plugin_by_name(tmp_path):
         (["train", "--demo-ratio", "2"], ["--demo-ratio must be a number in [0, 1]"]),
         (["train", "--demo-ratio", "nan"], ["--demo-ratio must be a number in [0, 1]"]),
         (["train", "--demo-ratio", "0.5"], ["--demo-ratio 0.5 is the share", "none are given", "--demos N"]),
+        (["train", "--algo-kwarg", "target_update=5"], ["--algo-kwarg target_update: not a keyword of DQN",
+                                                       "target_update_interval"]),
+        (["train", "--algo-kwarg", "buffer_size=10"], ["--algo-kwarg buffer_size: train sets it from --timesteps"]),
+        (["train", "--algo-kwarg", "n_steps=3"], ["--algo-kwarg n_steps: train sets it from --n-steps"]),
+        (["train", "--algo", "qrdqn", "--algo-kwarg", "tau=soft"], ["--algo-kwarg tau must be a number", "got 'soft'"]),
+        (["train", "--algo-kwarg", "optimize_memory_usage=1"], ["optimize_memory_usage must be True or False"]),
+        (["train", "--algo-kwarg", "=1"], ["--algo-kwarg takes KEY=VALUE"]),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, expected):

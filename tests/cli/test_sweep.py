@@ -55,6 +55,52 @@ def test_the_searched_head_and_features_reach_train_as_their_options():
         train_command.check_args(args)
 
 
+def test_a_given_space_replaces_the_default_and_its_algorithm_keywords_reach_train_as_algo_kwargs():
+    parser = _train_parser()
+    space = sweep.parse_space(["learning-rate=loguniform:1e-4:1e-3", "n_steps=choice:1,3",
+                               "algo.target_update_interval=choice:500,8000", "algo.gamma=uniform:0.9:0.99"], parser)
+    assert space == {"learning_rate": ("loguniform", (1e-4, 1e-3)), "n_steps": ("choice", [1, 3]),
+                     "algo.target_update_interval": ("choice", [500, 8000]), "algo.gamma": ("uniform", (0.9, 0.99))}
+    assert sweep.parse_space([], parser) == sweep.OPTUNA_SPACE
+    argv = sweep.train_argv({"learning_rate": 3e-4, "algo.target_update_interval": 8000, "algo.gamma": 0.95},
+                            ["--algo-kwarg", "tau=0.5"], parser)
+    args = cli.build_parser().parse_args(["train", *argv])
+    assert args.learning_rate == 3e-4 and args.algo_kwarg == ["target_update_interval=8000", "gamma=0.95", "tau=0.5"]
+    kwargs = train_command.model_kwargs(args, "dqn", "some", None)
+    assert (kwargs["target_update_interval"], kwargs["gamma"], kwargs["tau"]) == (8000, 0.95, 0.5)
+    edges = sweep.space_samples(space)
+    assert {e["algo.target_update_interval"] for e in edges} == {500, 8000}
+    assert {e["learning_rate"] for e in edges} == {1e-4, 1e-3}
+
+
+@pytest.mark.parametrize(("space", "expected"), [
+    (["learning-rate=normal:1:2"], "--space takes NAME=loguniform:LOW:HIGH"),
+    (["learning-rate=loguniform:0:1"], "loguniform needs finite LOW < HIGH, LOW > 0"),
+    (["relabel-ratio=uniform:0.9:0.5"], "uniform needs finite LOW < HIGH"),
+    (["relabel-ratio=uniform:a:b"], "uniform takes two numbers"),
+    (["seed=choice:1,2"], "'seed' is not a train option a trial can take"),
+    (["n-steps=choice:1,,3"], "choice takes values separated by commas, none empty"),
+    (["n-steps=choice:1", "n_steps=choice:3"], "--space names 'n_steps' twice"),
+    (["algo.target_update=choice:5,10"], "--space: --algo-kwarg target_update: not a keyword of DQN"),
+    (["algo.tau=choice:soft,hard"], "--algo-kwarg tau must be a number"),
+])
+def test_a_bad_search_space_is_one_line_before_any_trial(tmp_path, capsys, space, expected):
+    out = tmp_path / "x"
+    argv = ["sweep", *TINY, "--search", "optuna", "--out", str(out)]
+    assert cli.main([*argv, *(arg for item in space for arg in ("--space", item))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expected in err[0], err
+    assert not out.exists()
+
+
+def test_a_space_with_a_fixed_algo_kwarg_of_the_same_key_or_without_optuna_is_refused(capsys):
+    assert cli.main(["sweep", *TINY, "--search", "optuna", "--algo-kwarg", "gamma=0.9", "--space",
+                     "algo.gamma=uniform:0.9:0.99"]) == 2
+    assert "--algo-kwarg fixes gamma, which --space searches" in capsys.readouterr().err
+    assert cli.main(["sweep", *TINY, "--space", "learning-rate=loguniform:1e-4:1e-3"]) == 2
+    assert "--space is the search space of --search optuna" in capsys.readouterr().err
+
+
 @pytest.mark.ray
 def test_a_local_sweep_writes_each_trial_s_run_and_the_summary(tmp_path):
     out = tmp_path / "sweep"
@@ -148,6 +194,24 @@ def test_optuna_search_writes_the_best_configuration_as_a_train_command(tmp_path
     assert (parsed.q_head == "standard" or parsed.action_features != "none") and parsed.action_features in (
         "none", "effects", "env")
     assert len(json.loads((out / "results.json").read_text())["configurations"]) == 2
+
+
+@pytest.mark.ray
+def test_optuna_search_over_a_given_space_trains_with_its_algorithm_keywords(tmp_path):
+    out = tmp_path / "space"
+    assert cli.main(["sweep", *TINY, "--relabel", "some", "--search", "optuna", "--trials", "2", "--space",
+                     "algo.target_update_interval=choice:50,70", "--space", "algo.gamma=uniform:0.9:0.95",
+                     "--out", str(out)]) == 0
+    from stable_baselines3 import DQN
+
+    runs = sorted((out / "runs").glob("seed0-*/dqn-some/model.zip"))
+    assert len(runs) == 2
+    for path in runs:
+        model = DQN.load(path, device="cpu")
+        assert model.target_update_interval in (50, 70) and 0.9 <= model.gamma <= 0.95
+    assert json.loads((out / "results.json").read_text())["swept"] == ["algo.target_update_interval", "algo.gamma"]
+    best = cli.build_parser().parse_args((out / "best.txt").read_text().split()[1:])
+    assert len(best.algo_kwarg) == 2
 
 
 def test_bad_sweep_input_is_one_line(tmp_path, capsys):
