@@ -67,8 +67,10 @@ def build_model(options: dict[str, Any], variant: str, seed: int) -> DQN:
     spec = venv.get_attr("goal_spec", indices=[0])[0]
     return DQN("MultiInputPolicy", venv, learning_rate=options["learning_rate"],
                buffer_size=steps, learning_starts=2_000, batch_size=128, gamma=options["gamma"], train_freq=1,
-               gradient_steps=options["gradient_steps"], target_update_interval=2_000,
-               exploration_fraction=options["exploration_fraction"], exploration_final_eps=0.05,
+               gradient_steps=options["gradient_steps"],
+               target_update_interval=options.get("target_update_interval", 2_000),
+               exploration_fraction=options["exploration_fraction"],
+               exploration_final_eps=options.get("exploration_final_eps", 0.05),
                replay_buffer_class=HindsightInstructionReplayBuffer,
                replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8 if variant == "some" else 0.0,
                                          seed=seed, n_steps=options["n_steps"], gamma=options["gamma"],
@@ -280,6 +282,8 @@ def main() -> None:
     arguments.add_n_envs(parser, 8)
     arguments.add_learner(parser, gamma=0.97, learning_rate=5e-4, gradient_steps=4, exploration_fraction=0.15)
     parser.add_argument("--n-steps", type=int, default=3, help="n-step returns of the buffer")
+    parser.add_argument("--target-update-interval", type=int, default=2_000, help="DQN's, in env steps")
+    parser.add_argument("--exploration-final-eps", type=float, default=0.05, help="DQN's")
     arguments.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     arguments.add_ray(parser, "(variant, seed) runs")

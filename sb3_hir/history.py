@@ -44,7 +44,7 @@ from gymnasium import spaces
 from sb3_hir._validate import check_int, check_keys
 from sb3_hir.contract import ENV_GOAL_SPEC, declared
 
-__all__ = ["HISTORY_KEY", "HistoryWrapper", "goal_free_keys"]
+__all__ = ["HISTORY_KEY", "HistoryWrapper", "goal_free_keys", "window_dtype"]
 
 #: The Dict key the window goes under, unless ``key=`` says otherwise.
 HISTORY_KEY = "history"
@@ -62,6 +62,42 @@ def _action_width(space: spaces.Space) -> int:
     raise ValueError(
         f"env.action_space must be Discrete, MultiDiscrete, MultiBinary or Box to enter the history; got {space!r}"
     )
+
+
+def _small_ints(space: spaces.Space) -> bool:
+    """Every value of ``space`` is an integer in [0, 255]."""
+    if isinstance(space, spaces.Discrete):
+        return int(space.start) >= 0 and int(space.start) + int(space.n) - 1 <= 255
+    if isinstance(space, spaces.Box):
+        dtype = np.dtype(space.dtype)
+        return ((np.issubdtype(dtype, np.integer) or dtype == np.bool_)
+                and bool(np.all(space.low >= 0)) and bool(np.all(space.high <= 255)))
+    return False
+
+
+def window_dtype(env: gym.Env, keys: Iterable[str] = ("obs",), include_action: bool = True,
+                 dtype: Any = "auto") -> np.dtype:
+    """The window's dtype: ``auto`` is uint8 when every entry is an integer in [0, 255] (integer observations such
+    as BabyAI's grid codes, one-hot actions, the valid flag), else float32.
+
+    The window is stored twice per replay row (observation and next observation), so its dtype sets the buffer's
+    size: a 400k-row DQN buffer of BabyAI windows (16 x 156) is 8 GB in float32 and 2 GB in uint8. Values are
+    unchanged: SB3's ``preprocess_obs`` casts a non-image Box to float before the policy sees it.
+    """
+    fits = all(_small_ints(env.observation_space[name]) for name in keys) and (
+        not include_action or isinstance(env.action_space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)))
+    if isinstance(dtype, str) and dtype == "auto":
+        return np.dtype(np.uint8 if fits else np.float32)
+    try:
+        chosen = np.dtype(dtype)
+    except TypeError:
+        chosen = None
+    if chosen not in (np.dtype(np.uint8), np.dtype(np.float32)):
+        raise ValueError(f"dtype must be 'auto', 'uint8' or 'float32'; got {dtype!r}")
+    if chosen == np.uint8 and not fits:
+        raise ValueError("dtype uint8 holds integers in [0, 255] only; the window's keys or actions (Box actions are "
+                         f"stored as they are) take other values: use 'auto' or 'float32'; keys {list(keys)}")
+    return chosen
 
 
 def goal_free_keys(env: gym.Env, keys: str | Iterable[str], key: str) -> list[str]:
@@ -92,14 +128,16 @@ class HistoryWrapper(gym.Wrapper):
     Memory for learners that have none (DQN, SAC, TQC, imitation's BC): the window travels in the observation, where
     every unchanged algorithm, buffer and collector carries it, and it holds no goals, so relabeling stays faithful.
 
-    The window is a float32 ``Box(length, width)``; ``width`` is the flattened size of ``keys`` plus the action
-    encoding (``include_action``) plus one valid channel. :attr:`layout` names the columns of each part.
+    The window is a ``Box(length, width)``; ``width`` is the flattened size of ``keys`` plus the action encoding
+    (``include_action``) plus one valid channel. :attr:`layout` names the columns of each part. Its dtype is uint8
+    when every entry is a small integer, else float32 (:func:`window_dtype`: a quarter of the replay memory).
 
     :param env: env with a Dict observation space (MazeRunner, ``InstructionWrapper``, any Dict env).
     :param length: steps in the window, current one included (>= 1).
     :param keys: observation keys that enter the window (Box or Discrete); never the instruction key.
     :param key: name of the new observation key.
     :param include_action: append the action taken before each observation (one-hot for ``Discrete``).
+    :param dtype: ``"auto"`` (uint8 when every entry fits, else float32), ``"uint8"`` or ``"float32"``.
     """
 
     def __init__(
@@ -109,10 +147,12 @@ class HistoryWrapper(gym.Wrapper):
         keys: str | Iterable[str] = ("obs",),
         key: str = HISTORY_KEY,
         include_action: bool = True,
+        dtype: Any = "auto",
     ) -> None:
         super().__init__(env)
         selected = goal_free_keys(env, keys, key)
         check_int(length, "length", 1, hint="steps in the window")
+        self.dtype = window_dtype(env, selected, bool(include_action), dtype)
         space = env.observation_space
         lows, highs, self._sizes = [], [], []
         for name in selected:
@@ -159,10 +199,11 @@ class HistoryWrapper(gym.Wrapper):
         self.observation_space = spaces.Dict(
             {
                 **space.spaces,
-                key: spaces.Box(np.tile(low, (self.length, 1)), np.tile(high, (self.length, 1)), dtype=np.float32),
+                key: spaces.Box(np.tile(low, (self.length, 1)).astype(self.dtype),
+                                np.tile(high, (self.length, 1)).astype(self.dtype), dtype=self.dtype),
             }
         )
-        self._window = np.zeros((self.length, self.width), dtype=np.float32)
+        self._window = np.zeros((self.length, self.width), dtype=self.dtype)
 
     def _row(self, obs: dict[str, Any], action: Any) -> np.ndarray:
         row = np.zeros(self.width, dtype=np.float32)
@@ -186,7 +227,7 @@ class HistoryWrapper(gym.Wrapper):
     def _push(self, obs: dict[str, Any], action: Any) -> dict[str, Any]:
         window = self._window
         window[:-1] = window[1:]
-        window[-1] = self._row(obs, action)
+        window[-1] = self._row(obs, action)  # exact in uint8: window_dtype chose it only for small integers
         return {**obs, self.key: window.copy()}
 
     def reset(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -301,3 +301,66 @@ def test_bc_with_the_history_extractor_fits_expert_labels():
     with th.no_grad():
         after = -bc_trainer.policy.evaluate_actions(obs, acts)[1].mean()
     assert after < before - 0.2
+
+
+class CodedObs(gym.ObservationWrapper):
+    """MazeRunner's observation as small integer codes in uint8, as BabyAI's grid of object codes is."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.observation_space = gym.spaces.Dict(
+            {**env.observation_space.spaces, "obs": gym.spaces.Box(0, 10, (7,), np.uint8)})
+
+    def observation(self, obs):
+        return {**obs, "obs": np.rint(np.asarray(obs["obs"]) * 10).astype(np.uint8)}
+
+
+def coded_maze(**kwargs) -> gym.Env:
+    return CodedObs(MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=7, **kwargs))
+
+
+def test_a_window_of_small_integers_is_uint8_with_the_float_window_s_values_and_a_quarter_of_the_replay_memory():
+    from stable_baselines3.common.buffers import DictReplayBuffer
+
+    small, wide = HistoryWrapper(coded_maze(), length=4), HistoryWrapper(coded_maze(), length=4, dtype="float32")
+    assert small.observation_space["history"].dtype == np.uint8 and small.dtype == np.uint8
+    assert wide.observation_space["history"].dtype == np.float32
+    a, _ = small.reset(seed=3)
+    b, _ = wide.reset(seed=3)
+    rng = np.random.default_rng(0)
+    for _ in range(30):  # across several episodes (time limit 7): padding rows and resets included
+        assert a["history"].dtype == np.uint8 and small.observation_space.contains(a)
+        np.testing.assert_array_equal(a["history"].astype(np.float32), b["history"])
+        action = int(rng.integers(5))
+        a, _, terminated, truncated, _ = small.step(action)
+        b, *_ = wide.step(action)
+        if terminated or truncated:
+            a, _ = small.reset()
+            b, _ = wide.reset()
+    buffers = [DictReplayBuffer(64, env.observation_space, env.action_space) for env in (small, wide)]
+    assert buffers[0].observations["history"].nbytes * 4 == buffers[1].observations["history"].nbytes
+    # the policy sees the same floats: SB3's preprocessing casts the uint8 window, and equal seeds give equal weights
+    qs = []
+    for env, obs in ((small, a), (wide, b)):
+        model = DQN("MultiInputPolicy", env, policy_kwargs=EXTRACTOR, buffer_size=64, seed=0, device="cpu")
+        tensor, _ = model.policy.obs_to_tensor({k: v[None] for k, v in obs.items()})
+        qs.append(model.policy.q_net(tensor).detach().numpy())
+    np.testing.assert_allclose(qs[0], qs[1], rtol=0, atol=0)
+
+
+def test_a_window_that_needs_floats_stays_float32_and_uint8_is_refused_where_it_would_round():
+    assert HistoryWrapper(MazeRunnerEnv(maze_dim=7, num_goals=2)).dtype == np.float32  # obs in [0, 1], floats
+    assert HistoryWrapper(coded_maze(continuous=True)).dtype == np.float32  # Box actions are stored as they are
+    assert HistoryWrapper(coded_maze(continuous=True), include_action=False).dtype == np.uint8
+    with pytest.raises(ValueError, match="dtype uint8 holds integers in \\[0, 255\\] only"):
+        HistoryWrapper(MazeRunnerEnv(maze_dim=7, num_goals=2), dtype="uint8")
+    for bad in ("int64", np.float64, "small", None):
+        with pytest.raises(ValueError, match="dtype must be 'auto', 'uint8' or 'float32'"):
+            HistoryWrapper(coded_maze(), dtype=bad)
+
+
+def test_train_s_memory_bound_counts_the_window_in_its_own_dtype():
+    from sb3_hir.cli.memory import _space_bytes, observation_bytes
+
+    for env in (coded_maze(), MazeRunnerEnv(maze_dim=7, num_goals=2)):
+        assert observation_bytes(env, 16) == _space_bytes(HistoryWrapper(env, length=16).observation_space)

@@ -12,6 +12,7 @@ from gymnasium import spaces
 
 from sb3_hir.action_features import ActionFeaturesWrapper
 from sb3_hir.cli.common import UsageError, usage
+from sb3_hir.history import window_dtype
 
 #: What one env costs besides its observations (wrappers, the maze, Python objects): a floor, not a measurement.
 ENV_OVERHEAD_BYTES = 64 * 1024
@@ -46,7 +47,8 @@ def observation_bytes(env: Any, history: int, features: str = "none", env_name: 
     obs = env.observation_space["obs"]
     obs_width = 1 if isinstance(obs, spaces.Discrete) else _width(obs)
     if history:
-        total += history * (obs_width + _width(env.action_space) + 1) * 4  # float32 rows of HistoryWrapper
+        itemsize = window_dtype(env).itemsize  # HistoryWrapper's rows: uint8 when every entry fits, else float32
+        total += history * (obs_width + _width(env.action_space) + 1) * itemsize
     if features != "none":  # the table's own space (a tracker is cheap to build; its space is what is stored)
         with usage(f"--action-features {features}: env {env_name!r} cannot carry it: "):
             total += _space_bytes(ActionFeaturesWrapper.tracker(env, features).space)
