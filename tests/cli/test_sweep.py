@@ -202,16 +202,15 @@ def test_optuna_search_over_a_given_space_trains_with_its_algorithm_keywords(tmp
     assert cli.main(["sweep", *TINY, "--relabel", "some", "--search", "optuna", "--trials", "2", "--space",
                      "algo.target_update_interval=choice:50,70", "--space", "algo.gamma=uniform:0.9:0.95",
                      "--out", str(out)]) == 0
-    from stable_baselines3 import DQN
-
-    runs = sorted((out / "runs").glob("seed0-*/dqn-some/model.zip"))
-    assert len(runs) == 2
-    for path in runs:
-        model = DQN.load(path, device="cpu")
-        assert model.target_update_interval in (50, 70) and 0.9 <= model.gamma <= 0.95
-    assert json.loads((out / "results.json").read_text())["swept"] == ["algo.target_update_interval", "algo.gamma"]
+    results = json.loads((out / "results.json").read_text())
+    assert results["swept"] == ["algo.target_update_interval", "algo.gamma"]
+    assert len(results["configurations"]) == 2 and len(list((out / "runs").glob("seed0-*/dqn-some"))) == 2
+    for row in results["configurations"]:  # "algo.target-update-interval=70 algo.gamma=0.93..."
+        shown = dict(item.split("=") for item in row["configuration"].split())
+        assert shown["algo.target-update-interval"] in ("50", "70") and 0.9 <= float(shown["algo.gamma"]) <= 0.95
     best = cli.build_parser().parse_args((out / "best.txt").read_text().split()[1:])
-    assert len(best.algo_kwarg) == 2
+    kwargs = train_command.model_kwargs(best, "dqn", "some", None)
+    assert kwargs["target_update_interval"] in (50, 70) and 0.9 <= kwargs["gamma"] <= 0.95
 
 
 def test_bad_sweep_input_is_one_line(tmp_path, capsys):
