@@ -178,11 +178,16 @@ def parse_kwargs(pairs: Sequence[str], option: str = "--env-kwarg") -> dict[str,
         key, sep, raw = pair.partition("=")
         if not sep or not key.isidentifier():
             raise UsageError(f"{option} takes KEY=VALUE with KEY a Python identifier; got {pair!r}")
-        try:
-            out[key] = ast.literal_eval(raw)
-        except (ValueError, SyntaxError):
-            out[key] = raw
+        out[key] = literal(raw)
     return out
+
+
+def literal(raw: str) -> Any:
+    """``raw`` as the Python literal it spells, else the string itself (``5`` -> 5, ``soft`` -> 'soft')."""
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return raw
 
 
 def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:

@@ -15,7 +15,6 @@ errors read, by :mod:`sb3_hir.experiment.runner`, the runner the benchmarks use 
 from __future__ import annotations
 
 import argparse
-import ast
 import hashlib
 import itertools
 import json
@@ -34,6 +33,7 @@ from sb3_hir.cli.common import (
     check_seed,
     checked_int,
     format_table,
+    literal,
     lock,
     parse_kwargs,
     prepare_out,
@@ -185,7 +185,7 @@ def parse_space(pairs: Sequence[str], train: argparse.ArgumentParser) -> dict[st
         if dest in space:
             raise UsageError(f"--space names {name!r} twice")
         if kind == "choice":
-            values = [_literal(v) for v in raw.split(",")]
+            values = [literal(v) for v in raw.split(",")]
             if any(v == "" for v in values):
                 raise UsageError(f"--space {pair!r}: choice takes values separated by commas, none empty")
             space[dest] = (kind, list(dict.fromkeys(values)))
@@ -199,13 +199,6 @@ def parse_space(pairs: Sequence[str], train: argparse.ArgumentParser) -> dict[st
                              + (", LOW > 0" if kind == "loguniform" else ""))
         space[dest] = (kind, (low, high))
     return space
-
-
-def _literal(raw: str) -> Any:
-    try:
-        return ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        return raw
 
 
 def space_samples(space: dict[str, tuple[str, Any]]) -> list[dict[str, Any]]:
