@@ -42,7 +42,11 @@ from sb3_hir.experiment.seeds import eval_seed
 from sb3_hir.extractors import HistoryExtractor
 from sb3_hir.history import HistoryWrapper
 
-VARIANTS = ("some", "none")
+VARIANTS = ("some", "none", "ppo")
+#: rl-zoo3's PPO settings for MiniGrid (``hyperparams/ppo.yml``, after lcswillems/rl-starter-files), on
+#: sb3-contrib's RecurrentPPO: an LSTM for memory in place of the window, and a stochastic policy.
+PPO_MINIGRID = dict(n_steps=128, batch_size=64, gae_lambda=0.95, gamma=0.99, n_epochs=10, ent_coef=0.0,
+                    learning_rate=2.5e-4, clip_range=0.2)
 EVAL_ENVS = 10
 
 
@@ -57,9 +61,29 @@ def make_venv(options: dict[str, Any], seed: int, n_envs: int) -> DummyVecEnv:
     return make_vec_env(env_fn, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv)
 
 
-def build_model(options: dict[str, Any], variant: str, seed: int) -> DQN:
-    """The learner; ``variant`` only changes the share of relabeled rows."""
+def variant_options(options: dict[str, Any], variant: str) -> dict[str, Any]:
+    """``ppo`` carries its memory in its LSTM, so its env has no history window."""
+    return {**options, "history": 0} if variant == "ppo" else options
+
+
+def build_ppo(options: dict[str, Any], seed: int, keys: list[str]) -> Any:
+    from sb3_contrib import RecurrentPPO
+
+    from sb3_hir.extractors import KeySelectExtractor
+
+    venv = make_venv(variant_options(options, "ppo"), seed, options["n_envs"])
+    return RecurrentPPO("MultiInputLstmPolicy", venv, **PPO_MINIGRID,
+                        policy_kwargs=dict(features_extractor_class=KeySelectExtractor,
+                                           features_extractor_kwargs=dict(keys=keys)),
+                        seed=seed, verbose=0, device="cpu")
+
+
+def build_model(options: dict[str, Any], variant: str, seed: int) -> Any:
+    """The learner; between ``some`` and ``none`` only the share of relabeled rows changes (``ppo``: see
+    :data:`PPO_MINIGRID`)."""
     keys = ["obs", "goals", "goal_steps"] if options["k_max"] > 1 else ["obs", "goals"]
+    if variant == "ppo":
+        return build_ppo(options, seed, keys)
     steps = options["steps"]
     venv = make_venv(options, seed, options["n_envs"])
     # SB3 builds a replay buffer without the env (only its own HerReplayBuffer gets it), so the goal spec the env
@@ -80,9 +104,21 @@ def build_model(options: dict[str, Any], variant: str, seed: int) -> DQN:
                seed=seed, verbose=0, device="cpu")
 
 
-def evaluator(options: dict[str, Any], seed: int) -> Any:
-    return instruction_evaluator(lambda: make_venv(options, eval_seed(seed), EVAL_ENVS), options["eval_episodes"],
-                                 eval_seed(seed))
+def evaluator(options: dict[str, Any], seed: int, variant: str = "some") -> Any:
+    """Greedy on the held-out missions; ``ppo`` is also scored sampling its actions, as BabyAI evaluates its own
+    PPO agents (``success_rate_sampled``)."""
+    options = variant_options(options, variant)
+    greedy = instruction_evaluator(lambda: make_venv(options, eval_seed(seed), EVAL_ENVS), options["eval_episodes"],
+                                   eval_seed(seed))
+    if variant != "ppo":
+        return greedy
+    sampled = instruction_evaluator(lambda: make_venv(options, eval_seed(seed), EVAL_ENVS),
+                                    options["eval_episodes"], eval_seed(seed), deterministic=False)
+
+    def both(model: Any) -> dict[str, float]:
+        return {**greedy(model), **{f"{k}_sampled": v for k, v in sampled(model).items()}}
+
+    return both
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -101,11 +137,12 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     def report(curve: list[dict[str, float]]) -> None:
         write_json(out, dict(variant=variant, seed=seed, options=options, curve=curve))
         point = curve[-1]
+        sampled = f" (sampled {point['success_rate_sampled']:.3f})" if "success_rate_sampled" in point else ""
         print(f"{variant} seed {seed}: {point['minutes']:6.1f} CPU-min {point['timesteps']:>8} steps "
-              f"success {point['success_rate']:.3f}", flush=True)
+              f"success {point['success_rate']:.3f}{sampled}", flush=True)
 
-    clock = WallClockCallback(options["eval_minutes"] * 60, options["cpu_minutes"] * 60, evaluator(options, seed),
-                              report, clock="cpu")
+    clock = WallClockCallback(options["eval_minutes"] * 60, options["cpu_minutes"] * 60,
+                              evaluator(options, seed, variant), report, clock="cpu")
     clock.init_callback(model)
     clock.record()  # the untrained policy: every curve starts at 0 minutes
     model.learn(options["steps"], callback=clock)
@@ -285,7 +322,9 @@ def main() -> None:
     parser.add_argument("--target-update-interval", type=int, default=2_000, help="DQN's, in env steps")
     parser.add_argument("--exploration-final-eps", type=float, default=0.05, help="DQN's")
     arguments.add_seeds(parser, [0, 1, 2])
-    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=["some", "none"],
+                        help="some, none (DQN with and without relabeling) and ppo (RecurrentPPO, rl-zoo3's MiniGrid "
+                             "settings); default some none")
     arguments.add_ray(parser, "(variant, seed) runs")
     parser.add_argument("--collect", action="store_true", help="rebuild --out's summary from its runs and exit")
     parser.add_argument("--diagnose", type=int, metavar="STEPS", default=None,
