@@ -180,7 +180,9 @@ def summarize(curves: dict[str, list[list[dict[str, float]]]]) -> dict[str, list
         for i in range(max(len(c) for c in runs)):
             reached = [c for c in runs if len(c) > i]
             row: dict[str, float] = {"evaluation": i, "seeds": len(reached)}
-            for key in ("minutes", "timesteps", "success_rate", "goals_reached"):
+            for key in ("minutes", "timesteps", "success_rate", "goals_reached", "success_rate_sampled"):
+                if key not in reached[0][i]:  # sampled: ppo's runs only
+                    continue
                 values = np.array([c[i][key] for c in reached], dtype=float)
                 row[f"{key}_mean"], row[f"{key}_std"] = float(values.mean()), float(values.std())
             rows.append(row)
@@ -202,14 +204,24 @@ def report(out: Path, args: argparse.Namespace) -> None:
                                           random_success=randoms))
     random_goals = [json.loads(p.read_text())["goals_reached"] for seed in args.seeds
                     if (p := out / f"random-seed{seed}.json").exists()]
+    sampled = any("success_rate_sampled_mean" in r for table in summary.values() for r in table)
     header = ["variant", "evaluation", "CPU minutes", "env steps", "success rate", "goals reached", "seeds"]
-    rows = [[variant, str(r["evaluation"]), f"{r['minutes_mean']:.1f}", f"{r['timesteps_mean'] / 1000:.0f}k",
-             format_mean_std(r["success_rate_mean"], r["success_rate_std"]),
-             format_mean_std(r["goals_reached_mean"], r["goals_reached_std"]), str(r["seeds"])]
-            for variant, table in summary.items() for r in table]
+    header[5:5] = ["success rate, actions sampled"] if sampled else []
+    rows = []
+    for variant, table in summary.items():
+        for r in table:
+            row = [variant, str(r["evaluation"]), f"{r['minutes_mean']:.1f}", f"{r['timesteps_mean'] / 1000:.0f}k",
+                   format_mean_std(r["success_rate_mean"], r["success_rate_std"]),
+                   format_mean_std(r["goals_reached_mean"], r["goals_reached_std"]), str(r["seeds"])]
+            if sampled:
+                row[5:5] = [format_mean_std(r["success_rate_sampled_mean"], r["success_rate_sampled_std"])
+                            if "success_rate_sampled_mean" in r else "-"]
+            rows.append(row)
     if randoms:
-        rows.append(["uniform random", "-", "-", "-", format_mean_std(float(np.mean(randoms)), float(np.std(randoms))),
-                     format_mean_std(float(np.mean(random_goals)), float(np.std(random_goals))), str(len(randoms))])
+        random_row = ["uniform random", "-", "-", "-", format_mean_std(float(np.mean(randoms)), float(np.std(randoms))),
+                      format_mean_std(float(np.mean(random_goals)), float(np.std(random_goals))), str(len(randoms))]
+        random_row[5:5] = ["-"] if sampled else []
+        rows.append(random_row)
     text = markdown_table(header, rows)
     with atomic_path(out / "summary.md") as tmp:
         Path(tmp).write_text(text + "\n")
@@ -222,6 +234,12 @@ def report(out: Path, args: argparse.Namespace) -> None:
         full = np.array([r["seeds"] for r in table]) == table[0]["seeds"]  # every seed; then a dotted tail
         (line,) = ax.plot(x[full], mean[full], "o-", label=f"{variant} ({table[0]['seeds']} seeds)")
         ax.fill_between(x[full], (mean - std)[full], (mean + std)[full], alpha=0.2, color=line.get_color())
+        if "success_rate_sampled_mean" in table[0]:  # the same policy sampling its actions, as BabyAI scores PPO
+            sampled_mean = np.array([r["success_rate_sampled_mean"] for r in table])
+            sampled_std = np.array([r["success_rate_sampled_std"] for r in table])
+            ax.plot(x[full], sampled_mean[full], "s--", color=line.get_color(), label=f"{variant}, actions sampled")
+            ax.fill_between(x[full], (sampled_mean - sampled_std)[full], (sampled_mean + sampled_std)[full],
+                            alpha=0.1, color=line.get_color())
         if not full.all():
             tail = np.flatnonzero(~full)
             tail = np.concatenate([tail[:1] - 1, tail])
@@ -234,7 +252,9 @@ def report(out: Path, args: argparse.Namespace) -> None:
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    ax.set_title(f"DQN + history {args.history} on {args.level} (k_max {args.k_max}): mean ± std", fontsize=9)
+    learners = [*([f"DQN + history {args.history}"] if set(summary) - {"ppo"} else []),
+                *(["RecurrentPPO"] if "ppo" in summary else [])]
+    ax.set_title(f"{', '.join(learners)} on {args.level} (k_max {args.k_max}): mean ± std", fontsize=9)
     fig.tight_layout()
     with atomic_path(out / "summary.png") as tmp:
         fig.savefig(tmp, format="png", dpi=100)
