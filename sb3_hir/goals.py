@@ -173,13 +173,24 @@ class GoalSpec(ABC):
         leading shape, so a whole episode against a whole instruction is one call.
         """
 
-    def is_nothing(self, achieved: np.ndarray) -> np.ndarray:
-        """Whether each achieved value (shape ``(..., *goal_shape)``) is :attr:`nothing_value`: a step that achieved
-        no goal (all False when the spec declares none)."""
-        achieved = np.asarray(achieved)
+    def is_nothing(self, values: np.ndarray) -> np.ndarray:
+        """Whether each value (shape ``(..., *goal_shape)``) describes nothing (all False when the spec declares no
+        :attr:`nothing_value`).
+
+        The one statement of the rule "a step that achieved nothing is never a goal", at every level of description:
+        a value is nothing when each component is :attr:`nothing_value` or :attr:`wildcard_value` and at least one is
+        :attr:`nothing_value`. An achieved value of such a step holds the nothing value in every component; a goal
+        drawn from it and then generalized (:meth:`generalize`, e.g. ``(-3, -3)`` to "any colour, type nothing"
+        ``(-2, -3)``) is nothing too, and no step can reach it.
+        """
+        values = np.asarray(values)
         if self.nothing_value is None:
-            return np.zeros(achieved.shape[: achieved.ndim - self.goal_ndim], dtype=bool)
-        return (achieved == self.nothing_value).all(axis=self._goal_axes)
+            return np.zeros(values.shape[: values.ndim - self.goal_ndim], dtype=bool)
+        nothing = values == self.nothing_value
+        if self.wildcard_value is None:
+            return nothing.all(axis=self._goal_axes)
+        blank = nothing | (values == self.wildcard_value)
+        return blank.all(axis=self._goal_axes) & nothing.any(axis=self._goal_axes)
 
     def generalize(self, goals: np.ndarray, drawn: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """``goals`` ``(B, k, *goal_shape)`` with each ``drawn`` ``(B, k)`` slot at a level of description drawn

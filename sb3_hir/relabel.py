@@ -268,6 +268,7 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
         t: np.ndarray,
         rng: np.random.Generator,
         goal_selection: str = "future",
+        at_least_one: bool = False,
     ) -> np.ndarray:
         """:meth:`relabel_goals` for a batch of sampled transitions at once, one fresh draw per transition.
 
@@ -290,6 +291,9 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
         :param t: ``(B,)`` index of each sampled transition, ``0..T-1``.
         :param rng: generator of the draws.
         :param goal_selection: ``"future"`` or ``"episode"``.
+        :param at_least_one: ``"some"`` draws h uniform in ``1..free`` instead of ``0..free``: the buffer's probe of
+            whether a transition admits any hindsight instruction (event goals), so that one the coin leaves with its
+            own instruction is admitted exactly when one that draws could be.
         :return: int64 ``(B, k)``: slot j's goal is the value achieved at step ``out[b, j]`` (``1..T``), or the
             episode's own goal j where it is -1. The step slots form a strictly increasing prefix; a row of -1
             keeps the episode's own instruction.
@@ -305,8 +309,12 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
         if self.strategy == "none" or batch == 0:
             return out
         free = k - (own > 0).sum(axis=1) - (own < -1).sum(axis=1)  # own unreached goals (-2: padding)
-        # "some": h uniform in 0..free
-        h = free if self.strategy == "all" else (rng.random(batch) * (free + 1)).astype(np.int64)
+        if self.strategy == "all":
+            h = free
+        elif at_least_one:  # "some" with at least one drawn goal: h uniform in 1..free
+            h = np.minimum(1 + (rng.random(batch) * free).astype(np.int64), free)
+        else:  # "some": h uniform in 0..free
+            h = (rng.random(batch) * (free + 1)).astype(np.int64)
         big = np.iinfo(np.int64).max // 4
         excluded = np.concatenate([np.where(own > 0, own, big), np.full((batch, k), big, dtype=np.int64)], axis=1)
         ones = np.ones(batch, dtype=np.int64)

@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "AVAILABLE", "DRAW_MODES", "SELECTIONS", "box_generator", "call", "config", "deferred_interrupt", "draw_goal_steps",
-    "draw_goal_steps_boxed", "draw_mode", "enabled", "jitable", "kernel", "kernels_of",
+    "AVAILABLE", "DRAW_MODES", "SELECTIONS", "SOME_AT_LEAST_ONE", "box_generator", "call", "config",
+    "deferred_interrupt", "draw_goal_steps", "draw_goal_steps_boxed", "draw_mode", "enabled", "jitable", "kernel",
+    "kernels_of",
 ]
 
 #: numba is a dependency; the numpy code stays the reference, and the fallback where numba has no wheel. numba is
@@ -39,6 +40,8 @@ AVAILABLE = importlib.util.find_spec("numba") is not None
 
 #: A relabeler's ``strategy`` as kernels take it: which relabeled transitions take drawn goals.
 DRAW_MODES = {"none": 0, "some": 1, "all": 2}
+#: ``draw_goal_steps``'s mode for ``"some"`` with ``at_least_one`` (the probe of event goals: h uniform in 1..free).
+SOME_AT_LEAST_ONE = 3
 #: ``goal_selection`` as kernels take it.
 SELECTIONS = {"future": 0, "episode": 1, "final": 2}
 
@@ -172,8 +175,9 @@ def jitable(fn: Any) -> Any:
 
 @kernel
 def draw_goal_steps(rng, own, length, t, strategy, future):  # type: ignore[no-untyped-def]
-    """``HindsightInstructionRelabeler.draw_goal_steps`` (``strategy`` 1 "some", 2 "all"; ``future`` as
-    ``goal_selection == "future"``): the same draws from ``rng`` in the same order, one call per batch."""
+    """``HindsightInstructionRelabeler.draw_goal_steps`` (``strategy`` 1 "some", 2 "all", 3 "some" with
+    ``at_least_one``; ``future`` as ``goal_selection == "future"``): the same draws from ``rng`` in the same order, one
+    call per batch."""
     batch, k = own.shape
     out = np.full((batch, k), -1, np.int64)
     if strategy == 0 or batch == 0:
@@ -193,6 +197,9 @@ def draw_goal_steps(rng, own, length, t, strategy, future):  # type: ignore[no-u
     if strategy == 1:  # "some": h uniform in 0..free
         for b in range(batch):
             h[b] = np.int64(rng.random() * (h[b] + 1))
+    elif strategy == 3:  # "some", at least one: h uniform in 1..free
+        for b in range(batch):
+            h[b] = min(1 + np.int64(rng.random() * h[b]), h[b])
     draw = np.empty(batch, np.int64)
     active = np.empty(batch, np.bool_)
     clash = np.empty(batch, np.int64)

@@ -52,6 +52,9 @@ def upgrade(buffer: Any, state: dict[str, Any], choose_draws: Callable[[BufferOp
     parts = vars(buffer)["_parts"]
     view = DrawView(buffer, parts["storage"])
     draws.bind(view)
+    if any(name not in state["_field"] for name in draws.fields):  # saved before event goals had index fields
+        draws.fields = type(draws).fields
+        vars(draws)["events"] = False  # drawn over all steps, as then; steps that achieved nothing stay inadmissible
     index = build_index(goal_env, options.has_success_test, parts["storage"], draws, view)
     for name, column in index.field.items():  # the earlier layout holds every field of today's (and maybe more)
         index.meta[..., column] = state["_meta"][..., state["_field"][name]]

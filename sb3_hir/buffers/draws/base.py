@@ -22,7 +22,7 @@ keeps the kept ones uniform.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -31,7 +31,10 @@ from sb3_hir.buffers.draws.view import DrawView
 from sb3_hir.buffers.episode_index import EndedEpisode
 from sb3_hir.reach import instruction_end
 
-__all__ = ["Candidates", "DrawContractError", "DrawStrategy", "Instructions", "Relabeled", "draw_rounds", "oversample"]
+__all__ = [
+    "Candidates", "DrawContractError", "DrawStrategy", "Instructions", "Relabeled", "admissible", "draw_rounds",
+    "oversample",
+]
 
 
 class Relabeled(NamedTuple):
@@ -82,6 +85,22 @@ class Candidates(NamedTuple):
     own_goals: np.ndarray  # (B, k, *goal_shape) the episode's own instruction
 
 
+def admissible(view: DrawView, t: np.ndarray, goals: np.ndarray, reach: np.ndarray) -> np.ndarray:
+    """Whether each drawn instruction may relabel its transition ``t``: the transition lies inside the relabeled
+    episode (the instruction not complete before it), and no goal describes nothing
+    (:meth:`~sb3_hir.goals.GoalSpec.is_nothing`, the one statement of that rule, at every level of description).
+    Every draw path asks this, the compiled draw's kernel included (``draw_rounds``)."""
+    spec = view.goal_spec
+    if getattr(spec, "ordered", True):
+        inside = ~((reach[:, -1] > 0) & (reach[:, -1] <= t))
+    else:  # padding or groups: the instruction ends at its last real goal's reach (sb3_hir.reach)
+        end = instruction_end(reach, ~spec.is_padding(goals))
+        inside = ~((end > 0) & (end <= t))
+    if getattr(spec, "nothing_value", None) is not None:
+        inside &= ~spec.is_nothing(goals).any(axis=1)
+    return inside
+
+
 @compiled.jitable
 def oversample(missing: int, admitted: float) -> int:
     """Draws for one round: enough for ``missing`` admissible pairs at the ``admitted`` share, within bounds."""
@@ -104,8 +123,9 @@ class DrawStrategy:
     ``draw`` is bound to the numpy or compiled draw by :meth:`use_compiled`, so sampling never asks which.
     """
 
-    #: index fields this strategy adds to each row (see :class:`~sb3_hir.buffers.episode_index.EpisodeIndex`).
-    fields: ClassVar[tuple[str, ...]] = ()
+    #: index fields this strategy adds to each row (see :class:`~sb3_hir.buffers.episode_index.EpisodeIndex`); a
+    #: strategy may extend them in :meth:`setup`, before the index is built.
+    fields: tuple[str, ...] = ()
     #: whether it finds reaches through an index of exact integer goal values (else by comparing values).
     exact_values = False
 
@@ -201,18 +221,9 @@ class DrawStrategy:
         if rows_ is None:
             return None
         goals, reach, keep = self._checked(view, rows_, self.instructions(view, rows_))
-        # Admissible: the transition lies inside the relabeled episode (the k-th goal not reached before it), and
-        # no goal is a step that achieved nothing (event goals: ``GoalSpec.nothing_value``).
-        spec = view.goal_spec
-        if getattr(spec, "ordered", True):
-            inside = ~((reach[:, -1] > 0) & (reach[:, -1] <= rows_.t))
-        else:  # padding or groups: the instruction ends at its last real goal's reach (sb3_hir.reach)
-            end = instruction_end(reach, ~spec.is_padding(goals))
-            inside = ~((end > 0) & (end <= rows_.t))
+        inside = admissible(view, rows_.t, goals, reach)
         if keep is not None:
             inside &= keep
-        if getattr(view.goal_spec, "nothing_value", None) is not None:
-            inside &= ~view.goal_spec.is_nothing(goals).any(axis=1)
         other_end = self.other_end(view, rows_)
         part = Relabeled(rows_.flat, rows_.start, rows_.env, rows_.t, rows_.length, goals, reach, other_end)
         if not inside.all():

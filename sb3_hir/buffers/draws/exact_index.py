@@ -50,10 +50,11 @@ class ExactIndexDraw(GoalStepsDraw):
     def use_compiled(self, on: bool) -> None:
         super().use_compiled(on)
         self.reach_steps = self._reach_compiled if on else self._reach_indexed  # type: ignore[method-assign]
-        if on and self.builtin:
+        if on and self.builtin and not self.events:  # event goals draw round by round (GoalStepsDraw.instructions)
             self.draw = self._draw_compiled
 
     def index_episode(self, view: DrawView, episode: EndedEpisode, meta: np.ndarray, field: dict[str, int]) -> None:
+        super().index_episode(view, episode, meta, field)
         length = episode.length
         ids, own_ids = value_ids(episode.achieved, episode.own_goals, len(view.goal_shape))
         order = np.argsort(ids, kind="stable")  # positions -> step offset, grouped by value, steps ascending

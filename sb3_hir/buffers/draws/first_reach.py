@@ -12,6 +12,8 @@ integer goals and O(T^2) (pairwise comparisons, in blocks) for other goal specs.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from sb3_hir.buffers import compiled
@@ -40,7 +42,13 @@ class FirstReachDraw(DrawStrategy):
     def __init__(self, exact_values: bool | None = None) -> None:
         self.exact_values = exact_values  # type: ignore[assignment]
         self.cfg: np.ndarray | None = None
+        self.events = False
         super().__init__()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state.setdefault("events", False)  # pickled before event goals were told apart
+        state["cfg"] = None  # rebuilt with today's settings on the first draw
+        super().__setstate__(state)
 
     def setup(self, view: DrawView) -> None:
         if view.num_goals != 1:
@@ -54,6 +62,9 @@ class FirstReachDraw(DrawStrategy):
                              "spec's description_levels relabel at other levels: use 'window'")
         if self.exact_values is None:
             self.exact_values = view.exact_values
+        #: event goals (the goal spec declares ``nothing_value``): a step that achieved nothing is never drawn, and
+        #: admission does not depend on the coin (see :meth:`instructions`).
+        self.events = getattr(view.goal_spec, "nothing_value", None) is not None
 
     def use_compiled(self, on: bool) -> None:
         super().use_compiled(on)
@@ -67,6 +78,10 @@ class FirstReachDraw(DrawStrategy):
         # Sorted by first reach, latest first: the values not yet reached after transition t are the first
         # fcount[t] steps of this order.
         key = np.where(first > 0, first, length + 1)
+        if self.events:  # a step that achieved nothing is no goal: never first reached, never drawn
+            nothing = view.goal_spec.is_nothing(episode.achieved)
+            first[nothing] = 0
+            key[nothing] = 0
         meta[:, field["first"]] = first
         forder = np.argsort(-key, kind="stable")
         meta[:, field["forder"]] = forder + 1
@@ -90,7 +105,12 @@ class FirstReachDraw(DrawStrategy):
             steps = meta_flat[((start + pick) % size) * n_envs + envs, field["forder"]].astype(np.int64)
         step_flat = ((start + steps - 1) % size) * n_envs + envs
         first = meta_flat[step_flat, field["first"]].astype(np.int64)
-        keep = ~draw | (first > t)
+        if self.events and getattr(view.relabeler, "strategy", None) != "none":
+            # Event goals: a transition is admitted where a drawn goal would be, whether or not the coin draws one,
+            # so relabeled transitions are uniform over those that admit a hindsight goal (as GoalStepsDraw's probe).
+            keep = (own_step > 0) | (first > t)
+        else:
+            keep = ~draw | (first > t)
         reach_drawn = np.where(first > 0, first, -1)
         achieved = view.achieved_at(step_flat // n_envs, step_flat % n_envs)[:, None]
         goals = np.where(draw.reshape(-1, *(1,) * (own_goals.ndim - 1)), achieved, own_goals)
@@ -101,7 +121,7 @@ class FirstReachDraw(DrawStrategy):
         if self.cfg is None:
             self.cfg = self._config(
                 view, draw_mode=compiled.draw_mode(view.relabeler),
-                selection=compiled.SELECTIONS[view.goal_selection],
+                selection=compiled.SELECTIONS[view.goal_selection], events=self.events,
             )
         return self._run_kernel(view, draw_first_reach, count, upper, self.cfg)
 
@@ -168,7 +188,10 @@ def _first_reach_round(rng, meta, envs, flat, t, length, keep, start, batch, cfg
                 at -= c.size
             step = meta[at * c.n_envs + envs[i], c.f_forder]
             first = meta[at * c.n_envs + envs[i], c.f_ffirst]  # same row: no second lookup
-        ok[b] = (not draw[b]) or first > t[i]
+        if c.events and c.draw_mode != 0:  # event goals: admitted where a drawn goal would be, coin or not
+            ok[b] = own_step[b] > 0 or first > t[i]
+        else:
+            ok[b] = (not draw[b]) or first > t[i]
         if draw[b]:
             steps[b, 0] = step
             reach[b, 0] = first if first > 0 else -1
