@@ -99,9 +99,19 @@ def build_model(options: dict[str, Any], variant: str, seed: int) -> Any:
                replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8 if variant == "some" else 0.0,
                                          seed=seed, n_steps=options["n_steps"], gamma=options["gamma"],
                                          goal_spec=spec),
-               policy_kwargs=dict(net_arch=[256, 256], features_extractor_class=HistoryExtractor,
-                                  features_extractor_kwargs=dict(keys=keys, encoder=options["encoder"])),
+               policy_kwargs=dict(net_arch=[256, 256], **extractor(options, keys)),
                seed=seed, verbose=0, device="cpu")
+
+
+def extractor(options: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+    """The window's encoder over ``keys``, or with ``--history 0`` (no window) the flat features of the current step
+    (:class:`~sb3_hir.extractors.KeySelectExtractor`)."""
+    from sb3_hir.extractors import KeySelectExtractor
+
+    if not options["history"]:
+        return dict(features_extractor_class=KeySelectExtractor, features_extractor_kwargs=dict(keys=keys))
+    return dict(features_extractor_class=HistoryExtractor,
+                features_extractor_kwargs=dict(keys=keys, encoder=options["encoder"]))
 
 
 def evaluator(options: dict[str, Any], seed: int, variant: str = "some") -> Any:
