@@ -285,6 +285,12 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     _draws = property(attrgetter("_online.draws"))
     _view = property(attrgetter("_online.view"))
 
+    @property
+    def draw_strategy(self) -> DrawStrategy:
+        """The draw strategy serving the online rows (read-only): the object chosen or built from ``draw_strategy``,
+        so users can see which one the defaults picked and read its state (e.g. ``admitted``)."""
+        return self._online.draws
+
     def _source(self, rows: DictReplayBuffer, storage: Storage, draws: DrawStrategy,
                 rng: np.random.Generator | None = None) -> Source:
         """A source of rows for the sampler: ``storage`` (written by ``rows.add``), indexed and drawn from by
