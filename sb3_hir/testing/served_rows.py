@@ -237,9 +237,10 @@ def check_served(stream: Stream, sample: DictReplayBufferSamples, spec: GoalSpec
             oracle = simulate(ep.observations["achieved"][:, 0], info.goals[b], fall=fall, spec=spec,
                               groups=groups).episode
             # A replay never outlives the recorded episode; the transition lies inside the relabeled one.
-            assert t < len(oracle) <= len(ep), (
-                f"{at}: the step lies outside the relabeled episode, which ends at step {len(oracle)} (the recorded "
-                f"one at {len(ep)}): its reach steps are wrong")
+            if not t < len(oracle) <= len(ep):
+                raise AssertionError(f"{at}: reach: the replay completes the drawn goals at step {len(oracle)} (the "
+                                     f"recorded episode ends at {len(ep)}), so this step lies outside the relabeled "
+                                     "episode: the drawn reach steps are wrong")
             view, length = oracle, len(oracle)
         else:  # recorded; a running episode's window stops at its newest row
             oracle, view, length = None, ep, stream.added[id(rec)]
