@@ -8,6 +8,9 @@ backends, where a source hands them to serving:
   ``nothing_value`` declared, served as a goal no instruction can hold;
 * a strategy whose draws are all inadmissible for a while: every relabeled row is then served as recorded, and
   ``served_relabeled_share`` reads 0 without a word.
+
+Both cost a few microseconds per ``sample()`` in the usual case (two reductions over the drawn goals, a counter),
+within the noise of a 256-row sample (about 2 ms with the compiled draw on a loaded 2-core machine).
 """
 
 from __future__ import annotations
@@ -20,23 +23,29 @@ from gymnasium import spaces
 
 from sb3_hir.buffers.draws import DrawStrategy, DrawView, Relabeled
 
-__all__ = ["DRY_DRAWS", "DrawWatch", "check_goals_in_space"]
+__all__ = ["DRY_DRAWS", "DrawWatch", "check_draw", "check_goals_in_space", "uniform_bounds"]
 
 #: consecutive draws that admit no pair, while finished episodes exist, before :class:`DrawWatch` warns: a healthy
 #: strategy admits some pair within a few batches even early in training.
 DRY_DRAWS = 50
 
 
-def check_goals_in_space(relabeled: Relabeled, view: DrawView, space: spaces.Space, strategy: str) -> None:
+def check_goals_in_space(relabeled: Relabeled, view: DrawView, space: spaces.Space, strategy: str,
+                         uniform: tuple[float, float] | None = None) -> None:
     """Refuse drawn goals outside ``space`` (the goals' Box), naming the key, the value, the bounds and the likely
     fix. The spec's own markers (mask, wildcard, padding, a declared nothing value) are left to the spec, which may
-    place them outside: whether a goal holding the nothing value is admissible is ``GoalSpec.is_nothing``'s rule."""
+    place them outside: whether a goal holding the nothing value is admissible is ``GoalSpec.is_nothing``'s rule.
+
+    ``uniform``: the Box's bounds when every component shares them (:func:`uniform_bounds`), which settles the usual
+    case, every goal inside, in two reductions.
+    """
     if not isinstance(space, spaces.Box) or not len(relabeled.goals):
         return
     goals, spec = relabeled.goals, view.goal_spec
-    low = np.broadcast_to(space.low, goals.shape[1:])
-    high = np.broadcast_to(space.high, goals.shape[1:])
-    outside = (goals < low) | (goals > high)
+    if uniform is not None and goals.min() >= uniform[0] and goals.max() <= uniform[1]:
+        return
+    outside = (goals < np.broadcast_to(space.low, goals.shape[1:])) | (goals > np.broadcast_to(space.high,
+                                                                                                goals.shape[1:]))
     for marker in ("mask_value", "wildcard_value", "pad_value", "nothing_value"):
         value = getattr(spec, marker, None)
         if value is not None:
@@ -57,6 +66,13 @@ def check_goals_in_space(relabeled: Relabeled, view: DrawView, space: spaces.Spa
     )
 
 
+def uniform_bounds(space: spaces.Space) -> tuple[float, float] | None:
+    """A Box's ``(low, high)`` when every component shares them, else None."""
+    if not isinstance(space, spaces.Box) or space.low.min() != space.low.max() or space.high.min() != space.high.max():
+        return None
+    return float(space.low.min()), float(space.high.max())
+
+
 class DrawWatch:
     """Counts a source's draws that admit no pair although finished episodes exist, and warns once (module
     docstring). Kept by the source, pickled with it."""
@@ -64,6 +80,8 @@ class DrawWatch:
     def __init__(self) -> None:
         self.dry = 0
         self.warned = False
+        #: the goals' space and its uniform bounds (:func:`uniform_bounds`), read once.
+        self.bounds: tuple[spaces.Space, tuple[float, float] | None] | None = None
 
     def see(self, relabeled: Relabeled | None, view: DrawView, draws: DrawStrategy) -> None:
         """Record one draw's outcome; after :data:`DRY_DRAWS` dry ones in a row, warn naming the strategy and why."""
@@ -97,6 +115,13 @@ def check_draw(relabeled: Relabeled | None, view: DrawView, storage: Any, draws:
                watch: DrawWatch) -> None:
     """Both checks on one draw of a source (module docstring)."""
     watch.see(relabeled, view, draws)
-    if relabeled is not None:
-        space = storage.observation_space[view.goal_spec.goals_key]
-        check_goals_in_space(relabeled, view, space, draws.name)
+    if relabeled is None:
+        return
+    space = storage.observation_space[view.goal_spec.goals_key]
+    cached = watch.__dict__.get("bounds")
+    if cached is None or cached[0] is not space:  # once per source (and after loading)
+        cached = watch.bounds = (space, uniform_bounds(space))
+    uniform = cached[1]
+    if uniform is not None and uniform[0] == -np.inf and uniform[1] == np.inf:
+        return  # an unbounded Box (GoalEnvs' goals): nothing lies outside
+    check_goals_in_space(relabeled, view, space, draws.name, uniform)
