@@ -46,7 +46,8 @@ class GoalSpec(ABC):
         for envs whose goals are events (face an object, pick up a key) rather than positions. Such a step reaches
         no goal and is never drawn as a hindsight goal. None (default): every step achieves a goal value.
     :param wildcard_value: a goal component equal to it matches any achieved value there: a partial description
-        ("go to a ball", any color). None (default): every component must match.
+        ("go to a ball", any color). None (default): every component must match. Refused by a spec whose
+        :meth:`reached` does not read it (:attr:`honours_wildcard` False, e.g. :class:`ToleranceGoalSpec`).
     :param same_step_goals: the next goal is checked from the step that reached the previous one, so one step can
         complete several goals (an object that matches two descriptions, as in BabyAI); False (default): from the
         step after, one goal per step.

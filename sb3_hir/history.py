@@ -137,7 +137,9 @@ class HistoryWrapper(gym.Wrapper):
     :param keys: observation keys that enter the window (Box or Discrete); never the instruction key.
     :param key: name of the new observation key.
     :param include_action: append the action taken before each observation (one-hot for ``Discrete``).
-    :param dtype: ``"auto"`` (uint8 when every entry fits, else float32), ``"uint8"`` or ``"float32"``.
+    :param dtype: ``"auto"`` (uint8 when every entry fits, else float32), ``"uint8"`` or ``"float32"``. A uint8
+        window refuses a step whose value lies outside [0, 255] (the env's declared bounds are wrong) rather than
+        store it wrapped.
     """
 
     def __init__(
