@@ -240,6 +240,19 @@ def test_a_healthy_strategy_never_warns_of_dry_draws() -> None:
             buffer.sample(8)
 
 
+def test_no_dry_warning_before_any_episode_ends() -> None:
+    """Before the first episode ends nothing can be drawn, and that is no fault of the strategy."""
+    buffer = make_buffer(1, size=64)
+    obs = {"obs": np.zeros((1, 3), np.float32), "goals": np.full((1, 1, 2), 3, np.int32),
+           "achieved": np.zeros((1, 1, 2), np.int32)}
+    for _ in range(40):  # one running episode
+        buffer.add(obs, obs, np.zeros((1, 1)), np.zeros(1), np.zeros(1), [{}])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3 * DRY_DRAWS):
+            buffer.sample(8)
+
+
 @pytest.mark.parametrize("strategy,accepted", [("first-reach", "'exact_values'"), (NextStepDraw, "none")])
 def test_draw_strategy_kwargs_errors_name_the_argument_and_the_strategy(strategy: Any, accepted: str) -> None:
     name = strategy if isinstance(strategy, str) else strategy.__name__

@@ -90,10 +90,13 @@ class DrawWatch:
         if relabeled is not None and len(relabeled.flat):
             self.dry = 0
             return
-        if view.index is None or not (view.index.meta[..., view.index.field["len"]] > 0).any():
-            return  # no finished episode yet: nothing could be drawn
         self.dry += 1
         if self.dry < DRY_DRAWS:
+            return
+        # Read the whole index once per DRY_DRAWS empty draws, not per draw: before the first episode ends (a long
+        # first episode in a large buffer), nothing could be drawn, and that is no fault.
+        if view.index is None or not (view.index.meta[..., view.index.field["len"]] > 0).any():
+            self.dry = 0
             return
         self.warned = True
         nothing = getattr(view.goal_spec, "nothing_value", None)
@@ -107,7 +110,7 @@ class DrawWatch:
             f"draw strategy {draws.name} admitted no relabeled pair in {DRY_DRAWS} draws in a row, although finished "
             f"episodes exist: {cause}. Relabeled rows are served as recorded (served_relabeled_share stays at 0); "
             "choose another draw strategy or goal_selection",
-            stacklevel=5,
+            stacklevel=6,
         )
 
 
