@@ -244,7 +244,8 @@ class HistoryWrapper(gym.Wrapper):
             return
         column = int(np.argmax(outside))
         name = next(n for n, part in self.layout.items() if part.start <= column < part.stop)
-        sub = self.env.observation_space[name] if name in self.keys else self.env.action_space
+        space = self.env.observation_space
+        sub = space[name] if isinstance(space, spaces.Dict) and name in self.keys else self.env.action_space
         raise ValueError(
             f"HistoryWrapper: observation[{name!r}] holds {row[column]:g}, outside the bounds the env declares for it "
             f"({sub}), from which dtype {'auto' if self._auto else 'uint8'} chose a uint8 window that holds "

@@ -1,8 +1,8 @@
 """What the buffer checks of every draw, whichever strategy made it: :class:`DrawWatch`.
 
-A strategy's contract (:meth:`~sb3_hir.buffers.draws.DrawStrategy._checked`) holds each returned instruction to its
-form. Two mistakes pass it and are still silently wrong, so the buffer checks every strategy's admitted pairs, on both
-backends, where a source hands them to serving:
+A strategy's contract (refused with :class:`~sb3_hir.buffers.draws.DrawContractError`) holds each returned
+instruction to its form. Two mistakes pass it and are still silently wrong, so the buffer checks every strategy's
+admitted pairs, on both backends, where a source hands them to serving:
 
 * a goal outside the goals' observation space: usually an event env's step that achieved nothing, with no
   ``nothing_value`` declared, served as a goal no instruction can hold;
@@ -16,12 +16,12 @@ within the noise of a 256-row sample (about 2 ms with the compiled draw on a loa
 from __future__ import annotations
 
 import warnings
-from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
 from sb3_hir.buffers.draws import DrawStrategy, DrawView, Relabeled
+from sb3_hir.buffers.storage import Storage
 
 __all__ = ["DRY_DRAWS", "DrawWatch", "check_draw", "check_goals_in_space", "uniform_bounds"]
 
@@ -114,7 +114,7 @@ class DrawWatch:
         )
 
 
-def check_draw(relabeled: Relabeled | None, view: DrawView, storage: Any, draws: DrawStrategy,
+def check_draw(relabeled: Relabeled | None, view: DrawView, storage: Storage, draws: DrawStrategy,
                watch: DrawWatch) -> None:
     """Both checks on one draw of a source (module docstring)."""
     watch.see(relabeled, view, draws)
