@@ -138,6 +138,15 @@ class EffectTable:
         #: The flattened columns found to be a clock (see above) and left out of the effect test.
         self.clock_columns: tuple[int, ...] = ()
         self._width = width
+        if columns is None:
+            warnings.warn(
+                f"EffectTable: {type(env.unwrapped).__name__} declares no effect_columns and no columns= was given, so "
+                f"effects are found heuristically: every column of keys {list(self.keys)} counts until a clock (a "
+                f"column that moves whatever the action) is ruled in or out after {CLOCK_STEPS} steps over two "
+                "actions; before that, a wall bump in an env with a clock is recorded as an effect. Declare "
+                "effect_columns on the env, or pass columns=, to choose",
+                stacklevel=3,
+            )
         # Clock search, only without columns: the first step's change, which columns kept it on every step since,
         # the steps and actions seen, and this episode's (row, change) to rebuild it once a clock is found.
         self._watch = columns is None

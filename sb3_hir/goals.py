@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
@@ -45,7 +46,8 @@ class GoalSpec(ABC):
         for envs whose goals are events (face an object, pick up a key) rather than positions. Such a step reaches
         no goal and is never drawn as a hindsight goal. None (default): every step achieves a goal value.
     :param wildcard_value: a goal component equal to it matches any achieved value there: a partial description
-        ("go to a ball", any color). None (default): every component must match.
+        ("go to a ball", any color). None (default): every component must match. Refused by a spec whose
+        :meth:`reached` does not read it (:attr:`honours_wildcard` False, e.g. :class:`ToleranceGoalSpec`).
     :param same_step_goals: the next goal is checked from the step that reached the previous one, so one step can
         complete several goals (an object that matches two descriptions, as in BabyAI); False (default): from the
         step after, one goal per step.
@@ -64,6 +66,8 @@ class GoalSpec(ABC):
         None (default): each goal is its own group, in slot order.
     """
 
+    #: whether :meth:`reached` reads :attr:`wildcard_value`; a spec that does not refuses one rather than ignore it.
+    honours_wildcard: ClassVar[bool] = False
     #: class defaults, for specs pickled before event goals (an instance sets its own).
     nothing_value: float | None = None
     wildcard_value: float | None = None
@@ -105,6 +109,10 @@ class GoalSpec(ABC):
                                            or not isinstance(wildcard_value, (int, float, np.number))
                                            or not np.isfinite(wildcard_value)):
             raise ValueError(f"wildcard_value must be a finite number or None, got {wildcard_value!r}")
+        if wildcard_value is not None and not type(self).honours_wildcard:
+            raise ValueError(f"wildcard_value: {type(self).__name__} cannot honour a wildcard (its reached() does not "
+                             "read one), so a partial goal would be judged as a whole; use ExactGoalSpec, or a spec "
+                             "whose reached() does (honours_wildcard = True)")
         if wildcard_value is not None and wildcard_value in (mask_value, nothing_value):
             raise ValueError(f"wildcard_value must differ from mask_value ({mask_value!r}) and nothing_value "
                              f"({nothing_value!r}); got {wildcard_value!r}")
@@ -112,8 +120,9 @@ class GoalSpec(ABC):
         if description_levels is not None:
             if wildcard_value is None:
                 raise ValueError("description_levels needs wildcard_value: the components a level drops become it")
-            levels = np.asarray(description_levels)
-            if levels.ndim != 2 or levels.dtype != bool or not len(levels) or not levels.any(axis=1).all():
+            levels = _masks(description_levels)
+            if (levels is None or levels.ndim != 2 or levels.dtype != bool or not len(levels)
+                    or not levels.any(axis=1).all()):
                 raise ValueError("description_levels must be a non-empty sequence of equal-length bool masks over a "
                                  f"goal's components, each keeping at least one; got {description_levels!r}")
         if pad_value is not None and (isinstance(pad_value, bool) or not isinstance(pad_value, (int, float, np.number))
@@ -267,6 +276,7 @@ class GoalSpec(ABC):
             raise ValueError(
                 f"observation_space[{self.goals_key!r}] must hold at least one goal, got shape {goals_shape}"
             )
+        self._check_values_fit(observation_space)
         levels = self.description_levels
         if levels is not None and levels.shape[1] != math.prod(goal_shape):
             raise ValueError(f"description_levels masks {levels.shape[1]} components, but a goal of "
@@ -287,6 +297,23 @@ class GoalSpec(ABC):
             )
         return k, goal_shape
 
+    def _check_values_fit(self, observation_space: spaces.Dict) -> None:
+        """Refuse a declared value that integer goals (or achieved values) cannot hold: numpy would cast it, and a
+        wildcard 2.5 stored as 2 asks for column 2."""
+        values = {"mask_value": (self.mask_value, self.goals_key),
+                  "wildcard_value": (getattr(self, "wildcard_value", None), self.goals_key),
+                  "pad_value": (getattr(self, "pad_value", None), self.goals_key),
+                  "nothing_value": (getattr(self, "nothing_value", None), self.achieved_key)}
+        for name, (value, key) in values.items():
+            dtype = np.dtype(observation_space[key].dtype)
+            if value is None or dtype.kind not in "iu":
+                continue
+            info = np.iinfo(dtype)
+            if float(value) != int(value) or not info.min <= value <= info.max:
+                raise ValueError(f"{name}={value!r} does not fit observation_space[{key!r}] of dtype {dtype}, which "
+                                 f"holds integers in [{info.min}, {info.max}]: it would be stored as "
+                                 f"{np.asarray(value).astype(dtype).item()!r}; give an integer in that range")
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(goals_key={self.goals_key!r}, achieved_key={self.achieved_key!r}, "
@@ -300,6 +327,15 @@ class GoalSpec(ABC):
             + ("" if getattr(self, "groups_key", None) is None else f", groups_key={self.groups_key!r}")
             + ")"
         )
+
+
+def _masks(description_levels: Any) -> np.ndarray | None:
+    """``description_levels`` as a 2-D array, or None when its masks differ in length (numpy would say only
+    "inhomogeneous shape")."""
+    try:
+        return np.asarray(description_levels)
+    except ValueError:
+        return None
 
 
 def _pack_goals(values: np.ndarray, goal_ndim: int) -> np.ndarray | None:
@@ -323,6 +359,8 @@ class ExactGoalSpec(GoalSpec):
 
     The default for integer goals, where any tolerance would make neighbouring cells count as reached.
     """
+
+    honours_wildcard = True
 
     def reached(self, achieved: np.ndarray, goal: np.ndarray) -> np.ndarray:
         achieved, goal = np.asarray(achieved), np.asarray(goal)

@@ -137,7 +137,9 @@ class HistoryWrapper(gym.Wrapper):
     :param keys: observation keys that enter the window (Box or Discrete); never the instruction key.
     :param key: name of the new observation key.
     :param include_action: append the action taken before each observation (one-hot for ``Discrete``).
-    :param dtype: ``"auto"`` (uint8 when every entry fits, else float32), ``"uint8"`` or ``"float32"``.
+    :param dtype: ``"auto"`` (uint8 when every entry fits, else float32), ``"uint8"`` or ``"float32"``. A uint8
+        window refuses a step whose value lies outside [0, 255] (the env's declared bounds are wrong) rather than
+        store it wrapped.
     """
 
     def __init__(
@@ -153,6 +155,7 @@ class HistoryWrapper(gym.Wrapper):
         selected = goal_free_keys(env, keys, key)
         check_int(length, "length", 1, hint="steps in the window")
         self.dtype = window_dtype(env, selected, bool(include_action), dtype)
+        self._auto = isinstance(dtype, str) and dtype == "auto"
         space = env.observation_space
         lows, highs, self._sizes = [], [], []
         for name in selected:
@@ -225,10 +228,30 @@ class HistoryWrapper(gym.Wrapper):
         return row
 
     def _push(self, obs: dict[str, Any], action: Any) -> dict[str, Any]:
+        row = self._row(obs, action)
+        if self.dtype == np.uint8:
+            self._check_small(row)
         window = self._window
         window[:-1] = window[1:]
-        window[-1] = self._row(obs, action)  # exact in uint8: window_dtype chose it only for small integers
+        window[-1] = row  # exact in uint8: window_dtype chose it only for small integers, and _check_small holds it
         return {**obs, self.key: window.copy()}
+
+    def _check_small(self, row: np.ndarray) -> None:
+        """Refuse a value uint8 cannot hold: the env's declared bounds chose uint8, and numpy would wrap the value
+        (300 stored as 44), a silently different observation. One comparison per step."""
+        outside = (row < 0) | (row > 255)
+        if not outside.any():
+            return
+        column = int(np.argmax(outside))
+        name = next(n for n, part in self.layout.items() if part.start <= column < part.stop)
+        space = self.env.observation_space
+        sub = space[name] if isinstance(space, spaces.Dict) and name in self.keys else self.env.action_space
+        raise ValueError(
+            f"HistoryWrapper: observation[{name!r}] holds {row[column]:g}, outside the bounds the env declares for it "
+            f"({sub}), from which dtype {'auto' if self._auto else 'uint8'} chose a uint8 window that holds "
+            f"[0, 255] only: it would be stored as {int(row[column]) % 256}. Fix the env's observation_space, or "
+            "pass dtype='float32'"
+        )
 
     def reset(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         obs, info = self.env.reset(**kwargs)

@@ -43,11 +43,7 @@ class UnknownComponentArgument(UnknownComponentError, ValueError):
 
 def _build(kind: str, argument: str, spec: Any, kwargs: dict[str, Any]) -> Any:
     if isinstance(spec, str):
-        try:
-            factory = get(kind, spec)
-        except UnknownComponentError as exc:
-            raise UnknownComponentArgument(f"{argument}: {exc}") from exc
-        return factory(**kwargs)
+        return _factory(kind, argument, spec)(**kwargs)
     if isinstance(spec, type):
         return spec(**kwargs)
     return spec
@@ -173,5 +169,34 @@ def resolve_draw_strategy(draw_strategy: Any, argument: str = "draw_strategy", k
     if not isinstance(draw_strategy, (str, type)) and kwargs:
         raise ValueError(f"{argument}_kwargs builds a named or class {argument}; {argument} is already an object "
                          f"({type(draw_strategy).__name__}), so {sorted(kwargs)} would be ignored")
+    if kwargs and isinstance(draw_strategy, (str, type)):
+        factory = draw_strategy if isinstance(draw_strategy, type) else _factory("draw_strategy", argument,
+                                                                                 draw_strategy)
+        _check_keywords(factory, kwargs, f"{argument}_kwargs", repr(draw_strategy) if isinstance(draw_strategy, str)
+                        else draw_strategy.__name__)
     built = _build("draw_strategy", argument, draw_strategy, kwargs)
     return _checked(built, DrawStrategyProtocol, argument, accepted, draw_strategy)
+
+
+def _factory(kind: str, argument: str, name: str) -> Any:
+    try:
+        return get(kind, name)
+    except UnknownComponentError as exc:
+        raise UnknownComponentArgument(f"{argument}: {exc}") from exc
+
+
+def _check_keywords(factory: Any, kwargs: dict[str, Any], argument: str, name: str) -> None:
+    """Refuse keywords ``factory`` does not take before calling it, naming ``argument`` and the component ``name``:
+    its own ``TypeError`` names neither."""
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: the call itself decides
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return
+    taken = [p.name for p in parameters
+             if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    unknown = sorted(set(kwargs) - set(taken))
+    if unknown:
+        raise ValueError(f"{argument}: draw strategy {name} takes no argument {', '.join(map(repr, unknown))}; it "
+                         f"accepts {', '.join(map(repr, taken)) or 'none'}")

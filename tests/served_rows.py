@@ -148,6 +148,8 @@ def served(buffer: HindsightInstructionReplayBuffer) -> dict[str, np.ndarray]:
         info = buffer.last_sample_info
         assert info is not None
         for name, value in info._asdict().items():
+            if name == "reach":  # added after the golden rows were written; the served rewards and dones hold it
+                continue
             out[f"{call}/info.{name}"] = np.asarray(value)
     return out
 

@@ -145,8 +145,12 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         ``"hindsight-instruction"``; ``"all"``, HER's rule, in GoalEnv mode). With one goal, ``"all"`` is HER's
         ``future`` rule; ``"some"`` keeps the recorded instruction in half of the draws.
     :param goal_spec: goal spec plugin name (``"exact"``, ``"tolerance"``) or a :class:`~sb3_hir.goals.GoalSpec`.
-        None: in instruction mode the one the env declares (``env.goal_spec``, e.g. MazeRunner's with its
-        ``step_reward``), else ``"exact"``; in GoalEnv mode the success test used to find where a goal is first
+        None: in instruction mode the one the env declares (``env.goal_spec``) when the buffer is given ``env``
+        (built by hand, or as the drop-in :class:`~sb3_hir.HerReplayBuffer`), else ``"exact"``. Under SB3's
+        off-policy algorithms (DQN, SAC, ...) this buffer never sees the env, so pass
+        ``replay_buffer_kwargs=dict(goal_spec=env.goal_spec)``; an env that returns its spec in ``info["goal_spec"]``
+        has the first ``add`` refused when the default differs from it, rather than relabeled by the wrong one. In
+        GoalEnv mode the success test used to find where a goal is first
         reached (only needed when successes terminate): exact equality for integer goals, else the env's
         ``distance_threshold`` as a tolerance.
     :param relabel_ratio: share of sampled transitions served under a hindsight draw (HER's
@@ -284,6 +288,12 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     _index = property(attrgetter("_online.index"))
     _draws = property(attrgetter("_online.draws"))
     _view = property(attrgetter("_online.view"))
+
+    @property
+    def draw_strategy(self) -> DrawStrategy:
+        """The draw strategy serving the online rows (read-only): the object chosen or built from ``draw_strategy``,
+        so users can see which one the defaults picked and read its state (e.g. ``admitted``)."""
+        return self._online.draws
 
     def _source(self, rows: DictReplayBuffer, storage: Storage, draws: DrawStrategy,
                 rng: np.random.Generator | None = None) -> Source:

@@ -49,6 +49,8 @@ class SampleInfo(NamedTuple):
     :param t: its index in its episode (-1 when not relabeled).
     :param episode_start: row of its episode's first transition (-1 when not relabeled).
     :param window: number of transitions summed into the served reward (1 unless ``n_steps > 1``).
+    :param reach: ``(B, k)`` the reach steps the draw strategy returned with the goals (-1: never reached; -1 where
+        not relabeled), which serving rewarded and terminated by.
     """
 
     rows: np.ndarray
@@ -58,6 +60,7 @@ class SampleInfo(NamedTuple):
     t: np.ndarray
     episode_start: np.ndarray
     window: np.ndarray
+    reach: np.ndarray | None = None
 
 
 class Served(NamedTuple):
@@ -76,10 +79,12 @@ class Served(NamedTuple):
         goals[:num_rec] = recorded_goals.reshape(-1, num_goals, *goal_shape)
         t_all = np.full(batch, -1, dtype=np.int64)
         start_all = np.full(batch, -1, dtype=np.int64)
+        reach = np.full((batch, num_goals), -1, dtype=np.int64)
         if relabeled is not None:
             goals[num_rec:] = relabeled.goals
             t_all[num_rec:] = relabeled.t
             start_all[num_rec:] = relabeled.start
+            reach[num_rec:] = relabeled.reach
         return SampleInfo(
             rows=flat // n_envs,
             env_indices=flat % n_envs,
@@ -88,6 +93,7 @@ class Served(NamedTuple):
             t=t_all,
             episode_start=start_all,
             window=self.window,
+            reach=reach,
         )
 
 

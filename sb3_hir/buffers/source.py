@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.buffers import DictReplayBuffer
 
+from sb3_hir.buffers.draw_checks import DrawWatch, check_draw
 from sb3_hir.buffers.draws import DrawStrategy, DrawView, Relabeled
 from sb3_hir.buffers.episode_index import EpisodeIndex
 from sb3_hir.buffers.storage import Storage
@@ -40,6 +41,8 @@ class Source:
         self.index = index
         self.draws = draws
         self.view = view
+        #: the draws that admitted nothing (``draw_checks``).
+        self.watch = DrawWatch()
 
     @property
     def upper(self) -> int:
@@ -63,5 +66,10 @@ class Source:
                 index.end_episode(int(env_idx))
 
     def draw(self, count: int) -> Relabeled | None:
-        """``count`` admissible (transition, hindsight instruction) pairs, or fewer (None: none)."""
-        return self.draws.draw(self.view, count, self.upper)
+        """``count`` admissible (transition, hindsight instruction) pairs, or fewer (None: none), checked whichever
+        strategy drew them (:mod:`~sb3_hir.buffers.draw_checks`)."""
+        relabeled = self.draws.draw(self.view, count, self.upper)
+        if "watch" not in self.__dict__:  # pickled before the checks
+            self.watch = DrawWatch()
+        check_draw(relabeled, self.view, self.storage, self.draws, self.watch)
+        return relabeled

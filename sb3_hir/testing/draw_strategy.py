@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from sb3_hir._validate import check_choice, check_int
+from sb3_hir.resolvers import resolve_goal_spec
 from sb3_hir.testing.registry import PluginCheckOptions, register_check
 from sb3_hir.testing.rollout import describe
 
@@ -35,10 +36,12 @@ def check_draw_strategy(
     batches: int = 12,
     seed: int = 0,
     relabeler_strategy: str = "all",
+    goal_spec: Any = None,
 ) -> None:
     """Check that every row a buffer serves with ``strategy`` is its episode's replay under the drawn goals.
 
-    Raises :class:`AssertionError` naming the strategy, the buffer's settings and the first wrong row;
+    Raises :class:`AssertionError` naming the strategy, the buffer's settings and the first wrong row (the field, the
+    buffer row, the step, the drawn goals and reach steps);
     :class:`~sb3_hir.buffers.draws.DrawContractError` where the strategy returns what serving cannot use; and the
     strategy's own ``ValueError`` where it refuses a buffer (pass the ``num_goals`` it serves).
 
@@ -52,6 +55,10 @@ def check_draw_strategy(
     :param batches: batches sampled (and checked) per buffer.
     :param seed: seed of the episodes and the buffers.
     :param relabeler_strategy: the built-in relabeler's ``strategy`` the buffers are built with.
+    :param goal_spec: the goal spec the buffers and the episodes follow (a name or a :class:`~sb3_hir.goals.GoalSpec`;
+        None: exact goals), so a strategy for event goals is checked on them: with ``nothing_value``, about half
+        the steps achieve nothing; ``wildcard_value``, ``description_levels`` and ``same_step_goals`` apply as
+        declared. Padding and goal groups are not generated.
     """
     from sb3_hir.testing import served_rows as oracle  # deferred: keeps ``import sb3_hir.testing`` cheap
 
@@ -66,6 +73,10 @@ def check_draw_strategy(
         raise ValueError(f"memory_layouts must be a non-empty sequence of 'full' / 'compact', got {memory_layouts!r}")
     for layout in memory_layouts:
         check_choice(layout, "memory_layouts", ("full", "compact"))
+    spec = None if goal_spec is None else resolve_goal_spec(goal_spec)
+    if getattr(spec, "pad_value", None) is not None or getattr(spec, "groups_key", None) is not None:
+        raise ValueError("goal_spec: the check's episodes have no padding or goal groups; give a spec without "
+                         f"pad_value and groups_key, got {spec!r}")
     name = strategy if isinstance(strategy, str) else describe(strategy)
     relabeled = 0
     for k, n, layout in itertools.product(num_goals, n_steps, memory_layouts):
@@ -73,18 +84,19 @@ def check_draw_strategy(
         settings = f"{name} with k={k}, n_steps={n}, memory_layout={layout!r}, demonstrations={demonstrations}"
         buffer = oracle.make_buffer(
             k, size=40, n_envs=2, relabel_ratio=0.8, n_steps=n, gamma=0.9, memory_layout=layout, seed=seed,
-            strategy=relabeler_strategy, demo_ratio=0.25 if demonstrations else 0.0,
+            strategy=relabeler_strategy, demo_ratio=0.25 if demonstrations else 0.0, goal_spec=spec,
             **_fresh(strategy, strategy_kwargs),
         )
         demos: list[Any] = []
         demo_falls: dict[int, bool] = {}
         if demonstrations:
             for _ in range(6):
-                rec, fall = oracle.random_recorded(rng, k)
+                rec, fall = oracle.random_recorded(rng, k, spec=spec)
                 demos.append(rec)
                 demo_falls[id(rec)] = fall
             buffer.add_demonstrations([rec.episode for rec in demos])
-        online, falls = oracle.fill(buffer, rng, 70)  # 20 rows per env: wraps, overwrites, leaves one running
+        # 20 rows per env: wraps, overwrites, leaves one running
+        online, falls = oracle.fill(buffer, rng, 70, spec=spec)
         demo_part = oracle.demo_stream(buffer, demos) if demonstrations else None
         for batch in range(batches):
             sample = buffer.sample(32)
@@ -93,14 +105,14 @@ def check_draw_strategy(
                 if demo_part is not None:
                     served = buffer.last_demonstration_info
                     num_online = 32 - len(served.rows)
-                    oracle.check_served(demo_part, sample, falls=demo_falls, offset=num_online)
+                    oracle.check_served(demo_part, sample, spec, falls=demo_falls, offset=num_online)
                     relabeled += int(served.relabeled.sum())
                 if num_online:
-                    oracle.check_served(online, sample, falls=falls)
+                    oracle.check_served(online, sample, spec, falls=falls)
                     relabeled += int(buffer.last_sample_info.relabeled.sum())
             except AssertionError as error:
-                raise AssertionError(f"{_CHECK}: {settings}, batch {batch}: a served row is not the replay of its "
-                                     f"episode under the goals drawn for it: {error}") from error
+                raise AssertionError(f"{_CHECK}: {settings}, batch {batch}: {error}; each served row must be its "
+                                     "episode's replay under the goals drawn for it") from error
     if not relabeled:
         raise AssertionError(f"{_CHECK}: {name} served no relabeled row in any batch: its instructions() dropped "
                              "every candidate (keep False, or a last goal reached before the transition)")

@@ -90,7 +90,9 @@ def check_instruction_env(
        it. Envs whose terminations never depend on the goals opt out with
        ``terminations_unrelated_to_goals = True``. This heuristic only sees goals the random policy reaches;
     7. with a goal spec that declares ``nothing_value`` (event goals: a step may achieve nothing), no instruction
-       ever holds that value as a goal, since no step can reach it;
+       ever holds that value as a goal, since no step can reach it; every other achieved value lies inside the goals'
+       space, since the buffer draws hindsight goals from achieved values (a value outside it usually marks a step
+       that achieved nothing, and the goal spec must declare it as ``nothing_value``);
     8. with a goal spec that declares ``pad_value`` or ``groups_key`` (instructions of varying length, goals of a
        group in any order): padding only after the last real goal and never all of it, and the groups constant
        over the episode, counting up from 0 in steps of at most 1 over the real goals.
@@ -120,6 +122,7 @@ def check_instruction_env(
             _check_own_replay(relabeler, rollout, episode)
             _check_success(rollout, episode, spec, num_goals)
             _check_no_nothing_goal(rollout, episode, spec)
+            _check_achieved_in_goal_space(env, rollout, episode, spec)
             _check_instruction_form(rollout, episode, spec)
         _check_seeding(env, rollouts[0], seed, max_steps)
         if declared(env, ACCEPTS_RESET_GOALS, False):
@@ -182,6 +185,29 @@ def _check_no_nothing_goal(rollout: Rollout, episode: Episode, spec: GoalSpec) -
              f"goal {slot} of observation[{spec.goals_key!r}] is the goal spec's nothing_value "
              f"({spec.nothing_value!r}), which no step can reach: "
              f"{show(episode.observations[spec.goals_key][step])}")
+
+
+def _check_achieved_in_goal_space(env: gym.Env, rollout: Rollout, episode: Episode, spec: GoalSpec) -> None:
+    """An achieved value a hindsight goal may be drawn from lies inside the goals' Box (item 7)."""
+    from gymnasium import spaces  # deferred: keeps ``import sb3_hir.testing`` cheap
+
+    observation_space = env.observation_space
+    space = observation_space[spec.goals_key] if isinstance(observation_space, spaces.Dict) else None
+    if not isinstance(space, spaces.Box):
+        return
+    goal_shape = space.shape[1:]
+    achieved = spec.achieved_values(episode.observations[spec.achieved_key], goal_shape)
+    low, high = space.low.min(axis=0), space.high.max(axis=0)
+    outside = ((achieved < low) | (achieved > high)).reshape(len(achieved), -1).any(axis=1)
+    outside &= ~spec.is_nothing(achieved)
+    if outside.any():
+        step = int(np.argmax(outside))
+        value = np.asarray(achieved[step])
+        fail(_CHECK, where(rollout.index, rollout.seed, step),
+             f"observation[{spec.achieved_key!r}] = {show(value)} lies outside observation_space[{spec.goals_key!r}] "
+             f"= Box({show(space.low.min())}, {show(space.high.max())}), so a hindsight goal drawn from it is one no "
+             "instruction can hold. If it marks a step that achieved nothing, declare it in the goal spec: "
+             f"{type(spec).__name__}(nothing_value={show(value.ravel()[0].item())}, ...); else widen the goals' space")
 
 
 def _check_instruction_form(rollout: Rollout, episode: Episode, spec: GoalSpec) -> None:
@@ -263,8 +289,13 @@ def _counterfactual_instructions(relabeler: Any, episode: Episode, rng: np.rando
     _, achieved = relabeler._episode_goal_arrays(episode)
     own = episode.instruction(spec.goals_key)
     real = int((~padding_mask(spec, own)).sum())
-    if len(achieved) > real:
-        steps = np.sort(rng.choice(np.arange(1, len(achieved)), size=real, replace=False))[::-1]
+    # Steps that achieved something: an instruction never holds the nothing value (no step can reach it).
+    nothing = getattr(spec, "nothing_value", None)
+    goal_steps = np.arange(1, len(achieved))
+    if nothing is not None:
+        goal_steps = goal_steps[~spec.is_nothing(achieved[1:])]
+    if len(goal_steps) >= real:
+        steps = np.sort(rng.choice(goal_steps, size=real, replace=False))[::-1]
         reverse = own.copy()  # padding stays: the instruction keeps its length
         reverse[:real] = achieved[steps].astype(own.dtype).reshape(reverse[:real].shape)
         instructions.append(reverse)

@@ -17,6 +17,7 @@ from gymnasium import spaces
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.buffers.serving import SampleInfo
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import ExactGoalSpec, GoalSpec, padding_mask
 
@@ -224,37 +225,55 @@ def check_served(stream: Stream, sample: DictReplayBufferSamples, spec: GoalSpec
     for b in range(batch_size):
         rec, t = stream.owner[(int(info.rows[b]), int(info.env_indices[b]))]
         ep = rec.episode
-        np.testing.assert_array_equal(obs["obs"][b], ep.observations["obs"][t])
-        np.testing.assert_array_equal(obs["achieved"][b], ep.observations["achieved"][t])
-        assert sample.actions.numpy()[b, 0] == ep.actions[t]
+        at = served_row(info, b, t)
+        same(at, "observation 'obs'", obs["obs"][b], ep.observations["obs"][t])
+        same(at, "observation 'achieved'", obs["achieved"][b], ep.observations["achieved"][t])
+        same(at, "action", sample.actions.numpy()[b, 0], ep.actions[t])
         if info.relabeled[b]:
-            assert info.t[b] == t and stream.added[id(rec)] == len(ep)  # only finished episodes
+            assert info.t[b] == t and stream.added[id(rec)] == len(ep), f"{at}: not a row of a finished episode"
             fall = (falls or {}).get(id(rec), False)
             groups_key = getattr(spec, "groups_key", None)
             groups = None if groups_key is None else ep.observations[groups_key][0]
             oracle = simulate(ep.observations["achieved"][:, 0], info.goals[b], fall=fall, spec=spec,
                               groups=groups).episode
             # A replay never outlives the recorded episode; the transition lies inside the relabeled one.
-            assert t < len(oracle) <= len(ep), (
-                f"served row {b}: step {t} under goals {goals_of(info, b)} lies outside the relabeled episode, which "
-                f"ends at step {len(oracle)} (the recorded one at {len(ep)}): its reach steps are wrong")
+            if not t < len(oracle) <= len(ep):
+                raise AssertionError(f"{at}: reach: the replay completes the drawn goals at step {len(oracle)} (the "
+                                     f"recorded episode ends at {len(ep)}), so this step lies outside the relabeled "
+                                     "episode: the drawn reach steps are wrong")
             view, length = oracle, len(oracle)
         else:  # recorded; a running episode's window stops at its newest row
             oracle, view, length = None, ep, stream.added[id(rec)]
         m = min(n, length - t)
-        assert info.window[b] == m, f"served row {b}: a window of {info.window[b]} transitions, the replay's is {m}"
-        np.testing.assert_array_equal(obs["goals"][b], view.observations["goals"][t])
-        np.testing.assert_array_equal(nxt["goals"][b], view.observations["goals"][t + m])
-        np.testing.assert_array_equal(nxt["obs"][b], ep.observations["obs"][t + m])
+        same(at, "window (transitions served)", info.window[b], m)
+        same(at, "observation 'goals'", obs["goals"][b], view.observations["goals"][t])
+        same(at, "next observation 'goals'", nxt["goals"][b], view.observations["goals"][t + m])
+        same(at, "next observation 'obs'", nxt["obs"][b], ep.observations["obs"][t + m])
         expected = sum(gamma**i * view.rewards[t + i] for i in range(m))
-        assert np.isclose(rewards[b], expected, atol=1e-6), (
-            f"served row {b} (step {t}, goals {goals_of(info, b)}): reward {rewards[b]}, the replay gives {expected}")
+        assert np.isclose(rewards[b], expected, atol=1e-6), f"{at}: reward {rewards[b]}, the replay gives {expected}"
         ends = t + m == len(view) and (view is oracle or length == len(ep))
-        assert dones[b] == float(ends and bool(view.terminated[-1])), (
-            f"served row {b} (step {t}, goals {goals_of(info, b)}): done {dones[b]}, the replay's {float(ends)}")
+        done = float(ends and bool(view.terminated[-1]))
+        assert dones[b] == done, f"{at}: done {dones[b]}, the replay gives {done}"
         if n > 1:
             assert np.isclose(sample.discounts.numpy()[b, 0], gamma**m, atol=1e-6), (
-                f"served row {b}: discount {sample.discounts.numpy()[b, 0]}, expected gamma**{m}")
+                f"{at}: discount {sample.discounts.numpy()[b, 0]}, the replay gives gamma**{m}")
+
+
+def served_row(info: SampleInfo, b: int, t: int) -> str:
+    """Where a served row comes from and what was drawn for it, for messages: the batch row, its buffer row and
+    step, and (relabeled) the drawn goals and reach steps."""
+    row = f"served row {b} (buffer row {int(info.rows[b])}, sub-env {int(info.env_indices[b])}, step {t}"
+    if not info.relabeled[b]:
+        return row + ", recorded)"
+    drawn = "" if info.reach is None else f", drawn reach {np.asarray(info.reach[b]).tolist()}"
+    return row + f", relabeled: goals {goals_of(info, b)}{drawn})"
+
+
+def same(at: str, field: str, served: object, replayed: object) -> None:
+    """Assert that ``field`` of a served row is the replay's, naming the field, the row and both values."""
+    if not np.array_equal(np.asarray(served), np.asarray(replayed)):
+        raise AssertionError(f"{at}: {field} {np.asarray(served).tolist()}, the replay gives "
+                             f"{np.asarray(replayed).tolist()}")
 
 
 def goals_of(info: object, b: int) -> object:
@@ -262,13 +281,19 @@ def goals_of(info: object, b: int) -> object:
     return np.asarray(info.goals[b]).tolist()  # type: ignore[attr-defined]
 
 
-def random_recorded(rng: np.random.Generator, num_goals: int, fall_rate: float = 0.2, max_length: int = 12
-                    ) -> tuple[Recorded, bool]:
+def random_recorded(rng: np.random.Generator, num_goals: int, fall_rate: float = 0.2, max_length: int = 12,
+                    spec: GoalSpec | None = None) -> tuple[Recorded, bool]:
     """A random episode of 1..``max_length - 1`` moves under a random instruction; falls (terminates without its
-    goals) with ``fall_rate``."""
+    goals) with ``fall_rate``. With a ``spec`` declaring ``nothing_value`` (event goals), about half the steps after
+    the reset achieve nothing."""
     fall = bool(rng.random() < fall_rate)
     path = random_path(rng, int(rng.integers(2, max_length)))
-    return simulate(path, rng.integers(0, GRID, size=(num_goals, 2)), fall), fall
+    nothing = getattr(spec, "nothing_value", None)
+    if nothing is not None:
+        hit = rng.random(len(path)) < 0.5
+        hit[0] = False
+        path[hit] = nothing
+    return simulate(path, rng.integers(0, GRID, size=(num_goals, 2)), fall, spec), fall
 
 
 def stream_episodes(buffer: HindsightInstructionReplayBuffer, steps: int,
@@ -294,7 +319,8 @@ def stream_episodes(buffer: HindsightInstructionReplayBuffer, steps: int,
     return stream, falls
 
 
-def fill(buffer: HindsightInstructionReplayBuffer, rng: np.random.Generator, steps: int, fall_rate: float = 0.2
-         ) -> tuple[Stream, dict[int, bool]]:
-    """``steps`` adds of random episodes into every sub-env of ``buffer``; the stream and which episodes fall."""
-    return stream_episodes(buffer, steps, lambda: random_recorded(rng, buffer.num_goals, fall_rate))
+def fill(buffer: HindsightInstructionReplayBuffer, rng: np.random.Generator, steps: int, fall_rate: float = 0.2,
+         spec: GoalSpec | None = None) -> tuple[Stream, dict[int, bool]]:
+    """``steps`` adds of random episodes (under ``spec``'s semantics) into every sub-env of ``buffer``; the stream
+    and which episodes fall."""
+    return stream_episodes(buffer, steps, lambda: random_recorded(rng, buffer.num_goals, fall_rate, spec=spec))

@@ -79,9 +79,16 @@ class Candidates(NamedTuple):
     env: np.ndarray
     t: np.ndarray  # the transition's step in its episode, 0..length-1
     length: np.ndarray  # its episode's length T
-    meta: np.ndarray  # (B, F) the rows' index fields
-    slot_meta: np.ndarray  # (B, k, F) index fields of the episode's rows start + j (per-episode slots j)
-    own_steps: np.ndarray  # (B, k) reach steps of the episode's own goals, -1 never
+    #: ``(B, F)`` each row's integers in the episode index, ``meta[:, view.index.field[name]]`` for the fields
+    #: ``id``, ``t``, ``len``, ``own``, ``end`` and the strategy's own ``fields`` (:class:`DrawStrategy`), so a
+    #: strategy reads what it indexed when the episode ended without touching the buffer.
+    meta: np.ndarray
+    #: ``(B, k, F)`` the same fields in the episode's rows ``start + j``: per-episode values kept in slot ``j`` (the
+    #: ``own`` reach step of goal ``j``, a strategy's per-goal field), since one row holds one integer per field.
+    slot_meta: np.ndarray
+    #: ``(B, k)`` the step at which the episode reached its own goal ``j``; -1 where it never did (the recorded
+    #: instruction was not completed, or ``j`` is past the episode's length).
+    own_steps: np.ndarray
     own_goals: np.ndarray  # (B, k, *goal_shape) the episode's own instruction
 
 
@@ -251,6 +258,11 @@ class DrawStrategy:
                 raise DrawContractError(f"{self.name}.instructions: goals must be of the buffer's goals dtype {dtype}; "
                                         f"got {goals.dtype}")
             goals = goals.astype(dtype)
+        if goals.dtype.kind in "fc" and not np.isfinite(goals).all():  # NaN != any goal: served as a success
+            b = int(np.argwhere(~np.isfinite(goals.reshape(batch, -1)).all(axis=1))[0, 0])
+            raise DrawContractError(f"{self.name}.instructions: goals must be finite; got {goals[b].tolist()} for "
+                                    f"candidate row {b} (buffer row {int(rows.flat[b]) // view.n_envs}, step "
+                                    f"{int(rows.t[b])} of its episode)")
         if not isinstance(reach, np.ndarray) or reach.shape != (batch, k) or reach.dtype.kind not in "iu":
             raise DrawContractError(f"{self.name}.instructions: reach must be an integer array of shape (B, k) = "
                                     f"{(batch, k)}; got {getattr(reach, 'dtype', type(reach).__name__)} "
