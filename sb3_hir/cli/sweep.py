@@ -15,18 +15,21 @@ errors read, by :mod:`sb3_hir.experiment.runner`, the runner the benchmarks use 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import itertools
 import json
+import logging
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from sb3_hir.cli import common
 from sb3_hir.cli import train as train_command
 from sb3_hir.cli.common import (
     TRAIN_TIMESTEPS,
@@ -361,7 +364,8 @@ def _run_tune(args: argparse.Namespace, out: Path, trials: list[dict[str, Any]],
                 tuner = _optuna_tuner(args, trainable, values, fixed, concurrent, out, space)
         print(f"sb3-hir sweep: {len(trials) or args.trials} trials, {concurrent} at once on {cpus} CPUs "
               f"({'cluster ' + args.address if args.address else 'this machine'}) -> {out}", flush=True)
-        grid = tuner.fit()
+        with quiet_trial_errors():
+            grid = tuner.fit()
     rows, curves, failed = _collect(grid, swept)
     _write_results(out, rows, curves, failed, swept)
     table = (out / "results.md").read_text()
@@ -375,7 +379,25 @@ def _run_tune(args: argparse.Namespace, out: Path, trials: list[dict[str, Any]],
     # A failed trial leaves a hole in the table a script reading the exit code would not see: name each one.
     for line in failed:
         print(f"sb3-hir sweep: error: trial {line}", file=sys.stderr)
+    if failed:
+        print(f"sb3-hir sweep: {len(failed)} of {len(grid)} trials failed; their tracebacks are in "
+              f"{out / 'tune'}/*/error.txt", file=sys.stderr)
     return 1 if failed else 0
+
+
+@contextlib.contextmanager
+def quiet_trial_errors() -> Iterator[None]:
+    """Keep Tune's log of a failed trial (its traceback, as it happens) off stderr unless ``--verbose``: the sweep
+    names each failed trial in one line when the trials end, and Tune keeps the traceback in the trial's
+    ``error.txt``."""
+    logger = logging.getLogger("ray.tune")
+    level = logger.level
+    if not common.VERBOSE:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _trial_dirname(trial: Any) -> str:

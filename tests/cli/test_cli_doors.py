@@ -199,6 +199,7 @@ def test_a_sweep_with_a_failed_trial_exits_non_zero_and_names_it(tmp_path, capsy
     assert "Traceback" not in err
     [line] = [line for line in err.splitlines() if line.startswith("sb3-hir sweep: error:")]
     assert line.startswith("sb3-hir sweep: error: trial goals=30 seed 0: ") and "num_goals must be <=" in line
+    assert f"sb3-hir sweep: 1 of 2 trials failed; their tracebacks are in {out.resolve() / 'tune'}/*/error.txt" in err
     results = json.loads((out / "results.json").read_text())
     assert [r["configuration"] for r in results["configurations"]] == ["goals=2"]  # the other trial finished
     [failure] = results["failed"]
