@@ -317,3 +317,10 @@ def test_the_manager_keeps_its_warnings_for_listings():
         manager.register(_Misspelt(), name="misspelt")
     [notice] = manager.notices()
     assert notice.startswith("sb3-hir plugin 'misspelt' (in-process) defines unknown hook(s) 'register_betaschedules'")
+
+
+def test_sb3_hir_plugins_shows_a_misspelt_block_list_entry(capsys, monkeypatch):
+    monkeypatch.setenv(plugin_registry.BLOCK_ENV, "minigird")
+    assert cli.main(["plugins"]) == 0
+    [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("WARNING")]
+    assert line.startswith("WARNING SB3_HIR_BLOCK_PLUGINS names unknown plugin(s) 'minigird'; installed plugins: ")
