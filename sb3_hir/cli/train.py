@@ -140,7 +140,7 @@ def check_args(args: argparse.Namespace) -> tuple[str, dict[str, Any], list[str]
         if getattr(args, option) is not None:
             checked_int(getattr(args, option), "--" + option.replace("_", "-"), 1)
     with usage():
-        check_number(args.relabel_ratio, "--relabel-ratio", 0.0, 1.0, hint="the share of relabeled samples")
+        check_number(args.relabel_ratio, "--relabel-ratio", 0.0, 1.0)  # as the buffer words it
     check_history(args)
     check_q_head(args, [algo_name])
     if args.learning_rate is not None:

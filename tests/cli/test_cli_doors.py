@@ -131,8 +131,7 @@ def test_an_algo_kwarg_out_of_range_is_refused_before_training_with_and_without_
      "--algo-kwarg clip_range_vf must be a finite number > 0; got 0 (the value function's clipping, None for none)"),
     (["--learning-rate", "0"], "--learning-rate must be a finite number > 0; got 0.0 (the optimizer's step size)"),
     (["--n-steps", "0"], "--n-steps must be an int >= 1; got 0"),
-    (["--relabel-ratio", "1.5"], "--relabel-ratio must be a number in [0, 1]; got 1.5 (the share of relabeled "
-                                 "samples)"),
+    (["--relabel-ratio", "1.5"], "--relabel-ratio must be a number in [0, 1]; got 1.5"),
 ])
 def test_every_algorithm_s_ranges_are_checked_before_training(tmp_path, capsys, argv, message):
     out = tmp_path / "run"
