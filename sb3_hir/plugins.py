@@ -44,6 +44,7 @@ import pluggy
 
 from sb3_hir import hookspecs
 from sb3_hir._validate import check_choice
+from sb3_hir.extras import EXTRAS, has, install_hint
 from sb3_hir.hookspecs import HOOKS, PROJECT_NAME
 
 #: The component kinds, in hook order.
@@ -58,6 +59,21 @@ BUILTIN_MODULE = "sb3_hir.builtin"
 LOAD_ENV = "SB3_HIR_LOAD_PLUGINS"
 BLOCK_ENV = "SB3_HIR_BLOCK_PLUGINS"
 STRICT_ENV = "SB3_HIR_STRICT_PLUGINS"
+
+#: Components that come with a plugin of this repository (its distribution name) or with an extra of sb3-hir (the
+#: top-level module in :data:`sb3_hir.extras.EXTRAS` that brings it): a look-up of one that is not installed then
+#: says what to install, not just "unknown". Held equal to the plugins' registrations by tests/cli/test_cli_doors.py.
+KNOWN_PROVIDERS: dict[tuple[str, str], str] = {
+    ("env", "babyai-goto"): "sb3-hir-minigrid",
+    ("env", "goalenv"): "sb3-hir-robotics",
+    ("env", "pointmaze-instruction"): "sb3-hir-robotics",
+    ("goal_spec", "distance-threshold"): "sb3-hir-robotics",
+    ("relabeler", "final-goal"): "sb3-hir-example",
+    ("beta_schedule", "cosine"): "sb3-hir-example",
+    ("draw_strategy", "near-future"): "sb3-hir-example",
+    ("beta_schedule", "linear"): "imitation",
+    ("beta_schedule", "exponential"): "imitation",
+}
 
 
 class PluginError(RuntimeError):
@@ -214,6 +230,31 @@ def describe_installed(installed: Iterable[tuple[str, str | None]] | None = None
     return ", ".join(f"{name} ({dist})" if dist else name for name, dist in installed) or "none"
 
 
+def provider_hint(kind: str, name: str, installed: Iterable[tuple[str, str | None]] | None = None) -> str:
+    """Where ``kind`` ``name`` comes from, for a look-up that found no such name; ``""`` when no known plugin or
+    extra provides it.
+
+    A missing plugin or extra is the likeliest cause of an unknown name that the docs use, and the plain "unknown"
+    sends the user hunting; a plugin that is installed but not loaded points at the allow- and block-lists instead.
+
+    :param installed: as :func:`installed_plugins` returns; read afresh by default.
+    """
+    provider = KNOWN_PROVIDERS.get((kind, name))
+    if provider is None:
+        return ""
+    if provider in EXTRAS:
+        if has(provider):  # pragma: no cover - then the built-in plugin registers it, unless it is broken
+            return ""
+        return (f"{kind} {name!r} comes with sb3-hir's {EXTRAS[provider]!r} extra ({provider} is not installed): "
+                f"{install_hint(provider)}")
+    installed = installed_plugins() if installed is None else installed
+    if normalize_name(provider) in {normalize_name(dist) for _, dist in installed if dist}:
+        return (f"{kind} {name!r} comes with the {provider} plugin, which is installed but not loaded: see "
+                f"{LOAD_ENV} and {BLOCK_ENV}, and sb3-hir plugins for broken plugins")
+    return (f"{kind} {name!r} comes with the {provider} plugin, which is not installed: pip install "
+            f"plugins/{provider} in a checkout of sb3-hir")
+
+
 def _provider(info: ComponentInfo) -> str:
     return f"{info.plugin!r} ({info.distribution or 'in-process'})"
 
@@ -267,6 +308,8 @@ class PluginManager:
         self._conflicts: dict[tuple[str, str], list[ComponentInfo]] = {}
         # conflicts already warned about, so re-collecting after register/unregister does not repeat them
         self._warned: set[tuple[str, str, tuple[str, ...]]] = set()
+        # what was warned about besides conflicts and broken plugins (unknown hooks, unknown list entries)
+        self._notices: list[str] = []
 
     # -- configuration ---------------------------------------------------------------------------------------
     @property
@@ -283,10 +326,15 @@ class PluginManager:
         block = self._environ.get(BLOCK_ENV)
         return not (block is not None and names & _split_list(block))
 
-    def _warn(self, message: str, error: type[PluginError] = PluginError) -> None:
-        """Warn, or raise ``error`` in strict mode: misconfigurations are fatal only when asked for."""
+    def _warn(self, message: str, error: type[PluginError] = PluginError, notice: bool = True) -> None:
+        """Warn, or raise ``error`` in strict mode: misconfigurations are fatal only when asked for.
+
+        ``notice``: also keep the message for :meth:`notices` (conflicts have their own listing).
+        """
         if self.strict:
             raise error(message)
+        if notice:
+            self._notices.append(message)
         warnings.warn(f"{message}. Set {STRICT_ENV}=1 to raise instead.", PluginWarning, stacklevel=4)
 
     def _check_lists(self, installed: list[tuple[str, str | None]]) -> None:
@@ -463,7 +511,7 @@ class PluginManager:
             if key not in self._warned:
                 self._warned.add(key)
                 self._warn(f"sb3-hir: {_conflict_message(kind, name, infos)}. Until then looking up {kind} "
-                           f"{name!r} raises DuplicateComponentError; its other names still work")
+                           f"{name!r} raises DuplicateComponentError; its other names still work", notice=False)
 
     @staticmethod
     def _make_register(kind: str, plugin: str, distribution: str | None, version: str | None,
@@ -508,7 +556,9 @@ class PluginManager:
         if name not in available:
             listing = ", ".join(f"{n!r} (from {i.plugin})" for n, i in available.items()) or "none installed"
             broken = f"; broken plugins: {', '.join(sorted(self._broken))}" if self._broken else ""
-            raise UnknownComponentError(f"unknown {kind} {name!r}; available: {listing}{broken}")
+            hint = provider_hint(kind, name)
+            raise UnknownComponentError(f"unknown {kind} {name!r}; available: {listing}{broken}"
+                                        + (f"; {hint}" if hint else ""))
         return available[name]
 
     def get(self, kind: str, name: str) -> Callable[..., Any]:
@@ -536,6 +586,16 @@ class PluginManager:
     def broken(self) -> list[PluginInfo]:
         self._collect()
         return list(self._broken.values())
+
+    def notices(self) -> list[str]:
+        """What loading warned about besides broken plugins and conflicts: hook implementations no spec has (a
+        misspelt ``register_*``, never called) and allow- or block-list entries naming no installed plugin.
+
+        Kept, so a listing shows them after whoever loaded the plugins first has silenced the warnings (the CLI's
+        ``--help`` text loads them quietly).
+        """
+        self._collect()
+        return list(self._notices)
 
 
 def _names_by_kind(infos: Iterable[ComponentInfo]) -> dict[str, tuple[str, ...]]:
@@ -627,6 +687,14 @@ def plugins() -> list[PluginInfo]:
     Every plugin, loaded or broken, with its components: what ``sb3-hir plugins`` prints.
     """
     return get_plugin_manager().plugins()
+
+
+def notices() -> list[str]:
+    """See :meth:`PluginManager.notices`.
+
+    The warnings a listing should repeat: a misspelt hook or list entry loads nothing, so it must not go unseen.
+    """
+    return get_plugin_manager().notices()
 
 
 def conflicts() -> dict[tuple[str, str], list[ComponentInfo]]:

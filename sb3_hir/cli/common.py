@@ -41,6 +41,7 @@ from sb3_hir.action_features import ACTION_FEATURES_KEY, EFFECTS_KEY, ActionEffe
 from sb3_hir.atomic import atomic_path
 from sb3_hir.contract import ENV_GOAL_SPEC, declared
 from sb3_hir.extractors import HISTORY_ENCODERS, HistoryExtractor, KeySelectExtractor
+from sb3_hir.extras import MissingExtraError, require
 from sb3_hir.goals import GoalSpec
 from sb3_hir.history import HistoryWrapper
 from sb3_hir.plots import record_episode, save_episode_gif, save_episode_png
@@ -136,11 +137,29 @@ MAZE_OPTIONS: dict[str, tuple[str, Any]] = {
 }
 
 
-def one_of(what: str, name: str, valid: Sequence[str]) -> str:
+def one_of(what: str, name: str, valid: Sequence[str], hint: str = "") -> str:
     """``name`` if it is one of ``valid``; the error lists them (the names are the CLI's vocabulary)."""
     if name not in valid:
-        raise UsageError(f"unknown {what} {name!r}; choose from: {', '.join(valid)}")
+        raise UsageError(f"unknown {what} {name!r}; choose from: {', '.join(valid)}" + (f"; {hint}" if hint else ""))
     return name
+
+
+def installed(kind: str, name: str, what: str | None = None, also: Sequence[str] = ()) -> str:
+    """``name`` if an installed plugin provides it as ``kind`` (or it is one of ``also``, the CLI's shorthands);
+    else the error lists the installed names and, for a name a known plugin or extra provides, what to install."""
+    valid = [*also, *plugin_registry.available(kind)]
+    if name in valid:
+        return name
+    return one_of(what or kind.replace("_", " "), name, valid, plugin_registry.provider_hint(kind, name))
+
+
+def require_extra(module: str, feature: str) -> None:
+    """``module`` is installed, or one ``error:`` line names ``feature`` (the command or the flag needing it) and
+    the install command; :func:`sb3_hir.extras.require` words it, so the CLI and the library say the same."""
+    try:
+        require(module, feature)
+    except MissingExtraError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def algo_class(name: str) -> Any:
@@ -192,7 +211,7 @@ def literal(raw: str) -> Any:
 
 def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments of the env factory: MazeRunner options with their defaults, plus ``--env-kwarg``."""
-    one_of("env", args.env, list(plugin_registry.available("env")))
+    installed("env", args.env)
     kwargs: dict[str, Any] = {}
     given = {dest: getattr(args, dest) for dest in MAZE_OPTIONS if getattr(args, dest) not in (None, False)}
     if args.env == "mazerunner":
@@ -359,7 +378,7 @@ def goal_spec(args: argparse.Namespace, probe: Any, env_name: str) -> tuple[Any,
             return resolvers.resolve_goal_spec("exact"), "exact"
         spec = resolvers.resolve_goal_spec(spec)
         return spec, f"{type(spec).__name__} (declared by env {env_name!r})"
-    one_of("goal spec", args.goal_spec, list(plugin_registry.available("goal_spec")))
+    installed("goal_spec", args.goal_spec)
     factory = plugin_registry.get("goal_spec", args.goal_spec)
     with contextlib.suppress(TypeError, ValueError):
         if "env" in inspect.signature(factory).parameters and "env" not in kwargs:

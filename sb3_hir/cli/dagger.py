@@ -19,7 +19,6 @@ import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
 from tqdm import tqdm
 
-from sb3_hir import plugins as plugin_registry
 from sb3_hir import resolvers
 from sb3_hir.callbacks import EvalHistory, evaluate_instruction_policy
 from sb3_hir.cli.common import (
@@ -41,13 +40,14 @@ from sb3_hir.cli.common import (
     features_key,
     format_table,
     goal_spec,
+    installed,
     lock,
     log_formats,
     make_env,
     memory_label,
-    one_of,
     parse_kwargs,
     prepare_out,
+    require_extra,
     save_episode_pictures,
     seed_everything,
     set_threads,
@@ -64,7 +64,6 @@ from sb3_hir.cli.options import (
     add_run_env_options,
     names,
 )
-from sb3_hir.extras import MissingExtraError, require
 from sb3_hir.plots import plot_learning_curves
 
 #: The options of a ``sb3-hir dagger`` run, stored in its directory so that ``--resume`` continues it unchanged.
@@ -166,9 +165,9 @@ def check_args(args: argparse.Namespace, resume_dir: Path | None) -> tuple[Any, 
     if args.batch_size > args.steps_per_round:
         raise UsageError(f"--batch-size {args.batch_size} is larger than the labelled steps of a round "
                          f"(--steps-per-round {args.steps_per_round}); BC could not fill one batch after round 0")
-    one_of("beta schedule", args.beta_schedule, list(plugin_registry.available("beta_schedule")))
-    one_of("expert", args.expert, list(plugin_registry.available("expert")))
-    one_of("relabeler", args.relabel, [*STRATEGIES, *plugin_registry.available("relabeler")])
+    installed("beta_schedule", args.beta_schedule)
+    installed("expert", args.expert)
+    installed("relabeler", args.relabel, also=STRATEGIES)
     beta_kwargs = parse_kwargs(args.beta_kwarg, option="--beta-kwarg")
     try:
         schedule = resolvers.resolve_beta_schedule(args.beta_schedule, argument="--beta-schedule",
@@ -271,10 +270,7 @@ class RoundReport:
 # ---------------------------------------------------------------------------------------------------- the command
 def run(args: argparse.Namespace) -> int:
     """``sb3-hir dagger``."""
-    try:
-        require("imitation", "sb3-hir dagger")
-    except MissingExtraError as exc:
-        raise UsageError(str(exc)) from None
+    require_extra("imitation", "sb3-hir dagger")
     resume_dir = resume_options(args) if args.resume is not None else None
     if args.rounds is None:
         args.rounds = 6

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sb3_hir import plugins as plugin_registry
-from sb3_hir.cli.common import MAZE_OPTIONS, USAGE_EXIT
+from sb3_hir.cli.common import MAZE_OPTIONS, USAGE_EXIT, UsageError
 
 
 def names(kind: str) -> str:
@@ -122,7 +122,16 @@ def add_head_option(p: argparse.ArgumentParser, flag: str, what: str) -> None:
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with its errors in one line, as every other error of the CLI (no usage block around it)."""
+    """argparse with its errors in one line, as every other error of the CLI (no usage block around it).
+
+    ``raises``: raise the error as a :class:`UsageError` instead of exiting, for a parser the CLI runs on
+    arguments it wrote itself (a sweep's trials), so the command reports it as its own one line.
+    """
+
+    raises = False
 
     def error(self, message: str) -> Any:
-        self.exit(USAGE_EXIT, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+        line = " ".join(message.split())
+        if self.raises:
+            raise UsageError(line)
+        self.exit(USAGE_EXIT, f"{self.prog}: error: {line} (see {self.prog} --help)\n")

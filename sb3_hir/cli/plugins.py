@@ -1,4 +1,6 @@
-"""``sb3-hir plugins``: what is installed, broken plugins with their errors, and name conflicts."""
+"""``sb3-hir plugins``: what is installed, broken plugins with their errors, name conflicts, and what loading warned
+about (a misspelt hook, an allow- or block-list entry naming no plugin), which the listing repeats because the CLI
+loads plugins with their warnings silenced while it builds its ``--help``."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", plugin_registry.PluginWarning)
         infos = plugin_registry.plugins()
         conflicts = plugin_registry.conflicts()
+        notices = plugin_registry.notices()
     if args.json:
         payload = {
             "plugins": [info.as_dict() for info in infos if not info.broken],
@@ -33,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
                  "providers": [{"plugin": c.plugin, "distribution": c.distribution} for c in providers]}
                 for (kind, name), providers in conflicts.items()
             ],
+            "warnings": notices,
         }
         print(json.dumps(payload, indent=2))
         return 0
@@ -48,4 +52,6 @@ def run(args: argparse.Namespace) -> int:
         who = ", ".join(f"{c.plugin} ({c.distribution})" if c.distribution else c.plugin for c in providers)
         print(f"CONFLICT {kind} {name!r}: registered by {who}; look-ups of it fail until all but one are blocked "
               "(SB3_HIR_BLOCK_PLUGINS)")
+    for notice in notices:
+        print(f"WARNING {notice}")
     return 0

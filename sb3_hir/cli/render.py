@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sb3_hir import plugins as plugin_registry
 from sb3_hir.cli.common import (
     ACTION_FEATURE_CHOICES,
     ALGOS,
     UsageError,
     algo_class,
     checked_int,
+    installed,
     make_env,
     one_of,
     parse_kwargs,
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"no run.json next to {model_path}: pass --algo ({', '.join(ALGOS)})")
     one_of("algorithm", algo_name, list(ALGOS))
     env_name = args.env or stored.get("env", "mazerunner")
-    one_of("env", env_name, list(plugin_registry.available("env")))
+    installed("env", env_name)
     env_kwargs = dict(stored.get("env_kwargs", {})) if env_name == stored.get("env", "mazerunner") else {}
     env_kwargs.update(parse_kwargs(args.env_kwarg))
     out = Path(args.out) if args.out else model_path.with_name(f"{model_path.stem}-episode.gif")

@@ -15,17 +15,21 @@ errors read, by :mod:`sb3_hir.experiment.runner`, the runner the benchmarks use 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import itertools
 import json
+import logging
 import math
 import os
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from sb3_hir.cli import common
 from sb3_hir.cli import train as train_command
 from sb3_hir.cli.common import (
     TRAIN_TIMESTEPS,
@@ -37,11 +41,11 @@ from sb3_hir.cli.common import (
     lock,
     parse_kwargs,
     prepare_out,
+    require_extra,
     write_text,
 )
 from sb3_hir.experiment.runner import ray_session, trial_error, tune_run_config
 from sb3_hir.experiment.table import mean_and_std, mean_std
-from sb3_hir.extras import MissingExtraError, require
 from sb3_hir.plots import plot_sweep_curves
 
 #: train options a trial sets itself (or that do not apply to a sweep).
@@ -208,6 +212,16 @@ def space_samples(space: dict[str, tuple[str, Any]]) -> list[dict[str, Any]]:
     return [{key: values[i % len(values)] for key, values in edges.items()} for i in range(width)]
 
 
+def space_edges(space: dict[str, tuple[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """(label, options) for every edge of ``space`` on its own (each choice, each bound, the other searched options
+    at train's defaults), then the edges together (:func:`space_samples`): a bad edge is named alone, and edges
+    that only fail together are caught too."""
+    alone = [(f"{key if key.startswith(ALGO_PREFIX) else key.replace('_', '-')}={_format(value)}", {key: value})
+             for key, (_, bounds) in space.items() for value in bounds]
+    together = [(configuration(sample, list(space)), sample) for sample in space_samples(space)]
+    return alone + together
+
+
 # ---------------------------------------------------------------------------------------------------- a trial
 def _trial(config: dict[str, Any]) -> None:
     """One Tune trial: a ``train`` run writing its run directory inside the trial's directory."""
@@ -256,12 +270,9 @@ def _train_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 # ---------------------------------------------------------------------------------------------------- the sweep
 def run(args: argparse.Namespace) -> int:
     """``sb3-hir sweep``."""
-    try:
-        require("ray.tune", "sb3-hir sweep")
-        if args.search == "optuna":
-            require("optuna", "sb3-hir sweep --search optuna")
-    except MissingExtraError as exc:
-        raise UsageError(str(exc)) from None
+    require_extra("ray.tune", "sb3-hir sweep")
+    if args.search == "optuna":
+        require_extra("optuna", "sb3-hir sweep --search optuna")
     train = train_command.standalone_parser()
     values, fixed = sweep_values(args, train)
     for option, value in (("--cpus-per-trial", args.cpus_per_trial), ("--max-concurrent", args.max_concurrent),
@@ -286,13 +297,14 @@ def run(args: argparse.Namespace) -> int:
                              "searches; drop one of them")
         if len(args.seeds) != 1:
             raise UsageError("--search optuna runs one seed per trial; give one --seeds value")
-        # the space's edges pass train's checks that need no env (an algo.KEY typo fails here, not in every trial)
-        for sample in space_samples(space):
+        # every edge of the space passes train's checks that need no env, the ranges of its values included (an
+        # algo.KEY typo or n-steps=choice:0,3 fails here, not in a trial)
+        for label, sample in space_edges(space):
             options = {**{key: given[0] for key, given in values.items()}, **sample}
             try:
                 train_command.check_args(train.parse_args(train_argv(options, fixed, train)))
             except UsageError as exc:
-                raise UsageError(f"--space: {exc}") from None
+                raise UsageError(f"--space {label}: {exc}") from None
     if args.resume and not args.out:
         raise UsageError("--resume needs --out DIR, the sweep to resume")
     trials = expand_grid(values, args.seeds) if args.search == "grid" else []
@@ -301,9 +313,8 @@ def run(args: argparse.Namespace) -> int:
         # here, not in trial 7); what only a run can find (an env rejecting its options) fails that trial alone.
         for options in {json.dumps({k: v for k, v in t.items() if k != "seed"}, sort_keys=True): t
                         for t in trials}.values():
-            trial_args = train.parse_args(train_argv(options, fixed, train))
             try:
-                train_command.check_args(trial_args)
+                train_command.check_args(train.parse_args(train_argv(options, fixed, train)))
             except UsageError as exc:
                 swept = [key for key, given in values.items() if len(given) > 1]
                 raise UsageError(f"{configuration(options, swept)}: {exc}") from None
@@ -353,7 +364,8 @@ def _run_tune(args: argparse.Namespace, out: Path, trials: list[dict[str, Any]],
                 tuner = _optuna_tuner(args, trainable, values, fixed, concurrent, out, space)
         print(f"sb3-hir sweep: {len(trials) or args.trials} trials, {concurrent} at once on {cpus} CPUs "
               f"({'cluster ' + args.address if args.address else 'this machine'}) -> {out}", flush=True)
-        grid = tuner.fit()
+        with quiet_trial_errors():
+            grid = tuner.fit()
     rows, curves, failed = _collect(grid, swept)
     _write_results(out, rows, curves, failed, swept)
     table = (out / "results.md").read_text()
@@ -364,7 +376,28 @@ def _run_tune(args: argparse.Namespace, out: Path, trials: list[dict[str, Any]],
         command = "sb3-hir train " + " ".join(train_argv(options, best.config["run"]["fixed"], train))
         write_text(out / "best.txt", command + "\n")
         print(f"best configuration ({METRIC} {best.metrics.get(METRIC, math.nan):.2f}): {command}")
-    return 1 if failed and not rows else 0
+    # A failed trial leaves a hole in the table a script reading the exit code would not see: name each one.
+    for line in failed:
+        print(f"sb3-hir sweep: error: trial {line}", file=sys.stderr)
+    if failed:
+        print(f"sb3-hir sweep: {len(failed)} of {len(grid)} trials failed; their tracebacks are in "
+              f"{out / 'tune'}/*/error.txt", file=sys.stderr)
+    return 1 if failed else 0
+
+
+@contextlib.contextmanager
+def quiet_trial_errors() -> Iterator[None]:
+    """Keep Tune's log of a failed trial (its traceback, as it happens) off stderr unless ``--verbose``: the sweep
+    names each failed trial in one line when the trials end, and Tune keeps the traceback in the trial's
+    ``error.txt``."""
+    logger = logging.getLogger("ray.tune")
+    level = logger.level
+    if not common.VERBOSE:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _trial_dirname(trial: Any) -> str:

@@ -10,7 +10,6 @@ torch or BLAS build, another CPU's vector units) may round floats differently an
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import time
 import warnings
@@ -23,13 +22,13 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure as configure_logger
 from tqdm import TqdmExperimentalWarning
 
-from sb3_hir import plugins as plugin_registry
 from sb3_hir import resolvers
 from sb3_hir._validate import check_number
 from sb3_hir.atomic import atomic_path
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.buffers.demonstrations import as_episodes, expert_episodes
 from sb3_hir.callbacks import InstructionEvalCallback
+from sb3_hir.cli.algo_kwargs import algo_kwargs, check_range
 from sb3_hir.cli.common import (
     ALGOS,
     STRATEGIES,
@@ -50,14 +49,15 @@ from sb3_hir.cli.common import (
     env_kwargs,
     format_table,
     goal_spec,
+    installed,
     log_formats,
     make_env,
     memory_label,
     one_of,
-    parse_kwargs,
     policy_class,
     policy_kwargs,
     prepare_out,
+    require_extra,
     save_episode_pictures,
     seed_everything,
     set_threads,
@@ -118,9 +118,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def resolve_relabels(algo_name: str, relabels: list[str] | None) -> list[str]:
     if relabels is None:
         return ["some", "none"] if ALGOS[algo_name].off_policy else ["none"]
-    valid = [*STRATEGIES, *plugin_registry.available("relabeler")]
     for name in relabels:
-        one_of("relabeler", name, valid)
+        installed("relabeler", name, also=STRATEGIES)
     if len(set(relabels)) != len(relabels):
         raise UsageError(f"--relabel repeats a name: {' '.join(relabels)}")
     if not ALGOS[algo_name].off_policy and set(relabels) != {"none"}:
@@ -132,16 +131,20 @@ def resolve_relabels(algo_name: str, relabels: list[str] | None) -> list[str]:
 def check_args(args: argparse.Namespace) -> tuple[str, dict[str, Any], list[str]]:
     """``train``'s checks that need no env: (algorithm, env kwargs, relabel runs), or a UsageError.
 
-    ``--relabel-ratio`` and ``--n-steps`` are the replay buffer's to check, when the run builds it.
+    Every value is checked here, before a run starts, whether or not a run builds the object that reads it: the
+    replay buffer checks ``--relabel-ratio`` and ``--n-steps`` again when a run builds it, but a run without
+    relabeling may build none, and a sweep checks its trials' options with this function alone.
     """
     algo_name = one_of("algorithm", args.algo, list(ALGOS))
-    for option in ("timesteps", "n_envs", "eval_freq", "eval_episodes", "hidden"):
+    for option in ("timesteps", "n_envs", "eval_freq", "eval_episodes", "hidden", "n_steps"):
         if getattr(args, option) is not None:
             checked_int(getattr(args, option), "--" + option.replace("_", "-"), 1)
+    with usage():
+        check_number(args.relabel_ratio, "--relabel-ratio", 0.0, 1.0)  # as the buffer words it
     check_history(args)
     check_q_head(args, [algo_name])
-    if args.learning_rate is not None and not args.learning_rate > 0:
-        raise UsageError(f"--learning-rate must be > 0; got {args.learning_rate}")
+    if args.learning_rate is not None:
+        check_range("learning_rate", args.learning_rate, "--learning-rate")
     algo_kwargs(args, algo_name)
     if args.n_steps != 1 and not ALGOS[algo_name].off_policy:
         raise UsageError(f"--n-steps applies to off-policy algorithms; --algo {algo_name} is on-policy")
@@ -152,8 +155,10 @@ def check_args(args: argparse.Namespace) -> tuple[str, dict[str, Any], list[str]
         if not ALGOS[algo_name].off_policy:
             raise UsageError(f"--demos and --demos-from fill a replay buffer; --algo {algo_name} is on-policy and has "
                              "none (use an off-policy algorithm: dqn, qrdqn, sac, tqc)")
+        # imitation collects --demos and reads --demos-from's round files: one line naming the flag, as dagger's
+        require_extra("imitation", "--demos" if args.demos else "--demos-from")
         if args.demos:
-            one_of("expert", args.expert, list(plugin_registry.available("expert")))
+            installed("expert", args.expert)
     return algo_name, env_kwargs(args), resolve_relabels(algo_name, args.relabel)
 
 
@@ -262,45 +267,6 @@ class ReportEvaluations(BaseCallback):
 
     def _on_training_end(self) -> None:  # the evaluator's final evaluation comes after the last step
         self._flush()
-
-
-#: Constructor keywords ``--algo-kwarg`` may not set: train sets them from its own options (named), or owns them.
-OWNED_ALGO_KWARGS = {
-    "policy": "--q-head", "env": "--env", "seed": "--seed", "learning_rate": "--learning-rate",
-    "policy_kwargs": "--hidden, --history, --history-encoder and --q-head", "replay_buffer_class": "--relabel",
-    "replay_buffer_kwargs": "--relabel, --relabel-ratio, --n-steps and --demo-ratio",
-    "buffer_size": "--timesteps (the buffer holds every step)", "verbose": "train itself", "device": "train itself",
-    "tensorboard_log": "--out", "_init_setup_model": "train itself", "n_steps": "--n-steps (the replay buffer's)",
-}
-
-
-def algo_kwargs(args: argparse.Namespace, algo_name: str) -> dict[str, Any]:
-    """``--algo-kwarg``'s keywords, each one the algorithm's constructor takes and train does not set itself."""
-    kwargs = parse_kwargs(args.algo_kwarg, option="--algo-kwarg")
-    if not kwargs:
-        return kwargs
-    cls = algo_class(algo_name)
-    owned = dict(OWNED_ALGO_KWARGS)
-    if not ALGOS[algo_name].off_policy:
-        del owned["n_steps"]  # the rollout length of an on-policy algorithm, not a replay buffer's returns
-    parameters = inspect.signature(cls.__init__).parameters
-    accepted = [name for name in parameters if name not in ("self", *owned)]
-    for key, value in kwargs.items():
-        if key in owned:
-            raise UsageError(f"--algo-kwarg {key}: train sets it from {owned[key]}")
-        if key not in accepted:
-            raise UsageError(f"--algo-kwarg {key}: not a keyword of {cls.__name__} (--algo {algo_name}); accepted: "
-                             f"{', '.join(accepted)}")
-        default = parameters[key].default
-        # a number where the algorithm's default is one (SB3 may read it only thousands of steps in)
-        if isinstance(default, bool) and not isinstance(value, bool):
-            raise UsageError(f"--algo-kwarg {key} must be True or False; got {value!r}")
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if (isinstance(default, (int, float)) and not isinstance(default, bool) and not number
-                and not (isinstance(default, int) and isinstance(value, tuple))):  # train_freq=(1, "episode")
-            raise UsageError(f"--algo-kwarg {key} must be a number, as {cls.__name__}'s default {default!r}; "
-                             f"got {value!r}")
-    return kwargs
 
 
 def model_kwargs(args: argparse.Namespace, algo_name: str, relabel: str, spec: Any) -> dict[str, Any]:
@@ -509,8 +475,10 @@ def write_results(args: argparse.Namespace, algo_name: str, out: Path, curves: d
 
 
 def standalone_parser() -> argparse.ArgumentParser:
-    """``train``'s options alone, for a sweep trial (no sub-command)."""
+    """``train``'s options alone, for a sweep trial (no sub-command); a value the options refuse (``n-steps=1.5``
+    from a ``--space``) raises a :class:`UsageError`, which the sweep names its edge or trial in."""
     p = ArgumentParser(prog="sb3-hir train")
+    p.raises = True
     add_arguments(p)
     return p
 

@@ -81,7 +81,7 @@ def test_a_given_space_replaces_the_default_and_its_algorithm_keywords_reach_tra
     (["seed=choice:1,2"], "'seed' is not a train option a trial can take"),
     (["n-steps=choice:1,,3"], "choice takes values separated by commas, none empty"),
     (["n-steps=choice:1", "n_steps=choice:3"], "--space names 'n_steps' twice"),
-    (["algo.target_update=choice:5,10"], "--space: --algo-kwarg target_update: not a keyword of DQN"),
+    (["algo.target_update=choice:5,10"], "--space algo.target_update=5: --algo-kwarg target_update: not a keyword of"),
     (["algo.tau=choice:soft,hard"], "--algo-kwarg tau must be a number"),
 ])
 def test_a_bad_search_space_is_one_line_before_any_trial(tmp_path, capsys, space, expected):
@@ -122,18 +122,6 @@ def test_a_local_sweep_writes_each_trial_s_run_and_the_summary(tmp_path):
         assert (run["goals_reached"], run["success_rate"]) == (final["goals_reached"], final["success_rate"])
     assert "| default" in (out / "results.md").read_text()
     assert (out / "learning_curve.png").stat().st_size > 1000
-
-
-@pytest.mark.ray
-def test_a_failing_trial_is_reported_and_the_others_finish(tmp_path):
-    out = tmp_path / "sweep"
-    # 30 goals do not fit a 7x7 maze: only building that trial's env finds out
-    assert cli.main(["sweep", *TINY[:-4], "--relabel", "some", "--goals", "2", "30", "--out", str(out)]) == 0
-    results = json.loads((out / "results.json").read_text())
-    assert [r["configuration"] for r in results["configurations"]] == ["goals=2"]
-    [failure] = results["failed"]
-    assert failure.startswith("goals=30 seed 0:") and "num_goals must be <=" in failure
-    assert "failed trials (1):" in (out / "results.md").read_text()
 
 
 @pytest.mark.ray
