@@ -29,7 +29,7 @@ The policy (which action) stays in the expert; the mechanics (when it is asked, 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
@@ -163,7 +163,7 @@ class EnvStateLabelExpert(BasePolicy):
         deterministic: bool = True,
     ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
         """SB3 ``predict``: the sub-envs' labels (always deterministic); ``state`` is passed through."""
-        vectorized = is_vectorized_observation(observation, self.observation_space)
+        vectorized = is_vectorized_observation(cast(Any, observation), self.observation_space)  # dicts too (SB3)
         if vectorized:
             first = next(iter(observation.values())) if isinstance(observation, dict) else observation
             if len(first) != self.venv.num_envs:

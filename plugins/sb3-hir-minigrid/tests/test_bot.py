@@ -1,0 +1,152 @@
+"""Issue 54, item 2: BabyAI's bot as the env-state expert ``"babyai-bot"``.
+
+With minigrid >= 3.0: the bot's own success on every go-to level the plugin serves, labels at the states a learner
+visits (replayed against a bot driven by the same executed actions), its replanning after the learner's actions, and
+one error class when it fails. With minigrid 2.3.1 (the gymnasium 0.29 profile): one error naming the version and
+the profile that has the bot.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+from sb3_hir import plugins, resolvers
+from sb3_hir.env_experts import EnvStateLabelExpert, EnvStateLabels, with_expert_labels
+from sb3_hir_minigrid.bot import BabyAIBotExpert, BotStuckError, BotUnavailableError
+from sb3_hir_minigrid.wrapper import BABYAI_MAX_GOALS, make_babyai_goto
+
+try:
+    import minigrid.utils.baby_ai_bot  # noqa: F401
+
+    HAS_BOT = True
+except ImportError:
+    HAS_BOT = False
+needs_bot = pytest.mark.skipif(not HAS_BOT, reason="BabyAI's bot comes with minigrid >= 3.0")
+
+#: The go-to levels the plugin serves (README's coverage table) and their goal slots.
+LEVELS = {"GoToLocal": 1, "GoTo": 1, "GoToSeqS5R2": BABYAI_MAX_GOALS, "GoToSeq": BABYAI_MAX_GOALS}
+
+
+def level_env(level: str) -> gym.Env:
+    return make_babyai_goto(f"BabyAI-{level}-v0", k_max=LEVELS[level])
+
+
+def test_the_bot_is_listed_as_an_expert_without_importing_minigrid():
+    info = plugins.available("expert")["babyai-bot"]
+    assert info.distribution == "sb3-hir-minigrid"
+
+
+@pytest.mark.skipif(HAS_BOT, reason="this minigrid has the bot")
+def test_without_the_bot_asking_for_it_is_one_error_naming_the_version_and_profile_that_have_it():
+    venv = DummyVecEnv([lambda: level_env("GoToLocal")])
+    for ask in (lambda: with_expert_labels(lambda: level_env("GoToLocal"), "babyai-bot"),
+                lambda: resolvers.resolve_expert("babyai-bot", venv=venv)):
+        with pytest.raises(BotUnavailableError, match=r"minigrid 2\.3\.1.*'current' profile.*minigrid>=3\.0") as err:
+            ask()
+        assert "\n" not in str(err.value)
+    assert issubclass(BotUnavailableError, ImportError)
+
+
+@needs_bot
+@pytest.mark.parametrize("level", list(LEVELS))
+def test_the_bots_own_success_on_each_go_to_level(level):
+    """20 episodes per level (seeds 0-19); measured 1.0 on each (benchmarks/results/bench_babyai_bot.txt)."""
+    env = EnvStateLabels(level_env(level), resolvers_bot())
+    successes = 0
+    for seed in range(20):
+        env.reset(seed=seed)
+        while True:
+            _, _, terminated, truncated, info = env.step(env.label)
+            if terminated or truncated:
+                break
+        successes += bool(info["is_success"])
+    assert successes == 20
+
+
+def resolvers_bot() -> BabyAIBotExpert:
+    return cast(BabyAIBotExpert, plugins.get("expert", "babyai-bot").make_expert())
+
+
+@needs_bot
+@pytest.mark.parametrize("level", ["GoToLocal", "GoToSeqS5R2"])
+def test_labels_are_the_bots_at_the_states_a_learner_visits(level):
+    """A random learner acts half the time; each label equals a fresh bot's, driven through the same episode by
+    BabyAI's contract (``replan(action)`` after an action it did not suggest, ``replan(None)`` otherwise)."""
+    from minigrid.utils.baby_ai_bot import BabyAIBot
+
+    from sb3_hir.dagger import DAggerCollector
+
+    n_envs, seed = 2, 7
+    venv = DummyVecEnv([with_expert_labels(lambda: level_env(level), "babyai-bot")] * n_envs)
+    venv.seed(seed)
+    expert = resolvers.resolve_expert("babyai-bot", venv=venv)
+    assert isinstance(expert, EnvStateLabelExpert)
+    rng = np.random.default_rng(0)
+    collector = DAggerCollector(venv, lambda obs: rng.integers(0, 7, len(obs["obs"])), beta=0.5, rng=0)
+    obs = collector.reset()
+    first: dict[int, Any] = {}
+    while len(first) < n_envs:  # the first episode of each sub-env: its seed is known
+        obs, _, dones, _ = collector.step(expert.predict(obs)[0])
+        for i in np.flatnonzero(dones):
+            first.setdefault(int(i), collector.trajectories[-1])
+    assert sum(int(np.sum(t.acts != t.executed_acts)) for t in first.values()) > 0  # the learner deviated
+    for i, traj in first.items():
+        env = level_env(level)
+        env.reset(seed=seed + i)
+        bot, taken = BabyAIBot(env.unwrapped), None
+        for label, executed in zip(traj.acts, traj.executed_acts, strict=True):
+            suggested = bot.replan(taken)
+            assert int(label) == int(suggested)
+            env.step(int(executed))
+            taken = None if int(executed) == int(suggested) else int(executed)
+    assert sum(bot.replans for bot in venv.get_attr("expert")) > 0
+    collector.finish_round(policy="report")
+
+
+@needs_bot
+def test_a_failing_bot_is_one_error_class_naming_the_level_mission_and_step(monkeypatch):
+    from minigrid.utils.baby_ai_bot import BabyAIBot
+
+    env = EnvStateLabels(level_env("GoToLocal"), resolvers_bot())
+    env.reset(seed=0)
+    env.step(env.label)
+
+    def broken(self: Any, action_taken: Any = None) -> Any:
+        raise AssertionError("0nothing left to explore")
+
+    monkeypatch.setattr(BabyAIBot, "replan", broken)
+    with pytest.raises(BotStuckError, match=r"step 2 of 'BabyAI-GoToLocal-v0', mission 'go to .*AssertionError"):
+        env.step(0 if env.label != 0 else 1)
+
+
+@needs_bot
+def test_a_box_toggled_away_by_the_learner_does_not_stop_the_bot():
+    """BabyAI's bot gives up (``DisappearedBoxError``) when the agent opens a box; the mission goes on."""
+    env = EnvStateLabels(level_env("GoToLocal"), resolvers_bot())
+    rng = np.random.default_rng(0)
+    toggled = finished = 0
+    for seed in range(30):
+        env.reset(seed=seed)
+        done = False
+        for _ in range(40):  # wander (left, right, forward) until a box is in front, then toggle it away
+            front = env.unwrapped.grid.get(*env.unwrapped.front_pos)
+            if front is not None and front.type == "box":
+                _, _, terminated, truncated, _ = env.step(5)
+                toggled += 1
+                done = terminated or truncated
+                break
+            _, _, terminated, truncated, _ = env.step(int(rng.integers(0, 3)))
+            if terminated or truncated:
+                done = True
+                break
+        while not done:  # the bot takes over
+            _, _, terminated, truncated, _ = env.step(env.label)
+            done = terminated or truncated
+        finished += 1
+    assert toggled > 0 and finished == 30
+    assert cast(BabyAIBotExpert, env.expert).box_repairs == toggled
