@@ -13,12 +13,12 @@ from typing import Any, cast
 import gymnasium as gym
 import numpy as np
 import pytest
+from sb3_hir_minigrid.bot import BabyAIBotExpert, BotStuckError, BotUnavailableError
+from sb3_hir_minigrid.wrapper import BABYAI_MAX_GOALS, make_babyai_goto
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir import plugins, resolvers
 from sb3_hir.env_experts import EnvStateLabelExpert, EnvStateLabels, with_expert_labels
-from sb3_hir_minigrid.bot import BabyAIBotExpert, BotStuckError, BotUnavailableError
-from sb3_hir_minigrid.wrapper import BABYAI_MAX_GOALS, make_babyai_goto
 
 try:
     import minigrid.utils.baby_ai_bot  # noqa: F401
@@ -150,3 +150,35 @@ def test_a_box_toggled_away_by_the_learner_does_not_stop_the_bot():
         finished += 1
     assert toggled > 0 and finished == 30
     assert cast(BabyAIBotExpert, env.expert).box_repairs == toggled
+
+
+@needs_bot
+def test_one_command_runs_dagger_with_the_bot_end_to_end(tmp_path):
+    """``sb3-hir dagger --env babyai-goto --expert babyai-bot`` at a tiny budget: rounds, files, the table."""
+    import contextlib
+    import io
+
+    from sb3_hir import cli
+    from sb3_hir.dagger import load_round_dir
+
+    out = tmp_path / "run"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        rc = cli.main(["dagger", "--env", "babyai-goto", "--expert", "babyai-bot", "--rounds", "2",
+                       "--steps-per-round", "64", "--batch-size", "32", "--bc-epochs", "1", "--n-envs", "2",
+                       "--eval-episodes", "2", "--no-progress", "--out", str(out)])
+    assert rc == 0
+    assert "expert babyai-bot (success 1.00)" in printed.getvalue()
+    assert (out / "rounds.md").is_file() and (out / "checkpoint-latest.json").is_file()
+    trajs = load_round_dir(out / "demos" / "round-001")
+    assert trajs and any(t.learner_mask.any() for t in trajs)  # round 1 mixes the learner in (beta 0.5)
+
+
+@pytest.mark.skipif(HAS_BOT, reason="this minigrid has the bot")
+def test_the_command_without_the_bot_is_one_error_line(tmp_path, capsys):
+    from sb3_hir import cli
+
+    assert cli.main(["dagger", "--env", "babyai-goto", "--expert", "babyai-bot", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "minigrid>=3.0" in err and "'current' profile" in err
+    assert not (tmp_path / "run").exists()  # refused before anything was written
