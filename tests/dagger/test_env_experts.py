@@ -24,6 +24,7 @@ from test_dagger import QUIET_BC
 from sb3_hir import hookimpl, plugins
 from sb3_hir.dagger import (
     DAggerCollector,
+    DAggerTrajectory,
     SimpleDAggerTrainer,
     reconstruct_trainer,
     round_files,
@@ -69,6 +70,12 @@ class HiddenTarget(gym.Env):
 
 def best(pos: int, target: int) -> int:
     return RIGHT if target > pos else LEFT if target < pos else STAY
+
+
+def visited(traj: Any) -> tuple[list[int], int]:
+    """The cells an episode's labels were given at, and its hidden target."""
+    assert traj.infos is not None
+    return [int(p) for p in np.argmax(np.asarray(traj.obs), axis=1)[:-1]], int(traj.infos[0]["target"])
 
 
 class Planner(EnvStateExpert):
@@ -121,14 +128,14 @@ def test_labels_are_the_experts_at_the_visited_states_and_it_replans_after_the_l
     venv = labelled_venv()
     expert = EnvStateLabelExpert(venv)
     collector = DAggerCollector(venv, wander, beta=0.5, save_dir=tmp_path, rng=0)
-    obs = collector.reset()
+    obs: Any = collector.reset()
     while collector.round_episodes < 12:
         obs, *_ = collector.step(expert.predict(obs)[0])
-    trajs = collector.finish_round(expert=expert)
+    trajs = cast(list[DAggerTrajectory], collector.finish_round(expert=expert))
     learner_steps = 0
     for traj in trajs:
-        pos = np.argmax(traj.obs, axis=1)[:-1]
-        target = traj.infos[0]["target"]
+        pos, target = visited(traj)
+        assert traj.learner_mask is not None and traj.executed_acts is not None
         assert list(traj.acts) == [best(p, target) for p in pos]  # the expert's action for the true state
         learner_steps += int(np.sum(traj.learner_mask & (traj.executed_acts != traj.acts)))
     assert learner_steps > 0  # the learner led somewhere the plan did not go
@@ -137,7 +144,7 @@ def test_labels_are_the_experts_at_the_visited_states_and_it_replans_after_the_l
     # every recorded episode's executed actions are what a planner was shown, the learner's included
     shown = {tuple(int(a) for a in ep.split()) for p in planners
              for ep in " ".join(map(str, p.observed)).split("-1") if ep.strip()}
-    executed = {tuple(int(a) for a in t.executed_acts) for t in trajs}
+    executed = {tuple(int(a) for a in np.asarray(t.executed_acts)) for t in trajs}
     assert executed <= shown
 
 
@@ -152,12 +159,13 @@ def test_a_planner_that_is_never_shown_the_learners_actions_would_label_wrong():
     venv = labelled_venv(seed=1, expert=Deaf)
     collector = DAggerCollector(venv, wander, beta=0.3, rng=1)
     expert = EnvStateLabelExpert(venv)
-    obs = collector.reset()
+    obs: Any = collector.reset()
     while collector.round_episodes < 12:
         obs, *_ = collector.step(expert.predict(obs)[0])
-    trajs = collector.finish_round(expert=expert)
-    wrong = sum(int(a != best(p, t.infos[0]["target"])) for t in trajs
-                for a, p in zip(t.acts, np.argmax(t.obs, axis=1)[:-1], strict=True))
+    wrong = 0
+    for traj in collector.finish_round(expert=expert):
+        pos, target = visited(traj)
+        wrong += sum(int(a != best(p, target)) for a, p in zip(traj.acts, pos, strict=True))
     assert wrong > 0
 
 
@@ -171,7 +179,8 @@ def test_the_wrapper_puts_the_label_in_info_and_asks_the_expert_once_per_state()
 
     env = EnvStateLabels(HiddenTarget(), Counting())
     _, info = env.reset(seed=3)
-    assert info[EXPERT_ACTION_KEY] == env.label == best(env.unwrapped.pos, env.unwrapped.target)
+    line = cast(HiddenTarget, env.unwrapped)
+    assert info[EXPERT_ACTION_KEY] == env.label == best(line.pos, line.target)
     steps = 0
     while True:
         _, _, terminated, truncated, info = env.step(env.label)
@@ -213,13 +222,13 @@ def test_durable_rounds_checkpoint_and_resume_with_an_env_state_expert_by_plugin
         rounds = trainer.round_num
         assert rounds >= 2 and round_files(tmp_path / "demos" / "round-000")
         for traj in trainer.load_demos():  # every stored label is the expert's at its state
-            pos = np.argmax(traj.obs, axis=1)[:-1]
-            assert list(traj.acts) == [best(p, traj.infos[0]["target"]) for p in pos]
+            pos, target = visited(traj)
+            assert list(traj.acts) == [best(p, target) for p in pos]
         stored = Counter(trajectory_fingerprint(t) for t in trainer.load_demos())
         # a round cut short, as by a kill: its finished episodes are on disk, the round never finished
         collector = trainer.create_trajectory_collector()
         expert = EnvStateLabelExpert(collector)
-        obs = collector.reset()
+        obs: Any = collector.reset()
         while len(collector.saved_files) < 3:
             obs, *_ = collector.step(expert.predict(obs)[0])
         cut_short = round_files(tmp_path / "demos" / f"round-{rounds:03d}")

@@ -18,7 +18,7 @@ from sb3_hir_minigrid.wrapper import BABYAI_MAX_GOALS, make_babyai_goto
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir import plugins, resolvers
-from sb3_hir.env_experts import EnvStateLabelExpert, EnvStateLabels, with_expert_labels
+from sb3_hir.env_experts import EnvStateExpertFactory, EnvStateLabelExpert, EnvStateLabels, with_expert_labels
 
 try:
     import minigrid.utils.baby_ai_bot  # noqa: F401
@@ -69,7 +69,7 @@ def test_the_bots_own_success_on_each_go_to_level(level):
 
 
 def resolvers_bot() -> BabyAIBotExpert:
-    return cast(BabyAIBotExpert, plugins.get("expert", "babyai-bot").make_expert())
+    return cast(BabyAIBotExpert, cast(EnvStateExpertFactory, plugins.get("expert", "babyai-bot")).make_expert())
 
 
 @needs_bot
@@ -88,17 +88,19 @@ def test_labels_are_the_bots_at_the_states_a_learner_visits(level):
     assert isinstance(expert, EnvStateLabelExpert)
     rng = np.random.default_rng(0)
     collector = DAggerCollector(venv, lambda obs: rng.integers(0, 7, len(obs["obs"])), beta=0.5, rng=0)
-    obs = collector.reset()
+    obs: Any = collector.reset()
     first: dict[int, Any] = {}
     while len(first) < n_envs:  # the first episode of each sub-env: its seed is known
         obs, _, dones, _ = collector.step(expert.predict(obs)[0])
-        for i in np.flatnonzero(dones):
-            first.setdefault(int(i), collector.trajectories[-1])
+        ended = np.flatnonzero(dones).tolist()  # the collector adds their episodes in this order
+        for k, env_index in enumerate(ended):
+            first.setdefault(env_index, collector.trajectories[len(collector.trajectories) - len(ended) + k])
     assert sum(int(np.sum(t.acts != t.executed_acts)) for t in first.values()) > 0  # the learner deviated
     for i, traj in first.items():
         env = level_env(level)
         env.reset(seed=seed + i)
-        bot, taken = BabyAIBot(env.unwrapped), None
+        bot = BabyAIBot(env.unwrapped)
+        taken: int | None = None
         for label, executed in zip(traj.acts, traj.executed_acts, strict=True):
             suggested = bot.replan(taken)
             assert int(label) == int(suggested)
@@ -134,7 +136,8 @@ def test_a_box_toggled_away_by_the_learner_does_not_stop_the_bot():
         env.reset(seed=seed)
         done = False
         for _ in range(40):  # wander (left, right, forward) until a box is in front, then toggle it away
-            front = env.unwrapped.grid.get(*env.unwrapped.front_pos)
+            level: Any = env.unwrapped
+            front = level.grid.get(*level.front_pos)
             if front is not None and front.type == "box":
                 _, _, terminated, truncated, _ = env.step(5)
                 toggled += 1
@@ -171,7 +174,8 @@ def test_one_command_runs_dagger_with_the_bot_end_to_end(tmp_path):
     assert "expert babyai-bot (success 1.00)" in printed.getvalue()
     assert (out / "rounds.md").is_file() and (out / "checkpoint-latest.json").is_file()
     trajs = load_round_dir(out / "demos" / "round-001")
-    assert trajs and any(t.learner_mask.any() for t in trajs)  # round 1 mixes the learner in (beta 0.5)
+    # round 1 mixes the learner in (beta 0.5)
+    assert trajs and any(t.learner_mask is not None and t.learner_mask.any() for t in trajs)
 
 
 @pytest.mark.skipif(HAS_BOT, reason="this minigrid has the bot")
