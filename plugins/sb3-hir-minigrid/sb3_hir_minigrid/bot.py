@@ -7,10 +7,15 @@ episode, ``replan`` once per visited state, given the executed action when it di
 (BabyAI's own contract: ``None`` means "my suggestion was taken"). The plugin registers it as the ``"expert"``
 ``"babyai-bot"`` (:data:`BABYAI_BOT`, an :class:`~sb3_hir.env_experts.EnvStateExpertFactory`).
 
-One repair: the bot raises ``DisappearedBoxError`` when the *agent* toggles a box, assuming the mission is then
-lost. In a go-to level it is not (BabyAI's verifier keeps a toggled-away box's cell as the goal's position until
-the next ``drop``), and a DAgger learner toggles boxes, so the bot is asked again with that check passed. Any
-other failure of the bot is a :class:`BotStuckError` naming the level, the mission and the step.
+Two repairs, both counted. The bot raises ``DisappearedBoxError`` when the *agent* toggles a box, assuming the
+mission is then lost. In a go-to level it is not (BabyAI's verifier keeps a toggled-away box's cell as the goal's
+position until the next ``drop``), and a DAgger learner toggles boxes, so the bot is asked again with that check
+passed (:attr:`BabyAIBotExpert.box_repairs`). And the bot's plan can break under a learner's actions: measured on
+GoTo with a uniform-random learner, its stack held a ``DropSubgoal`` after the learner had dropped the object itself
+(``AssertionError`` in ``replan``). Then a new bot takes over from the current state, as if the episode began there
+(:attr:`BabyAIBotExpert.restarts`; it has not seen the cells the old one had, and it plans the whole mission again,
+parts already done included, which BabyAI's verifier counts as done). ``restart_on_failure=False`` raises instead;
+a failure of the new bot too is a :class:`BotStuckError` naming the level, the mission and the step.
 """
 
 from __future__ import annotations
@@ -61,11 +66,14 @@ def check_bot_available() -> None:
 class BabyAIBotExpert(EnvStateExpert):
     """BabyAI's bot labelling each visited state of a BabyAI level; a new bot per episode.
 
+    :param restart_on_failure: when the bot's planner fails, let a new bot take over from the current state (see
+        the module's docstring); False raises :class:`BotStuckError` at once.
     :ivar replans: steps where the executed action was not the bot's suggestion (the bot replanned after it).
-    :ivar box_repairs: toggled boxes the bot was asked past (see the module's docstring).
+    :ivar box_repairs: toggled boxes the bot was asked past.
+    :ivar restarts: failures of the bot's planner after which a new bot took over.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, restart_on_failure: bool = True) -> None:
         check_bot_available()
         from minigrid.utils.baby_ai_bot import BabyAIBot, DisappearedBoxError
 
@@ -75,8 +83,10 @@ class BabyAIBotExpert(EnvStateExpert):
         self._suggested: int | None = None
         self._taken: int | None = None
         self._step = 0
+        self.restart_on_failure = bool(restart_on_failure)
         self.replans = 0
         self.box_repairs = 0
+        self.restarts = 0
 
     def reset(self, env: gym.Env) -> None:
         if not hasattr(env, "instrs"):
@@ -96,37 +106,47 @@ class BabyAIBotExpert(EnvStateExpert):
         else:
             self._taken = None  # BabyAI's contract: None is "the suggested action was taken"
 
+    def _replan(self) -> Any:
+        try:
+            return self._bot.replan(self._taken)
+        except self._box_error:
+            # The agent toggled a box away: the go-to mission goes on, so pass the bot's check and ask again (the
+            # check runs before any change to the bot's plan; the seen cells it updated are idempotent).
+            self._bot.prev_fwd_cell = None
+            self.box_repairs += 1
+            return self._bot.replan(self._taken)
+
+    def _stuck(self, env: gym.Env, exc: Exception, when: str) -> BotStuckError:
+        spec = getattr(env, "spec", None)
+        level = spec.id if spec is not None else type(env).__name__
+        return BotStuckError(f"BabyAI's bot failed {when}at step {self._step} of {level!r}, mission "
+                             f"{getattr(env, 'mission', '?')!r}: {type(exc).__name__}: {exc}")
+
     def act(self, env: gym.Env) -> int:
         if self._bot is None:
             raise RuntimeError("BabyAIBotExpert.act before reset: the wrapper resets it at each episode start")
         try:
-            try:
-                action = self._bot.replan(self._taken)
-            except self._box_error:
-                # The agent toggled a box away: the go-to mission goes on, so pass the bot's check and ask again
-                # (the check runs before any change to the bot's plan; the seen cells it updated are idempotent).
-                self._bot.prev_fwd_cell = None
-                self.box_repairs += 1
-                action = self._bot.replan(self._taken)
+            action = self._replan()
         except Exception as exc:
-            mission = getattr(env, "mission", "?")
-            spec = getattr(env, "spec", None)
-            level = spec.id if spec is not None else type(env).__name__
-            raise BotStuckError(
-                f"BabyAI's bot failed at step {self._step} of {level!r}, mission {mission!r}: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
+            if not self.restart_on_failure:
+                raise self._stuck(env, exc, "") from exc
+            self.restarts += 1
+            self._bot = self._bot_class(env)
+            self._taken = None
+            try:
+                action = self._bot.replan()
+            except Exception as again:
+                raise self._stuck(env, again, "again after a restart ") from again
         if action is None:
-            raise BotStuckError(f"BabyAI's bot suggested no action at step {self._step} (mission "
-                                f"{getattr(env, 'mission', '?')!r})")
+            raise self._stuck(env, ValueError("no action suggested"), "")
         self._suggested = int(action)
         self._taken = None
         return self._suggested
 
 
-def babyai_bot() -> BabyAIBotExpert:
+def babyai_bot(restart_on_failure: bool = True) -> BabyAIBotExpert:
     """BabyAI's bot (minigrid >= 3.0) labelling from the env's state; replans after the learner's actions."""
-    return BabyAIBotExpert()
+    return BabyAIBotExpert(restart_on_failure=restart_on_failure)
 
 
 #: What the plugin registers as the expert ``"babyai-bot"``.

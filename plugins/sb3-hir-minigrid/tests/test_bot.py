@@ -111,19 +111,47 @@ def test_labels_are_the_bots_at_the_states_a_learner_visits(level):
 
 
 @needs_bot
-def test_a_failing_bot_is_one_error_class_naming_the_level_mission_and_step(monkeypatch):
+def test_a_broken_plan_is_taken_over_by_a_new_bot_and_a_failing_bot_is_one_error_class(monkeypatch):
+    """Measured on GoTo with a random learner: the bot's plan breaks (``AssertionError`` in ``replan``) after the
+    learner dropped what the bot meant to drop. A new bot takes over; a bot that fails again is a BotStuckError."""
     from minigrid.utils.baby_ai_bot import BabyAIBot
 
-    env = EnvStateLabels(level_env("GoToLocal"), resolvers_bot())
+    original = BabyAIBot.replan
+    failures = {"left": 1}
+
+    def breaks_once(self: Any, action_taken: Any = None) -> Any:
+        if failures["left"] and action_taken is not None:
+            failures["left"] -= 1
+            raise AssertionError("the plan broke")
+        return original(self, action_taken)
+
+    monkeypatch.setattr(BabyAIBot, "replan", breaks_once)
+    expert = resolvers_bot()
+    env = EnvStateLabels(level_env("GoToLocal"), expert)
     env.reset(seed=0)
-    env.step(env.label)
+    env.step(0 if env.label != 0 else 1)  # not the bot's suggestion: replan(action) fails, a new bot takes over
+    assert expert.restarts == 1
+    while True:
+        _, _, terminated, truncated, info = env.step(env.label)
+        if terminated or truncated:
+            break
+    assert info["is_success"]
 
     def broken(self: Any, action_taken: Any = None) -> Any:
         raise AssertionError("0nothing left to explore")
 
     monkeypatch.setattr(BabyAIBot, "replan", broken)
-    with pytest.raises(BotStuckError, match=r"step 2 of 'BabyAI-GoToLocal-v0', mission 'go to .*AssertionError"):
-        env.step(0 if env.label != 0 else 1)
+    strict = EnvStateLabels(level_env("GoToLocal"), BabyAIBotExpert(restart_on_failure=False))
+    monkeypatch.setattr(BabyAIBot, "replan", original)
+    strict.reset(seed=0)
+    monkeypatch.setattr(BabyAIBot, "replan", broken)
+    with pytest.raises(BotStuckError, match=r"failed at step 1 of 'BabyAI-GoToLocal-v0', mission 'go to .*Assertion"):
+        strict.step(0)
+    monkeypatch.setattr(BabyAIBot, "replan", original)
+    env.reset(seed=1)
+    monkeypatch.setattr(BabyAIBot, "replan", broken)
+    with pytest.raises(BotStuckError, match=r"failed again after a restart at step 1 of 'BabyAI-GoToLocal-v0'"):
+        env.step(0)
 
 
 @needs_bot
