@@ -46,6 +46,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 from sb3_hir import resolvers
 from sb3_hir.dagger import DAggerCollector, PolicyRunner
 from sb3_hir.env_experts import EnvStateLabels, with_expert_labels
+from sb3_hir.experiment import markdown_table
 
 LEVELS = ["GoToLocal", "GoTo", "GoToSeqS5R2", "GoToSeq"]
 TARGET = 2.0
@@ -193,25 +194,28 @@ def main(argv: list[str] | None = None) -> int:
     print(f"BabyAI's bot as a DAgger expert: levels {' '.join(args.levels)}; (a) {args.episodes} episodes per level "
           f"(seeds 0..{args.episodes - 1}); (b) {args.steps} transitions per side, {args.n_envs} envs, beta "
           f"{args.beta}, seed {args.seed}, chunks of {args.chunk} vector steps", flush=True)
-    print("\n(a) the bot's own success\n")
-    print("| level | success | mean episode length | ms per step (env + bot) |")
-    print("|---|---|---|---|")
+    success_rows: list[list[object]] = []
     for level in args.levels:
         rate, length, ms = bot_success(level, args.episodes)
-        print(f"| {level} | {rate:.2f} | {length:.1f} | {ms:.2f} |", flush=True)
-
-    print(f"\n(b) collection speed, transitions/s (the same states on both sides at beta 0); target ratio <= "
-          f"{TARGET:.0f}x\n")
-    print("| level | bot labels | observation-only expert | ratio (bot time / observation time) | episodes (bot / "
-          "observation) | bot replans | boxes toggled away | bot restarts |")
-    print("|---|---|---|---|---|---|---|---|")
+        print(f"  (a) {level}: success {rate:.2f}", flush=True)
+        success_rows.append([level, f"{rate:.2f}", f"{length:.1f}", f"{ms:.2f}"])
+    speed_rows: list[list[object]] = []
     worst = 0.0
     for level in args.levels:
         row = labelling_speed(level, args.steps, args.n_envs, args.beta, args.chunk, args.seed)
         ratio = row.observation_rate / row.bot_rate
         worst = max(worst, ratio)
-        print(f"| {level} | {row.bot_rate:,.0f} | {row.observation_rate:,.0f} | {ratio:.2f}x | {row.bot_episodes} / "
-              f"{row.observation_episodes} | {row.replans} | {row.box_repairs} | {row.restarts} |", flush=True)
+        print(f"  (b) {level}: {ratio:.2f}x", flush=True)
+        speed_rows.append([level, f"{row.bot_rate:,.0f}", f"{row.observation_rate:,.0f}", f"{ratio:.2f}x",
+                           f"{row.bot_episodes} / {row.observation_episodes}", row.replans, row.box_repairs,
+                           row.restarts])
+    print("\n(a) the bot's own success\n")
+    print(markdown_table(["level", "success", "mean episode length", "ms per step (env + bot)"], success_rows))
+    print(f"\n(b) collection speed, transitions/s (the same states on both sides at beta 0); target ratio <= "
+          f"{TARGET:.0f}x\n")
+    print(markdown_table(["level", "bot labels", "observation-only expert", "ratio (bot time / observation time)",
+                          "episodes (bot / observation)", "bot replans", "boxes toggled away", "bot restarts"],
+                         speed_rows))
     verdict = "met" if worst <= TARGET else "missed"
     print(f"\ntarget: labelling with the bot costs <= {TARGET:.0f}x collection with an observation-only expert: "
           f"{verdict} (worst level {worst:.2f}x)")
