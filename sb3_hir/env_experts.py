@@ -38,6 +38,8 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.utils import is_vectorized_observation
 from stable_baselines3.common.vec_env import VecEnv
 
+from sb3_hir import plugins
+
 __all__ = [
     "EXPERT_ACTION_KEY",
     "EnvStateExpert",
@@ -220,12 +222,9 @@ def env_state_factory(expert: Any) -> EnvStateExpertFactory | None:
     reads observations only (any other name or object)."""
     if isinstance(expert, EnvStateExpertFactory):
         return expert
-    if isinstance(expert, str):
-        from sb3_hir import plugins
-
-        if expert in plugins.available("expert"):
-            factory = plugins.get("expert", expert)
-            return factory if isinstance(factory, EnvStateExpertFactory) else None
+    if isinstance(expert, str) and expert in plugins.available("expert"):
+        factory = plugins.get("expert", expert)
+        return factory if isinstance(factory, EnvStateExpertFactory) else None
     return None
 
 
