@@ -36,9 +36,14 @@ def level_env(level: str) -> gym.Env:
     return make_babyai_goto(f"BabyAI-{level}-v0", k_max=LEVELS[level])
 
 
-def test_the_bot_is_listed_as_an_expert_without_importing_minigrid():
+def test_sb3_hir_plugins_lists_the_bot_as_an_expert(capsys):
+    from sb3_hir import cli
+
     info = plugins.available("expert")["babyai-bot"]
     assert info.distribution == "sb3-hir-minigrid"
+    assert cli.main(["plugins"]) == 0
+    listing = capsys.readouterr().out
+    assert "expert: babyai-bot" in listing.split("minigrid (sb3-hir-minigrid", 1)[1]
 
 
 @pytest.mark.skipif(HAS_BOT, reason="this minigrid has the bot")
