@@ -219,3 +219,18 @@ def test_the_command_without_the_bot_is_one_error_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "minigrid>=3.0" in err and "'current' profile" in err
     assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+@needs_bot
+def test_the_benchmark_runs_at_its_tiny_budget():
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "plugins" / "sb3-hir-minigrid")])}
+    proc = subprocess.run([sys.executable, "bench_babyai_bot.py", "--tiny"], cwd=root / "benchmarks", env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "| GoToLocal | 1.00 |" in proc.stdout and "target: labelling with the bot costs <= 2x" in proc.stdout
