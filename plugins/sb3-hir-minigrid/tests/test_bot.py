@@ -234,3 +234,19 @@ def test_the_benchmark_runs_at_its_tiny_budget():
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "| GoToLocal | 1.00 |" in proc.stdout and "target: labelling with the bot costs <= 2x" in proc.stdout
+
+
+@needs_bot
+def test_train_takes_bot_demonstrations(tmp_path):
+    """``sb3-hir train --demos N --expert babyai-bot``: the bot's episodes go into the buffer's demonstrations."""
+    import contextlib
+    import io
+
+    from sb3_hir import cli
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        rc = cli.main(["train", "--env", "babyai-goto", "--demos", "2", "--expert", "babyai-bot", "--relabel", "none",
+                       "--timesteps", "200", "--eval-freq", "200", "--eval-episodes", "2", "--no-progress", "--out",
+                       str(tmp_path / "run")])
+    assert rc == 0, printed.getvalue()[-2000:]
