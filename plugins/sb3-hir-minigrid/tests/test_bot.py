@@ -250,3 +250,22 @@ def test_train_takes_bot_demonstrations(tmp_path):
                        "--timesteps", "200", "--eval-freq", "200", "--eval-episodes", "2", "--no-progress", "--out",
                        str(tmp_path / "run")])
     assert rc == 0, printed.getvalue()[-2000:]
+
+
+@needs_bot
+def test_the_bot_labels_in_subprocvecenv_workers():
+    """The bot runs beside its env in the worker process; the adapter reads the labels with ``get_attr``."""
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    venv = SubprocVecEnv([with_expert_labels(lambda: level_env("GoToLocal"), "babyai-bot")] * 2)
+    try:
+        venv.seed(3)
+        expert = resolvers.resolve_expert("babyai-bot", venv=venv)
+        obs: Any = venv.reset()
+        successes = 0
+        for _ in range(200):
+            obs, _, dones, infos = venv.step(expert.predict(obs)[0])
+            successes += sum(bool(info["is_success"]) for info, done in zip(infos, dones, strict=True) if done)
+        assert successes >= 2
+    finally:
+        venv.close()
