@@ -53,6 +53,11 @@ _LAZY: dict[str, str] = {
     "PerActionQRDQNPolicy": "sb3_hir.policies",
     "MazeRunnerEnv": "sb3_hir.envs",
     "ShortestPathExpert": "sb3_hir.envs",
+    "EnvStateExpert": "sb3_hir.env_experts",
+    "EnvStateExpertFactory": "sb3_hir.env_experts",
+    "EnvStateLabelExpert": "sb3_hir.env_experts",
+    "EnvStateLabels": "sb3_hir.env_experts",
+    "with_expert_labels": "sb3_hir.env_experts",
     "DAggerCollector": "sb3_hir.dagger",
     "DAggerTrainer": "sb3_hir.dagger",
     "SimpleDAggerTrainer": "sb3_hir.dagger",
@@ -69,6 +74,10 @@ __all__ = [
     "DAggerCollector",
     "DAggerTrainer",
     "DrawStrategy",
+    "EnvStateExpert",
+    "EnvStateExpertFactory",
+    "EnvStateLabelExpert",
+    "EnvStateLabels",
     "Episode",
     "ExactGoalSpec",
     "GoalSpec",
@@ -96,6 +105,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "reconstruct_trainer",
+    "with_expert_labels",
 ]
 
 if TYPE_CHECKING:
@@ -106,6 +116,13 @@ if TYPE_CHECKING:
     from sb3_hir.buffers.draws import DrawStrategy
     from sb3_hir.callbacks import InstructionEvalCallback, evaluate_instruction_policy
     from sb3_hir.dagger import DAggerCollector, DAggerTrainer, SimpleDAggerTrainer, reconstruct_trainer
+    from sb3_hir.env_experts import (
+        EnvStateExpert,
+        EnvStateExpertFactory,
+        EnvStateLabelExpert,
+        EnvStateLabels,
+        with_expert_labels,
+    )
     from sb3_hir.envs import MazeRunnerEnv, ShortestPathExpert
     from sb3_hir.episodes import Episode
     from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor

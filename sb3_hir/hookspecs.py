@@ -73,7 +73,9 @@ def register_experts(register: Register) -> None:
 
     The factory is called as ``factory(venv, **kwargs)`` and returns an object with SB3's
     ``predict(observation, state=None, episode_start=None, deterministic=True)``, usable as a DAgger expert
-    and as imitation's ``expert_policy``.
+    and as imitation's ``expert_policy``. An expert that labels from the env's state (a planner, a scripted bot)
+    registers an :class:`sb3_hir.env_experts.EnvStateExpertFactory`, whose envs
+    :func:`sb3_hir.env_experts.with_expert_labels` wraps.
     """
 
 

@@ -65,6 +65,7 @@ STRICT_ENV = "SB3_HIR_STRICT_PLUGINS"
 #: says what to install, not just "unknown". Held equal to the plugins' registrations by tests/cli/test_cli_doors.py.
 KNOWN_PROVIDERS: dict[tuple[str, str], str] = {
     ("env", "babyai-goto"): "sb3-hir-minigrid",
+    ("expert", "babyai-bot"): "sb3-hir-minigrid",
     ("env", "goalenv"): "sb3-hir-robotics",
     ("env", "pointmaze-instruction"): "sb3-hir-robotics",
     ("goal_spec", "distance-threshold"): "sb3-hir-robotics",

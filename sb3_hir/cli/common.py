@@ -40,6 +40,7 @@ from sb3_hir._validate import check_int
 from sb3_hir.action_features import ACTION_FEATURES_KEY, EFFECTS_KEY, ActionEffectWrapper, ActionFeaturesWrapper
 from sb3_hir.atomic import atomic_path
 from sb3_hir.contract import ENV_GOAL_SPEC, declared
+from sb3_hir.env_experts import with_expert_labels
 from sb3_hir.extractors import HISTORY_ENCODERS, HistoryExtractor, KeySelectExtractor
 from sb3_hir.extras import MissingExtraError, require
 from sb3_hir.goals import GoalSpec
@@ -407,7 +408,10 @@ def check_expert(name: str, env_name: str, kwargs: dict[str, Any]) -> None:
     """An expert that cannot act in the env says so in one line, naming the installed experts that can."""
 
     def serves(expert_name: str) -> str | None:
-        venv = DummyVecEnv([lambda: resolvers.resolve_env(env_name, **kwargs)])
+        try:  # an expert that reads the env labels from a wrapper of each env (sb3_hir.env_experts)
+            venv = DummyVecEnv([with_expert_labels(lambda: resolvers.resolve_env(env_name, **kwargs), expert_name)])
+        except Exception as exc:
+            return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
         try:
             expert = resolvers.resolve_expert(expert_name, venv=venv)
             obs = venv.reset()

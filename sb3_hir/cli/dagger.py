@@ -64,6 +64,7 @@ from sb3_hir.cli.options import (
     add_run_env_options,
     names,
 )
+from sb3_hir.env_experts import env_state_factory, with_expert_labels
 from sb3_hir.plots import plot_learning_curves
 
 #: The options of a ``sb3-hir dagger`` run, stored in its directory so that ``--resume`` continues it unchanged.
@@ -167,6 +168,12 @@ def check_args(args: argparse.Namespace, resume_dir: Path | None) -> tuple[Any, 
                          f"(--steps-per-round {args.steps_per_round}); BC could not fill one batch after round 0")
     installed("beta_schedule", args.beta_schedule)
     installed("expert", args.expert)
+    labels = env_state_factory(args.expert)
+    if labels is not None and labels.check is not None:
+        try:  # an expert that reads the env, but not this install's (e.g. BabyAI's bot on minigrid 2.3): one line
+            labels.check()
+        except (ImportError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
     installed("relabeler", args.relabel, also=STRATEGIES)
     beta_kwargs = parse_kwargs(args.beta_kwarg, option="--beta-kwarg")
     try:
@@ -288,11 +295,17 @@ def run(args: argparse.Namespace) -> int:
         out, _lock_handle = resume_dir, lock(resume_dir)
     eval_seed = args.seed + 10_000
     env_fn = env_factory(args.env, kwargs, args.history, args.action_features)
-    venv = make_vec_env(env_fn, n_envs=args.n_envs, seed=args.seed)
+    # an expert that reads the env (sb3_hir.env_experts) labels from a wrapper of each env; others leave env_fn as is
+    labelled_fn = with_expert_labels(env_fn, args.expert)
+    venv = make_vec_env(labelled_fn, n_envs=args.n_envs, seed=args.seed)
     eval_env = make_vec_env(env_fn, n_envs=min(args.eval_episodes, 10), seed=eval_seed)
+    expert_env = eval_env if labelled_fn is env_fn else make_vec_env(labelled_fn, n_envs=eval_env.num_envs,
+                                                                     seed=eval_seed)
     trainer, log, records = build_trainer(args, out, resume_dir, venv, schedule, spec, spec_label)
-    expert_score = evaluate_instruction_policy(resolvers.resolve_expert(args.expert, venv=eval_env),
-                                               eval_env, args.eval_episodes, seed=eval_seed)
+    expert_score = evaluate_instruction_policy(resolvers.resolve_expert(args.expert, venv=expert_env),
+                                               expert_env, args.eval_episodes, seed=eval_seed)
+    if expert_env is not eval_env:
+        expert_env.close()
     if resume_dir is not None:
         print(f"sb3-hir dagger: resuming {out} at round {trainer.round_num} with its stored options")
     print(f"sb3-hir dagger: {args.rounds} rounds of >= {args.steps_per_round} steps on {args.env} {kwargs}, "

@@ -73,6 +73,7 @@ from sb3_hir.cli.options import (
     add_relabel_option,
     add_run_env_options,
 )
+from sb3_hir.env_experts import with_expert_labels
 from sb3_hir.episodes import Episode
 from sb3_hir.plots import plot_learning_curves
 
@@ -227,7 +228,8 @@ def demo_episodes(args: argparse.Namespace, env_fn: Callable[[], Any]) -> list[E
     ``--demos-from``'s; every run of the command gets the same ones."""
     episodes: list[Episode] = []
     if args.demos:
-        venv = make_vec_env(env_fn, n_envs=1, seed=args.seed + 20_000)
+        # an expert that reads the env (e.g. babyai-bot) labels from a wrapper of the env: with_expert_labels adds it
+        venv = make_vec_env(with_expert_labels(env_fn, args.expert), n_envs=1, seed=args.seed + 20_000)
         try:
             expert = resolvers.resolve_expert(args.expert, venv=venv)
             episodes += expert_episodes(expert, venv, args.demos, seed=args.seed)

@@ -1,8 +1,9 @@
 """sb3-hir plugin for BabyAI (minigrid) go-to missions.
 
 Contributes env ``"babyai-goto"``: a BabyAI go-to level (GoToLocal, GoTo, GoToSeq, ...) whose mission, read from
-BabyAI's instruction tree, is an instruction of ordered steps of go-to goals. Imports happen inside the hook, so
-listing plugins does not import minigrid.
+BabyAI's instruction tree, is an instruction of ordered steps of go-to goals; and expert ``"babyai-bot"``: BabyAI's
+own bot (minigrid >= 3.0) labelling DAgger's visited states from the env's state (:mod:`sb3_hir_minigrid.bot`).
+Imports happen inside the hooks, so listing plugins does not import minigrid.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from typing import Any
 from sb3_hir import hookimpl
 
 __all__ = [
+    "BabyAIBotExpert",
     "BabyAIGoToInstruction",
+    "BotStuckError",
+    "BotUnavailableError",
     "GoToGoal",
     "GoalObjectTracker",
     "UnsupportedInstructionError",
@@ -22,6 +26,9 @@ __all__ = [
 ]
 
 _LAZY = {
+    "BabyAIBotExpert": "sb3_hir_minigrid.bot",
+    "BotStuckError": "sb3_hir_minigrid.bot",
+    "BotUnavailableError": "sb3_hir_minigrid.bot",
     "BabyAIGoToInstruction": "sb3_hir_minigrid.wrapper",
     "GoToGoal": "sb3_hir_minigrid.steps",
     "GoalObjectTracker": "sb3_hir_minigrid.events",
@@ -49,5 +56,13 @@ def _babyai_goto(**kwargs: Any) -> Any:
 
 
 @hookimpl
-def register_envs(register):
+def register_envs(register: Any) -> None:
     register("babyai-goto", _babyai_goto)
+
+
+@hookimpl
+def register_experts(register: Any) -> None:
+    from sb3_hir_minigrid.bot import BABYAI_BOT
+
+    register("babyai-bot", BABYAI_BOT, description="BabyAI's bot (minigrid >= 3.0): labels each visited state from "
+             "the env's state, replanning after the learner's actions")
