@@ -22,12 +22,14 @@ to the wrapper's units) in the same ``RescaleAction(env, -2.0, 2.0)``, with the 
 every side, SBX's TQC with ``--framework sbx``), 100 demonstrations at ``demo_ratio`` 0.5 by default: the setting
 where demonstrations lifted FetchPush from 0.06 to 0.63 at 50k steps.
 
-Each finished run is kept as JSON in ``results/demos_box_runs/`` (atomically), so seeds can run as separate
-processes, one core each, and ``--resume`` prints the table from the kept runs and reruns only the missing ones.
+Each finished run is kept as JSON in ``--runs-dir`` (``results/demos_box_runs/``; atomically), so seeds can run as
+separate processes, one core each, and ``--resume`` prints the table from the kept runs and reruns only the missing
+ones.
 
 Usage: ``OMP_NUM_THREADS=1 python benchmarks/bench_demos_box.py [--env pointmaze|push] [--seeds 0 1 2]
 [--budgets 5000 10000 20000] [--demos 50] [--demo-ratio 0.25] [--eval-episodes 30] [--max-episode-steps 100]
-[--framework sb3|sbx] [--resume] [--out benchmarks/results/bench_demos_box.txt]``
+[--framework sb3|sbx] [--resume] [--runs-dir benchmarks/results/demos_box_runs]
+[--out benchmarks/results/bench_demos_box.txt]``
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_hir import Episode, HerReplayBuffer
 from sb3_hir.atomic import atomic_path
+from sb3_hir.buffers.demonstrations import stored_episodes
 from sb3_hir.callbacks import evaluate_instruction_policy
 from sb3_hir.experiment import BudgetCallback, markdown_table, mean_std
 from sb3_hir.experiment.experts.fetch_push import ScriptedPusher, push_env_id
@@ -68,8 +71,8 @@ def demo_seed(seed: int) -> int:
 
 def stored_action_span(model: SAC) -> tuple[float, float]:
     """Smallest and largest demonstration action as the buffer stores them (online ones are in [-1, 1])."""
-    region = model.replay_buffer.demonstrations
-    actions = region.buffer.actions[: region.num_transitions]
+    source = model.replay_buffer.demonstrations.source
+    actions = np.concatenate([episode.actions for episode in stored_episodes(source, env_units=False)])
     return float(actions.min()), float(actions.max())
 
 
@@ -148,7 +151,7 @@ def run_path(args: argparse.Namespace, side: str, seed: int) -> Path:
                 f"budgets{'_'.join(map(str, args.budgets))}-eval{args.eval_episodes}")
     if side != "no demos":
         settings += f"-demos{args.demos}-ratio{args.demo_ratio}"
-    return RUNS / f"{settings}-{side.replace(' ', '_')}-seed{seed}.json"
+    return args.runs_dir / f"{settings}-{side.replace(' ', '_')}-seed{seed}.json"
 
 
 def kept_or_run(args: argparse.Namespace, side: str, demos: int, seed: int) -> tuple[dict[int, float], float, str]:
@@ -167,7 +170,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", choices=["pointmaze", "push"], default="pointmaze")
     parser.add_argument("--framework", choices=["sb3", "sbx"], default="sbx", help="push: whose TQC")
-    parser.add_argument("--resume", action="store_true", help="reuse the runs kept in results/demos_box_runs/")
+    parser.add_argument("--resume", action="store_true", help="reuse the runs kept in --runs-dir")
+    parser.add_argument("--runs-dir", type=Path, default=RUNS, help="where each run is kept (default: %(default)s)")
     parser.add_argument("--sides", choices=["no-demos", "demos"], nargs="+", default=["no-demos", "demos"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--budgets", type=int, nargs="+", default=[5000, 10000, 20000],
