@@ -71,7 +71,10 @@ def demo_seed(seed: int) -> int:
 
 def stored_action_span(model: SAC) -> tuple[float, float]:
     """Smallest and largest demonstration action as the buffer stores them (online ones are in [-1, 1])."""
-    source = model.replay_buffer.demonstrations.source
+    buffer = model.replay_buffer
+    assert isinstance(buffer, HerReplayBuffer)
+    source = buffer.demonstrations.source
+    assert source is not None, "no demonstrations stored"
     actions = np.concatenate([episode.actions for episode in stored_episodes(source, env_units=False)])
     return float(actions.min()), float(actions.max())
 
@@ -79,7 +82,9 @@ def stored_action_span(model: SAC) -> tuple[float, float]:
 def push_env(max_episode_steps: int | None = None) -> gym.Env:
     """FetchPush with actions in ``Box(-2, 2)`` (gymnasium's ``RescaleAction``); its own 50-step limit."""
     env = gym.make(push_env_id())
-    bound = np.full(env.action_space.shape, SCALE, dtype=env.action_space.dtype)
+    space = env.action_space
+    assert isinstance(space, gym.spaces.Box)
+    bound = np.full(space.shape, SCALE, dtype=space.dtype)
     return gym.wrappers.RescaleAction(env, -bound, bound)
 
 
@@ -132,7 +137,7 @@ def run(seed: int, demos: int, args: argparse.Namespace) -> tuple[dict[int, floa
             episodes = push_demos(demos, demo_seed(seed))
         model.replay_buffer.add_demonstrations(episodes)
         low, high = stored_action_span(model)
-        expert = np.mean([bool(ep.infos[-1]["is_success"]) for ep in episodes])
+        expert = np.mean([bool(ep.infos is not None and ep.infos[-1]["is_success"]) for ep in episodes])
         note = f"; demos: expert success {expert:.2f}, actions stored in [{low:.2f}, {high:.2f}]"
     eval_env = make_vec_env(env_fn, n_envs=1)
     callback = BudgetCallback(args.budgets, lambda m: {"success_rate": evaluate_instruction_policy(
@@ -187,7 +192,7 @@ def main() -> None:
 
     all_sides = {"no demos": 0, f"{args.demos} demos": args.demos}
     sides = {name: n for name, n in all_sides.items() if ("demos" if n else "no-demos") in args.sides}
-    results = {name: {b: [] for b in args.budgets} for name in sides}
+    results: dict[str, dict[int, list[float]]] = {name: {b: [] for b in args.budgets} for name in sides}
     lines: list[str] = []
 
     def emit(line: str = "") -> None:

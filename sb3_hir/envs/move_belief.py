@@ -16,13 +16,12 @@ from 0.61 success (each action's last nonzero move) to 0.98 (``benchmarks/result
 from __future__ import annotations
 
 from collections.abc import Mapping
-from numbers import Integral
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from sb3_hir._validate import check_int
+from sb3_hir._validate import check_int, is_int
 
 __all__ = ["MoveBelief"]
 
@@ -53,7 +52,7 @@ class MoveBelief:
     """
 
     def __init__(self, maze_dim: int, n_actions: int = 5) -> None:
-        if isinstance(n_actions, bool) or not isinstance(n_actions, Integral) or n_actions != len(_MOVES):
+        if not is_int(n_actions) or n_actions != len(_MOVES):
             raise ValueError(f"n_actions must be {len(_MOVES)} (MazeRunner's moves); got {n_actions!r}")
         n = check_int(maze_dim, "maze_dim", 5, hint="the env's maze_dim")
         if n % 2 == 0:
