@@ -301,7 +301,7 @@ class MazeRunnerEnv(gym.Env):
         as possible).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array", "ansi"], "render_fps": 8}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array", "ansi"], "render_fps": 8}
 
     #: ``reset(options={"goals": ...})`` is honoured (see :mod:`sb3_hir.contract`).
     accepts_reset_goals: ClassVar[bool] = True
@@ -481,11 +481,10 @@ class MazeRunnerEnv(gym.Env):
             table = self._moves[self._continuous_index(action)]
         else:
             try:
-                table = self._moves.get(action)
+                found = self._moves.get(action)
             except TypeError:  # unhashable, e.g. a size-1 array
-                table = None
-            if table is None:
-                table = self._moves[self._discrete_index(action)]
+                found = None
+            table = self._moves[self._discrete_index(action)] if found is None else found
         cell = table[self._cell]
         self._cell = cell
         t = self._t + 1
@@ -610,7 +609,7 @@ class MazeRunnerEnv(gym.Env):
         return best
 
     # ------------------------------------------------------------------ rendering
-    def render(self) -> np.ndarray | str | None:
+    def render(self) -> Any:  # an RGB array or the ANSI text, per render_mode
         """``rgb_array``: walls, goals numbered 1..k in distinct colours (reached ones dimmed), the agent as a blue
         disc; ``ansi``: the same as a text grid."""
         if self.render_mode is None:

@@ -173,4 +173,5 @@ class MoveBelief:
 def _fits(values: np.ndarray, sides: np.ndarray) -> np.ndarray:
     """Per side n, whether every ``values * n`` is a whole cell index in [0, n - 1] (float32 rounding allowed)."""
     cells = np.outer(sides, values.astype(np.float64))
-    return ((np.abs(cells - np.round(cells)) < 1e-3) & (cells > -1e-3) & (cells < sides[:, None] - 1 + 1e-3)).all(1)
+    return np.asarray(((np.abs(cells - np.round(cells)) < 1e-3) & (cells > -1e-3)
+                       & (cells < sides[:, None] - 1 + 1e-3)).all(1))

@@ -53,7 +53,7 @@ class PointMazeExpert:
 
     def __init__(self, env: gym.Env, kp: float = KP, kd: float = KD, vmax: float = VMAX,
                  clearance: float = CLEARANCE) -> None:
-        base = env.unwrapped
+        base: Any = env.unwrapped  # gymnasium-robotics' PointMaze (no types)
         self.maze = base.maze
         self.free = {(i, j) for i, row in enumerate(self.maze.maze_map) for j, cell in enumerate(row) if cell != 1}
         self.base_low, self.base_high = base.action_space.low, base.action_space.high
