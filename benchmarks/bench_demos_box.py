@@ -106,6 +106,8 @@ def build(args: argparse.Namespace, venv: Any, seed: int, buffer_kwargs: dict[st
                    learning_starts=500, batch_size=128, tau=0.05, gamma=0.95, train_freq=1, gradient_steps=1,
                    ent_coef="auto", replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=buffer_kwargs,
                    policy_kwargs=dict(net_arch=[64, 64]), seed=seed, device="cpu")
+    algo: Any  # SBX's TQC or sb3-contrib's, built alike
+    device: dict[str, Any]
     if args.framework == "sbx":
         import sbx
 

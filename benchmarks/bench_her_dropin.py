@@ -240,6 +240,8 @@ def run_push(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]
     """One side of the push suite: rl-zoo3's FetchPush TQC, evaluated at every budget of one run."""
     seed, side = config["seed"], config["buffer"]
     buffer_class, extra = PUSH_SIDES[side]
+    algo: Any  # SBX's TQC or sb3-contrib's, built alike
+    device: dict[str, Any]
     if args.framework == "sbx":
         import sbx
 
@@ -257,6 +259,7 @@ def run_push(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]
                  buffer_size=1_000_000, batch_size=args.batch_size, gamma=0.95, learning_rate=1e-3, tau=0.05,
                  policy_kwargs=dict(net_arch=args.net_arch, n_critics=2), seed=seed, **device)
     if side == "ours-demos":
+        assert isinstance(model.replay_buffer, hir.HerReplayBuffer)
         model.replay_buffer.add_demonstrations(push_demos(args.demos, seed=100_000 + 1_000 * seed))
     callback = BudgetCallback(push_budgets(args), episode_evaluator(lambda: gym.make(env_id), args.eval_episodes,
                                                                    seed))

@@ -141,7 +141,7 @@ def make_env(env_id: str = "PointMaze_UMaze-v3", max_episode_steps: int = 100, s
     gym.register_envs(gymnasium_robotics)
     env = gym.make(env_id, max_episode_steps=max_episode_steps, continuing_task=False, **kwargs)
     if scale is not None:
-        env = gym.wrappers.RescaleAction(env, -scale, scale)
+        env = gym.wrappers.RescaleAction(env, np.float64(-scale), np.float64(scale))
     return IsSuccess(env)
 
 
