@@ -152,8 +152,8 @@ class EffectTable:
         high = np.concatenate([np.concatenate(highs) - np.concatenate(lows), [1.0, 1.0, 1.0]]).astype(np.float32)
         low[:width] = np.minimum(low[:width], 0.0)  # rows of untaken actions are zeros
         high[:width] = np.maximum(high[:width], 0.0)
-        self.space = spaces.Box(np.tile(low, (self.n_actions, 1)), np.tile(high, (self.n_actions, 1)),
-                                dtype=np.float32)
+        self.space: spaces.Box = spaces.Box(np.tile(low, (self.n_actions, 1)), np.tile(high, (self.n_actions, 1)),
+                                            dtype=np.float32)
         self._table = np.zeros(self.space.shape, dtype=np.float32)
         self._last = np.zeros(width, dtype=np.float32)
         self._started = False
