@@ -46,7 +46,8 @@ def run(package_root: Path, args: argparse.Namespace, out: Path) -> dict[str, fl
     with (out / "dqn-some" / "progress.csv").open() as f:
         rows = [row for row in csv.DictReader(f) if row.get("time/fps")]
     (record,) = json.loads((out / "results.json").read_text())  # one run: --relabel some
-    return {"fps": float(rows[-1]["time/fps"]), "success": float(record["success_rate"]),
+    fps = float(rows[-1]["time/fps"]) if rows else float("nan")  # none logged: a run shorter than SB3's log interval
+    return {"fps": fps, "success": float(record["success_rate"]),
             "goals": float(record["goals_reached"])}
 
 
