@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from stable_baselines3 import DQN
@@ -45,7 +45,7 @@ from sb3_hir.history import HistoryWrapper
 VARIANTS = ("some", "none", "ppo")
 #: rl-zoo3's PPO settings for MiniGrid (``hyperparams/ppo.yml``, after lcswillems/rl-starter-files), on
 #: sb3-contrib's RecurrentPPO: an LSTM for memory in place of the window, and a stochastic policy.
-PPO_MINIGRID = dict(n_steps=128, batch_size=64, gae_lambda=0.95, gamma=0.99, n_epochs=10, ent_coef=0.0,
+PPO_MINIGRID: dict[str, Any] = dict(n_steps=128, batch_size=64, gae_lambda=0.95, gamma=0.99, n_epochs=10, ent_coef=0.0,
                     learning_rate=2.5e-4, clip_range=0.2)
 EVAL_ENVS = 10
 
@@ -58,7 +58,7 @@ def make_venv(options: dict[str, Any], seed: int, n_envs: int) -> DummyVecEnv:
         env = make_babyai_goto(options["level"], k_max=options["k_max"], step_reward=options["step_reward"])
         return HistoryWrapper(env, length=options["history"]) if options["history"] else env
 
-    return make_vec_env(env_fn, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv)
+    return cast(DummyVecEnv, make_vec_env(env_fn, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv))
 
 
 def variant_options(options: dict[str, Any], variant: str) -> dict[str, Any]:
@@ -278,7 +278,7 @@ def revisits(policy: Any, options: dict[str, Any], seed: int, episodes: int) -> 
     ``revisit``: the share of a failed episode's steps whose agent state was visited before in that episode;
     ``looped``: the share of failed episodes whose last 16 steps hold at most 4 agent states (a cycle in place)."""
     venv = make_venv(options, eval_seed(seed) + 7919, 1)  # its own missions: the scores above keep theirs
-    base = venv.envs[0].unwrapped
+    base: Any = venv.envs[0].unwrapped  # BabyAI's MiniGridEnv (minigrid ships no types)
     failed_revisit: list[float] = []
     looped, successes = 0, 0
     obs = venv.reset()

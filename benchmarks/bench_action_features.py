@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+from typing import Any
 
 from sb3_hir.action_features import ActionFeaturesWrapper
 from sb3_hir.envs import MazeRunnerEnv
@@ -21,7 +22,7 @@ from sb3_hir.experiment import arguments
 from sb3_hir.experiment.timing import SingleEnvTimer
 
 
-def make(features: str | None, randomized_actions: bool, **kwargs: int) -> ActionFeaturesWrapper | MazeRunnerEnv:
+def make(features: str | None, randomized_actions: bool, **kwargs: Any) -> ActionFeaturesWrapper | MazeRunnerEnv:
     env = MazeRunnerEnv(randomized_actions=randomized_actions, **kwargs)
     return env if features is None else ActionFeaturesWrapper(env, features)
 

@@ -29,11 +29,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import babyai_goto  # noqa: E402 - the benchmark's own learners, built as it builds them
-from stable_baselines3 import PPO  # noqa: E402
+import babyai_goto
+from stable_baselines3 import PPO
 
-from sb3_hir.experiment import seed_process  # noqa: E402
-from sb3_hir.extractors import KeySelectExtractor  # noqa: E402
+from sb3_hir.experiment import seed_process
+from sb3_hir.extractors import KeySelectExtractor
 
 LEARNERS = {
     "today": {},
@@ -92,7 +92,7 @@ def main() -> None:
           f"seed {args.seed}, one torch thread")
     print("| learner | env steps | CPU seconds | env steps per CPU-second | against today |")
     print("|---|---:|---:|---:|---:|")
-    base = steps.get("today", 0) / cpu["today"] if "today" in cpu and cpu["today"] else None
+    base = steps.get("today", 0) / cpu["today"] if cpu.get("today") else None
     for name in models:
         rate = steps[name] / max(cpu[name], 1e-9)
         ratio = f"{rate / base:.2f}x" if base else "-"

@@ -277,7 +277,7 @@ def check_fast_fill(length: int, seed: int) -> None:
     n = 8 * length
     data = make_data(8, length, seed + 1)
     for n_steps, space in ((1, HIR_SPACE), (3, HIR_SPACE), (1, HIR1_SPACE)):
-        kwargs = dict(device="cpu", seed=seed, n_steps=n_steps)
+        kwargs: dict[str, Any] = dict(device="cpu", seed=seed, n_steps=n_steps)
         fast = HindsightInstructionReplayBuffer(n, space, ACTIONS, **kwargs)
         slow = HindsightInstructionReplayBuffer(n, space, ACTIONS, **kwargs)
         fill_hir(fast, data, n)
@@ -319,7 +319,7 @@ def check_fast_fill(length: int, seed: int) -> None:
             assert th.equal(a.next_observations[key], b.next_observations[key])
 
 
-def make_buffers(n: int, her_env: DummyVecEnv, seed: int) -> dict[str, DictReplayBuffer]:
+def make_buffers(n: int, her_env: DummyVecEnv, seed: int) -> dict[str, Any]:
     return {
         "HIR": HindsightInstructionReplayBuffer(n, HIR_SPACE, ACTIONS, device="cpu", seed=seed),
         "HIR n=3": HindsightInstructionReplayBuffer(n, HIR_SPACE, ACTIONS, device="cpu", seed=seed, n_steps=3,

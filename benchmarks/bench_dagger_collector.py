@@ -32,6 +32,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import datasets
 import gymnasium as gym
@@ -81,10 +82,13 @@ class InMemoryCollector(InteractiveTrajectoryCollector):
         self.trajectories: list = []
 
     def step_wait(self) -> VecEnvStepReturn:
+        next_obs: Any
         next_obs, rews, dones, infos = self.venv.step_wait()
         self._last_obs = next_obs
-        self.trajectories.extend(self.traj_accum.add_steps_and_auto_finish(
-            obs=next_obs, acts=self._last_user_actions, rews=rews, infos=infos, dones=dones))
+        accumulator, acts = self.traj_accum, self._last_user_actions
+        assert accumulator is not None and acts is not None, "step_wait before reset and step_async"
+        self.trajectories.extend(accumulator.add_steps_and_auto_finish(
+            obs=next_obs, acts=acts, rews=rews, infos=infos, dones=dones))
         return next_obs, rews, dones, infos
 
 
@@ -111,7 +115,7 @@ def cloned_learner(seed: int, episode_steps: int) -> FeedForward32Policy:
 
 def ceiling_loop(venv: VecEnv, expert: BasePolicy, learner: BasePolicy, n_steps: int,
                  rng: np.random.Generator) -> None:
-    obs = venv.reset()
+    obs: Any = venv.reset()  # CartPole's Box observations
     for _ in range(n_steps // N_ENVS):
         acts, _ = expert.predict(obs, deterministic=True)
         use_learner = rng.random(N_ENVS) >= BETA
@@ -121,7 +125,7 @@ def ceiling_loop(venv: VecEnv, expert: BasePolicy, learner: BasePolicy, n_steps:
 
 
 def drive(collector: VecEnv, expert: BasePolicy, n_steps: int) -> None:
-    obs = collector.reset()
+    obs: Any = collector.reset()  # CartPole's Box observations
     for _ in range(n_steps // N_ENVS):
         acts, _ = expert.predict(obs, deterministic=True)
         obs, _, _, _ = collector.step(acts)
@@ -150,7 +154,8 @@ def run(condition: str, learner: BasePolicy, n_steps: int, seed: int, episode_st
             drive(ours, expert, n_steps)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # the running episodes, reported as partial
-                lengths = [len(t) for t in ours.finish_round(policy="report") if t.complete]
+                finished: list[Any] = ours.finish_round(policy="report")  # DAggerTrajectory objects
+                lengths = [len(t) for t in finished if t.complete]
         elapsed = time.perf_counter() - start
     venv.close()
     return (n_steps // N_ENVS) * N_ENVS / elapsed, float(np.mean(lengths)) if lengths else float("nan")

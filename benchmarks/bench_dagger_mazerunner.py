@@ -29,6 +29,7 @@ import argparse
 import tempfile
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 import torch as th
@@ -84,7 +85,7 @@ def per_step_error(policy, seed: int, own_states: bool, history: int = 0, steps:
         expert.observe_dones(dones)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        trajs = collector.finish_round(policy="report")
+        trajs: list[Any] = collector.finish_round(policy="report")  # DAggerTrajectory objects
     labels = np.concatenate([t.acts for t in trajs])
     if own_states:
         return float(np.mean(np.concatenate([t.executed_acts for t in trajs]) != labels))
@@ -95,11 +96,12 @@ def per_step_error(policy, seed: int, own_states: bool, history: int = 0, steps:
 def make_trainer(venv: VecEnv, scratch: str, beta_schedule, seed: int, history: int = 0,
                  encoder: str = "gru") -> DAggerTrainer:
     th.manual_seed(seed)
-    extractor = {}
+    extractor: dict[str, Any] = {}
     if history:
         extractor = dict(features_extractor_class=HistoryExtractor,
                          features_extractor_kwargs=dict(keys=["obs", "goals"], encoder=encoder))
-    policy = MultiInputActorCriticPolicy(venv.observation_space, venv.action_space, lambda _: 1e-3,
+    space: Any = venv.observation_space  # the MazeRunner's Dict space
+    policy = MultiInputActorCriticPolicy(space, venv.action_space, lambda _: 1e-3,
                                          net_arch=[128, 128], **extractor)
     learner = bc.BC(observation_space=venv.observation_space, action_space=venv.action_space,
                     rng=np.random.default_rng(seed), policy=policy, batch_size=64,
@@ -123,7 +125,7 @@ def run_round(trainer: DAggerTrainer, expert: PolicyRunner, steps: int, n_batche
         expert.observe_dones(dones)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # partial episodes: labels kept, by design
-        trajs = collector.finish_round(policy="report")
+        trajs: list[Any] = collector.finish_round(policy="report")  # DAggerTrajectory objects
     trainer.extend_and_update({"n_batches": n_batches, "progress_bar": False, "log_rollouts_n_episodes": 0})
     acted = np.concatenate([t.learner_mask for t in trajs])
     wrong = np.concatenate([t.executed_acts != t.acts for t in trajs]) & acted

@@ -22,12 +22,14 @@ to the wrapper's units) in the same ``RescaleAction(env, -2.0, 2.0)``, with the 
 every side, SBX's TQC with ``--framework sbx``), 100 demonstrations at ``demo_ratio`` 0.5 by default: the setting
 where demonstrations lifted FetchPush from 0.06 to 0.63 at 50k steps.
 
-Each finished run is kept as JSON in ``results/demos_box_runs/`` (atomically), so seeds can run as separate
-processes, one core each, and ``--resume`` prints the table from the kept runs and reruns only the missing ones.
+Each finished run is kept as JSON in ``--runs-dir`` (``results/demos_box_runs/``; atomically), so seeds can run as
+separate processes, one core each, and ``--resume`` prints the table from the kept runs and reruns only the missing
+ones.
 
 Usage: ``OMP_NUM_THREADS=1 python benchmarks/bench_demos_box.py [--env pointmaze|push] [--seeds 0 1 2]
 [--budgets 5000 10000 20000] [--demos 50] [--demo-ratio 0.25] [--eval-episodes 30] [--max-episode-steps 100]
-[--framework sb3|sbx] [--resume] [--out benchmarks/results/bench_demos_box.txt]``
+[--framework sb3|sbx] [--resume] [--runs-dir benchmarks/results/demos_box_runs]
+[--out benchmarks/results/bench_demos_box.txt]``
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_hir import Episode, HerReplayBuffer
 from sb3_hir.atomic import atomic_path
+from sb3_hir.buffers.demonstrations import stored_episodes
 from sb3_hir.callbacks import evaluate_instruction_policy
 from sb3_hir.experiment import BudgetCallback, markdown_table, mean_std
 from sb3_hir.experiment.experts.fetch_push import ScriptedPusher, push_env_id
@@ -68,15 +71,20 @@ def demo_seed(seed: int) -> int:
 
 def stored_action_span(model: SAC) -> tuple[float, float]:
     """Smallest and largest demonstration action as the buffer stores them (online ones are in [-1, 1])."""
-    region = model.replay_buffer.demonstrations
-    actions = region.buffer.actions[: region.num_transitions]
+    buffer = model.replay_buffer
+    assert isinstance(buffer, HerReplayBuffer)
+    source = buffer.demonstrations.source
+    assert source is not None, "no demonstrations stored"
+    actions = np.concatenate([episode.actions for episode in stored_episodes(source, env_units=False)])
     return float(actions.min()), float(actions.max())
 
 
 def push_env(max_episode_steps: int | None = None) -> gym.Env:
     """FetchPush with actions in ``Box(-2, 2)`` (gymnasium's ``RescaleAction``); its own 50-step limit."""
     env = gym.make(push_env_id())
-    bound = np.full(env.action_space.shape, SCALE, dtype=env.action_space.dtype)
+    space = env.action_space
+    assert isinstance(space, gym.spaces.Box)
+    bound = np.full(space.shape, SCALE, dtype=space.dtype)
     return gym.wrappers.RescaleAction(env, -bound, bound)
 
 
@@ -98,6 +106,8 @@ def build(args: argparse.Namespace, venv: Any, seed: int, buffer_kwargs: dict[st
                    learning_starts=500, batch_size=128, tau=0.05, gamma=0.95, train_freq=1, gradient_steps=1,
                    ent_coef="auto", replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=buffer_kwargs,
                    policy_kwargs=dict(net_arch=[64, 64]), seed=seed, device="cpu")
+    algo: Any  # SBX's TQC or sb3-contrib's, built alike
+    device: dict[str, Any]
     if args.framework == "sbx":
         import sbx
 
@@ -129,7 +139,7 @@ def run(seed: int, demos: int, args: argparse.Namespace) -> tuple[dict[int, floa
             episodes = push_demos(demos, demo_seed(seed))
         model.replay_buffer.add_demonstrations(episodes)
         low, high = stored_action_span(model)
-        expert = np.mean([bool(ep.infos[-1]["is_success"]) for ep in episodes])
+        expert = np.mean([bool(ep.infos is not None and ep.infos[-1]["is_success"]) for ep in episodes])
         note = f"; demos: expert success {expert:.2f}, actions stored in [{low:.2f}, {high:.2f}]"
     eval_env = make_vec_env(env_fn, n_envs=1)
     callback = BudgetCallback(args.budgets, lambda m: {"success_rate": evaluate_instruction_policy(
@@ -148,7 +158,7 @@ def run_path(args: argparse.Namespace, side: str, seed: int) -> Path:
                 f"budgets{'_'.join(map(str, args.budgets))}-eval{args.eval_episodes}")
     if side != "no demos":
         settings += f"-demos{args.demos}-ratio{args.demo_ratio}"
-    return RUNS / f"{settings}-{side.replace(' ', '_')}-seed{seed}.json"
+    return args.runs_dir / f"{settings}-{side.replace(' ', '_')}-seed{seed}.json"
 
 
 def kept_or_run(args: argparse.Namespace, side: str, demos: int, seed: int) -> tuple[dict[int, float], float, str]:
@@ -167,7 +177,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", choices=["pointmaze", "push"], default="pointmaze")
     parser.add_argument("--framework", choices=["sb3", "sbx"], default="sbx", help="push: whose TQC")
-    parser.add_argument("--resume", action="store_true", help="reuse the runs kept in results/demos_box_runs/")
+    parser.add_argument("--resume", action="store_true", help="reuse the runs kept in --runs-dir")
+    parser.add_argument("--runs-dir", type=Path, default=RUNS, help="where each run is kept (default: %(default)s)")
     parser.add_argument("--sides", choices=["no-demos", "demos"], nargs="+", default=["no-demos", "demos"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--budgets", type=int, nargs="+", default=[5000, 10000, 20000],
@@ -183,7 +194,7 @@ def main() -> None:
 
     all_sides = {"no demos": 0, f"{args.demos} demos": args.demos}
     sides = {name: n for name, n in all_sides.items() if ("demos" if n else "no-demos") in args.sides}
-    results = {name: {b: [] for b in args.budgets} for name in sides}
+    results: dict[str, dict[int, list[float]]] = {name: {b: [] for b in args.budgets} for name in sides}
     lines: list[str] = []
 
     def emit(line: str = "") -> None:

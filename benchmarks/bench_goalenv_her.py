@@ -44,7 +44,8 @@ Usage: ``python benchmarks/bench_goalenv_her.py [--env planar|bitflip|<GoalEnv i
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -53,6 +54,7 @@ from stable_baselines3 import DQN, SAC, HerReplayBuffer
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import BitFlippingEnv
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir import buffers as hir
 from sb3_hir import plugins
@@ -70,7 +72,6 @@ from sb3_hir.experiment import (
 from sb3_hir.experiment.table import render_comparison
 from sb3_hir.extractors import KeySelectExtractor
 from sb3_hir.instruction import DesiredGoalSampler, InstructionWrapper
-from sb3_hir.testing import PointReachEnv
 
 PLANAR_ID = "PlanarReach-v0"
 
@@ -82,7 +83,7 @@ PLANAR_KWARGS: dict[str, Any] = dict(step_size=0.1, distance_threshold=0.1, rewa
                                      min_goal_distance=0.2)
 
 if PLANAR_ID not in gym.registry:
-    gym.register(PLANAR_ID, entry_point=PointReachEnv, kwargs=PLANAR_KWARGS)
+    gym.register(PLANAR_ID, entry_point="sb3_hir.testing:PointReachEnv", kwargs=PLANAR_KWARGS)
 
 
 BITFLIP = "bitflip"
@@ -120,7 +121,7 @@ def build(agent: str, args: argparse.Namespace, seed: int) -> OffPolicyAlgorithm
         learning_starts=args.learning_starts, batch_size=args.batch_size, gamma=args.gamma, train_freq=1,
         gradient_steps=args.gradient_steps, seed=seed, device="cpu",
     )
-    net = dict(net_arch=[args.hidden, args.hidden])
+    net: dict[str, Any] = dict(net_arch=[args.hidden, args.hidden])
     if agent == "HIR" and args.ours == "native":
         venv = make_vec_env(lambda: make_raw(args), n_envs=args.n_envs, seed=seed)
         common.update(
@@ -134,7 +135,7 @@ def build(agent: str, args: argparse.Namespace, seed: int) -> OffPolicyAlgorithm
         if args.env == BITFLIP:
             spec: Any = "exact"
         else:
-            spec = plugins.create("goal_spec", "distance-threshold", env=venv.envs[0])
+            spec = plugins.create("goal_spec", "distance-threshold", env=cast(DummyVecEnv, venv).envs[0])
         common.update(
             replay_buffer_class=HindsightInstructionReplayBuffer,
             replay_buffer_kwargs=dict(goal_spec=spec, strategy=args.strategy, relabel_ratio=args.relabel_ratio,
@@ -157,7 +158,7 @@ def evaluator(agent: str, args: argparse.Namespace, seed: int) -> Any:
     """Fraction of episodes in which the env's own success test held at some step (same seeds for both agents)."""
     instruction = agent == "HIR" and args.ours == "instruction"
 
-    def succeeded(info: dict[str, Any]) -> float:
+    def succeeded(info: Mapping[str, Any]) -> float:
         own = info.get("env_is_success", info.get("is_success", info.get("success", False)))
         return float(bool(own) or (instruction and bool(info["is_success"])))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 import numpy as np
 import torch as th
@@ -23,7 +24,7 @@ from sb3_hir.extractors import HistoryExtractor
 from sb3_hir.history import HistoryWrapper
 
 
-def train_step(policy: th.nn.Module, batch: dict[str, th.Tensor]) -> None:
+def train_step(policy: Any, batch: dict[str, th.Tensor]) -> None:
     with th.no_grad():
         target = policy.q_net_target(batch).max(dim=1).values
     q = policy.q_net(batch).max(dim=1).values
@@ -46,10 +47,11 @@ def main() -> None:
     th.manual_seed(0)
     env = HistoryWrapper(ActionFeaturesWrapper(MazeRunnerEnv(maze_dim=args.maze_dim, randomized_actions=True), "env"),
                          length=args.history)
-    space = env.observation_space
+    space: Any = env.observation_space  # HistoryWrapper's Dict space
+    actions: Any = env.action_space  # MazeRunner's Discrete(5)
     extractor = dict(features_extractor_class=HistoryExtractor, net_arch=args.net_arch)
     sides = {
-        "standard": MultiInputPolicy(space, env.action_space, lambda _: 5e-4, **extractor,
+        "standard": MultiInputPolicy(space, actions, lambda _: 5e-4, **extractor,
                                      features_extractor_kwargs=dict(keys=["obs", "goals", "action_features"],
                                                                     encoder="gru")),
         "per-action": PerActionDQNPolicy(space, env.action_space, lambda _: 5e-4, **extractor,

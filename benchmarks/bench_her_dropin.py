@@ -70,6 +70,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +134,11 @@ GRID: dict[str, tuple[str, int, int, dict[str, Any], int]] = {
 GRID_BUDGETS = [5000, 10000, 20000]
 
 
-def training_success(model: Any) -> dict[str, float]:
+#: what a run is scored with at each budget (the model in, metrics out).
+Scorer = Callable[[Any], Mapping[str, float]]
+
+
+def training_success(model: Any) -> Mapping[str, float]:
     """SB3's performance-test score: mean ``is_success`` over the last 50 finished training episodes."""
     recent = list(model.ep_success_buffer)[-50:]
     return {"success_rate": float(np.mean(recent)) if recent else 0.0}
@@ -160,6 +165,7 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
         return run_grid(config, args)
     if args.suite == "push":
         return run_push(config, args)
+    score: Scorer
     buffer_class = BUFFERS[config["buffer"]]
     if args.suite == "perf":
         venv = make_vec_env(lambda: BitFlippingEnv(n_bits=10, continuous=False), n_envs=2, seed=seed)
@@ -234,6 +240,8 @@ def run_push(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]
     """One side of the push suite: rl-zoo3's FetchPush TQC, evaluated at every budget of one run."""
     seed, side = config["seed"], config["buffer"]
     buffer_class, extra = PUSH_SIDES[side]
+    algo: Any  # SBX's TQC or sb3-contrib's, built alike
+    device: dict[str, Any]
     if args.framework == "sbx":
         import sbx
 
@@ -251,6 +259,7 @@ def run_push(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]
                  buffer_size=1_000_000, batch_size=args.batch_size, gamma=0.95, learning_rate=1e-3, tau=0.05,
                  policy_kwargs=dict(net_arch=args.net_arch, n_critics=2), seed=seed, **device)
     if side == "ours-demos":
+        assert isinstance(model.replay_buffer, hir.HerReplayBuffer)
         model.replay_buffer.add_demonstrations(push_demos(args.demos, seed=100_000 + 1_000 * seed))
     callback = BudgetCallback(push_budgets(args), episode_evaluator(lambda: gym.make(env_id), args.eval_episodes,
                                                                    seed))
@@ -265,7 +274,7 @@ def run_push(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]
 def push_table(configs: list[dict[str, Any]], outs: list[dict[str, Any]], args: argparse.Namespace) -> bool:
     """HER against each side at 1/4, 1/2 and 1x of B, and each side's env steps to HER's success at B."""
     budgets = push_budgets(args)
-    scores = {side: {b: [] for b in budgets} for side in PUSH_SIDES}
+    scores: dict[str, dict[int, list[float]]] = {side: {b: [] for b in budgets} for side in PUSH_SIDES}
     for config, out in zip(configs, outs, strict=True):
         for budget in budgets:
             if str(budget) in out["scores"]:
@@ -312,6 +321,7 @@ def run_grid(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]
     algo, n_bits, n_envs, settings, n_sampled_goal = GRID[config["setting"]]
     seed = config["seed"]
     buffer_class, extra = GRID_SIDES[config["buffer"]]
+    score: Scorer
     venv = make_vec_env(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), n_envs=n_envs, seed=seed)
     kwargs = dict(n_sampled_goal=n_sampled_goal, goal_selection_strategy="future", **extra)
     if algo == "qrdqn":

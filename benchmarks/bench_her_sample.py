@@ -21,6 +21,7 @@ Usage: ``python benchmarks/bench_her_sample.py [--size 1000000] [--n-envs 8] [--
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from typing import Any
 
@@ -76,7 +77,7 @@ def fill(buffers: list[Any], size: int, n_envs: int, seed: int, terminate: bool)
     pos = rng.uniform(-0.15, 0.15, (n_envs, 3)).astype(np.float32)
     goal = rng.uniform(-0.15, 0.15, (n_envs, 3)).astype(np.float32)
     t = np.zeros(n_envs, dtype=np.int64)
-    infos = [{} for _ in range(n_envs)]
+    infos: list[dict[str, Any]] = [{} for _ in range(n_envs)]
     for _ in range(steps):
         obs = {"observation": np.concatenate([pos, np.zeros((n_envs, 7), np.float32)], axis=1),
                "achieved_goal": pos.copy(), "desired_goal": goal.copy()}
@@ -120,8 +121,9 @@ def main() -> None:
     rows = []
     for case in ("continuing", "terminating"):
         terminate = case == "terminating"
-        venv = DummyVecEnv([lambda terminate=terminate: FetchShapedEnv(terminate)])
-        space, action = venv.observation_space, venv.action_space
+        venv = DummyVecEnv([functools.partial(FetchShapedEnv, terminate)])
+        space: Any = venv.observation_space  # FetchShapedEnv's Dict space
+        action = venv.action_space
         per_env = args.size // args.n_envs
         her = HerReplayBuffer(per_env, space, action, env=venv, n_envs=args.n_envs, device="cpu")
         # Continuous actions keep HER's dones by default; the terminating case asks for the env's terminations.

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 import torch as th
 from stable_baselines3 import DQN
@@ -60,7 +61,7 @@ def main() -> None:
             seconds[dtype] += time.perf_counter() - start
     rows = []
     for dtype, model in models.items():
-        buffer = model.replay_buffer
+        buffer: Any = model.replay_buffer
         window = buffer.observations["history"]
         stored = [window, getattr(buffer, "next_observations", {}).get("history")]
         per_row = sum(a.nbytes for a in stored if a is not None) // (window.shape[0] * window.shape[1])

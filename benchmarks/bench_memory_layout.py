@@ -98,7 +98,8 @@ def time_sample(capacity: int, steps: int, rounds: int, calls: int) -> dict[str,
         return (time.perf_counter() - start) / calls
 
     per_call(full), per_call(compact)  # warm-up: first touches of the pages and caches, for neither side's count
-    ratios, noise, medians = [], [], {"full": [], "compact": []}
+    ratios, noise = [], []
+    medians: dict[str, list[float]] = {"full": [], "compact": []}
     for _ in range(rounds):
         before, optimized, after = per_call(full), per_call(compact), per_call(full)
         ratios.append(optimized / ((before + after) / 2))

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch as th
 from stable_baselines3 import SAC
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir import plugins
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
@@ -58,7 +59,7 @@ def make_env(args: argparse.Namespace) -> Any:
 
 def train(strategy: str, args: argparse.Namespace, seed: int) -> tuple[SAC, float]:
     venv = make_vec_env(lambda: make_env(args), n_envs=args.n_envs, seed=seed)
-    spec = plugins.create("goal_spec", "distance-threshold", env=venv.envs[0])
+    spec = plugins.create("goal_spec", "distance-threshold", env=cast(DummyVecEnv, venv).envs[0])
     model = SAC(
         "MultiInputPolicy",
         venv,

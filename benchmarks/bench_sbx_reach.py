@@ -49,17 +49,22 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
         from stable_baselines3 import HerReplayBuffer
     else:
         from sb3_hir import HerReplayBuffer
+    algo: Any  # SBX's SAC or SB3's, built alike
     if framework == "sbx":
         import jax  # noqa: F401  (imported before the clock starts, as SB3's torch is)
-        from sbx import SAC
+        import sbx
+
+        algo = sbx.SAC
     else:
-        from stable_baselines3 import SAC
+        import stable_baselines3
+
+        algo = stable_baselines3.SAC
     env_id = fetch_id()
     venv = VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=0.95)
-    model = SAC("MultiInputPolicy", venv, replay_buffer_class=HerReplayBuffer,
-                replay_buffer_kwargs=dict(goal_selection_strategy="future", n_sampled_goal=4),
-                buffer_size=1_000_000, ent_coef="auto", batch_size=256, gamma=0.95, learning_rate=1e-3,
-                learning_starts=1000, policy_kwargs=dict(net_arch=[64, 64]), seed=seed)
+    model = algo("MultiInputPolicy", venv, replay_buffer_class=HerReplayBuffer,
+                 replay_buffer_kwargs=dict(goal_selection_strategy="future", n_sampled_goal=4),
+                 buffer_size=1_000_000, ent_coef="auto", batch_size=256, gamma=0.95, learning_rate=1e-3,
+                 learning_starts=1000, policy_kwargs=dict(net_arch=[64, 64]), seed=seed)
     # Scored every --eval-every steps with the training clock stopped; training stops at the level.
     callback = BudgetCallback(range(args.eval_every, args.max_steps + 1, args.eval_every),
                               episode_evaluator(lambda: gym.make(env_id), args.eval_episodes, seed, normalize=venv),

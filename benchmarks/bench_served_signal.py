@@ -99,14 +99,18 @@ def collect(num_goals: int, transitions: int, seed: int) -> dict[str, Any]:
     env = make_vec_env(ENV_ID, n_envs=N_ENVS, seed=seed,
                        env_kwargs=dict(maze_dim=MAZE_DIM, num_goals=num_goals, time_limit=TIME_LIMIT))
     rng = np.random.default_rng(seed)
-    obs = env.reset()
+    obs: Any = env.reset()  # MazeRunner's Dict observation (SB3 types it as any VecEnvObs)
     instruction = obs["goals"][:, 0].copy()  # k=1: the episode's goal, for HER's desired_goal
     episode = np.arange(N_ENVS)  # global episode id per sub-env
     next_episode, t_now = N_ENVS, np.zeros(N_ENVS, dtype=np.int64)
-    steps, her_steps = [], []
-    ep_ids, t_index, next_cells = [], [], []
+    steps: list[tuple[Any, ...]] = []
+    her_steps: list[tuple[Any, ...]] = []
+    ep_list: list[np.ndarray] = []
+    t_list: list[np.ndarray] = []
+    cell_list: list[np.ndarray] = []
     for _ in range(transitions // N_ENVS):
         actions = rng.integers(0, 5, size=N_ENVS)
+        new_obs: Any
         new_obs, rewards, dones, infos = env.step(actions)
         next_obs = {key: value.copy() for key, value in new_obs.items()}
         for i in np.flatnonzero(dones):
@@ -117,9 +121,9 @@ def collect(num_goals: int, transitions: int, seed: int) -> dict[str, Any]:
         her_next = {"observation": next_obs["obs"], "achieved_goal": next_obs["achieved"][:, 0],
                     "desired_goal": instruction.copy()}
         her_steps.append((her_obs, her_next, actions, rewards.astype(np.float32), dones, infos))
-        ep_ids.append(episode.copy())
-        t_index.append(t_now.copy())
-        next_cells.append(next_obs["achieved"][:, 0, 0] * MAZE_DIM + next_obs["achieved"][:, 0, 1])
+        ep_list.append(episode.copy())
+        t_list.append(t_now.copy())
+        cell_list.append(next_obs["achieved"][:, 0, 0] * MAZE_DIM + next_obs["achieved"][:, 0, 1])
         t_now += 1
         for i in np.flatnonzero(dones):
             instruction = instruction.copy()
@@ -129,7 +133,7 @@ def collect(num_goals: int, transitions: int, seed: int) -> dict[str, Any]:
             t_now[i] = 0
         obs = new_obs
     env.close()
-    ep_ids, t_index, next_cells = np.array(ep_ids), np.array(t_index), np.array(next_cells)  # (steps, n_envs)
+    ep_ids, t_index, next_cells = np.array(ep_list), np.array(t_list), np.array(cell_list)  # (steps, n_envs)
     # first[e, cell]: index t of the first transition of episode e whose next achieved cell is ``cell``.
     first = np.full((next_episode, MAZE_DIM * MAZE_DIM), NOT_SEEN, dtype=np.int64)
     np.minimum.at(first, (ep_ids, next_cells), t_index)
@@ -209,7 +213,7 @@ def serve_her(data: dict[str, Any], batches: int, seed: int) -> dict[str, float]
     )
     for step in data["her_steps"]:
         # MazeRunner's reward is HER's compute_reward on the stored transition.
-        assert np.array_equal(step[3], ExactGoalEnv.compute_reward(None, step[1]["achieved_goal"],
+        assert np.array_equal(step[3], ExactGoalEnv().compute_reward(step[1]["achieved_goal"],
                                                                     step[1]["desired_goal"], None))
         buffer.add(*step)
     np.random.seed(seed)

@@ -12,7 +12,8 @@ exactly.
 
 Target (issue 26): the checkout >= 1.3x the baseline's env steps per second.
 
-Usage: ``python benchmarks/bench_train_speed.py [--ref b33c3dc] [--rounds 2] [--timesteps 30000] [--seed 0]``
+Usage: ``python benchmarks/bench_train_speed.py [--ref b33c3dc | --baseline CHECKOUT] [--rounds 2] [--timesteps 30000]
+[--seed 0]``
 """
 
 from __future__ import annotations
@@ -45,27 +46,31 @@ def run(package_root: Path, args: argparse.Namespace, out: Path) -> dict[str, fl
     with (out / "dqn-some" / "progress.csv").open() as f:
         rows = [row for row in csv.DictReader(f) if row.get("time/fps")]
     (record,) = json.loads((out / "results.json").read_text())  # one run: --relabel some
-    return {"fps": float(rows[-1]["time/fps"]), "success": float(record["success_rate"]),
+    fps = float(rows[-1]["time/fps"]) if rows else float("nan")  # none logged: a run shorter than SB3's log interval
+    return {"fps": fps, "success": float(record["success_rate"]),
             "goals": float(record["goals_reached"])}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ref", default="b33c3dc", help="baseline commit (default: main before the kernels)")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="a checkout to use as the baseline in place of --ref's temporary git worktree")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--timesteps", type=int, default=30_000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
-    ref = subprocess.run(["git", "rev-parse", "--short", args.ref], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout.strip()
+    ref = str(args.baseline) if args.baseline else subprocess.run(
+        ["git", "rev-parse", "--short", args.ref], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                           check=True).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="bench_train_speed_") as tmp:
-        baseline = Path(tmp) / "baseline"
-        subprocess.run(["git", "worktree", "add", "--detach", str(baseline), args.ref], cwd=ROOT, check=True,
-                       capture_output=True)
+        baseline = args.baseline or Path(tmp) / "baseline"
+        if not args.baseline:
+            subprocess.run(["git", "worktree", "add", "--detach", str(baseline), args.ref], cwd=ROOT, check=True,
+                           capture_output=True)
         try:
             results: dict[str, list[dict[str, float]]] = {"baseline": [], "checkout": []}
             for r in range(args.rounds):
@@ -75,7 +80,8 @@ def main() -> None:
                     results[side].append(run(root, args, out / "run"))
                     print(f"round {r + 1} {side}: {results[side][-1]}", flush=True)
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(baseline)], cwd=ROOT, capture_output=True)
+            if not args.baseline:
+                subprocess.run(["git", "worktree", "remove", "--force", str(baseline)], cwd=ROOT, capture_output=True)
     print(f"sb3-hir train --relabel some (defaults, {args.timesteps} steps, seed {args.seed}); baseline {ref}, "
           f"checkout {head}; {args.rounds} alternating rounds, median fps (SB3's time/fps, evaluations included)")
     medians = {}

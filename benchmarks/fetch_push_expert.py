@@ -20,7 +20,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args: Any = parser.parse_args()
     episodes = push_demos(args.episodes, args.seed)
-    success = [bool(ep.infos[-1]["is_success"]) for ep in episodes]
+    success = [bool(ep.infos is not None and ep.infos[-1]["is_success"]) for ep in episodes]
     print(f"{push_env_id()}: scripted pusher succeeds in {sum(success)} of {len(success)} episodes "
           f"(seeds {args.seed}-{args.seed + args.episodes - 1}), mean length {np.mean([len(e) for e in episodes]):.1f}")
 

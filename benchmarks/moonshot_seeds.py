@@ -68,7 +68,7 @@ def summarize(runs: list[dict[str, Any]], variants: list[str]) -> dict[str, list
         rows = []
         for i in range(points):
             at = [curve[i] for curve in curves]
-            row = {"evaluation": i + 1, "seeds": len(at)}
+            row: dict[str, float] = {"evaluation": i + 1, "seeds": len(at)}
             for key in ("minutes", "timesteps", "success_rate", "goals_reached", "load_average"):
                 values = np.array([p[key] for p in at], dtype=float)
                 row[f"{key}_mean"] = float(values.mean())

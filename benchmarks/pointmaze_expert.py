@@ -28,7 +28,7 @@ def main() -> None:
     env = make_env(args.env, args.max_episode_steps, args.scale or None)
     episodes = maze_demos(env, args.episodes, args.seed)
     env.close()
-    success = [bool(ep.infos[-1]["is_success"]) for ep in episodes]
+    success = [bool(ep.infos is not None and ep.infos[-1]["is_success"]) for ep in episodes]
     print(f"{args.env} (max_episode_steps={args.max_episode_steps}, actions in {env.action_space}): scripted expert "
           f"succeeds in {sum(success)} of {len(success)} episodes (seeds {args.seed}-{args.seed + args.episodes - 1})"
           f", success rate {np.mean(success):.2f}, mean length {np.mean([len(e) for e in episodes]):.1f}")

@@ -24,13 +24,19 @@ __all__ = ["check_choice", "check_int", "check_keys", "check_number", "check_spa
 def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | None = None, hint: str = "") -> int:
     """``value`` as an ``int`` in ``[minimum, maximum]`` (either bound optional)."""
     if (
-        isinstance(value, bool)
-        or not isinstance(value, Integral)
-        or (minimum is not None and value < minimum)
-        or (maximum is not None and value > maximum)
+        not is_int(value)
+        or (minimum is not None and int(value) < minimum)
+        or (maximum is not None and int(value) > maximum)
     ):
         raise ValueError(f"{name} must be an int{_bounds(minimum, maximum)}; got {value!r}{_hint(hint)}")
     return int(value)
+
+
+def is_int(value: object) -> bool:
+    """Whether ``value`` is an integer (a Python or numpy one), not a bool. Typed ``object`` so that a caller's
+    ``int`` annotation does not tell the type checker the answer (``int`` is registered with ``Integral``, not derived
+    from it, so ``isinstance(x: int, Integral)`` would read as always false)."""
+    return not isinstance(value, bool) and isinstance(value, Integral)
 
 
 def check_number(

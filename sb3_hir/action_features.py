@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, SupportsFloat, cast, runtime_checkable
 
 import gymnasium as gym
 import numpy as np
@@ -78,7 +78,7 @@ def _flat_keys(env: gym.Env, keys: str | Iterable[str]) -> tuple[list[str], list
     selected = goal_free_keys(env, keys, "\0")
     lows, highs = [], []
     for name in selected:
-        sub = env.observation_space.spaces[name]
+        sub = cast(spaces.Dict, env.observation_space).spaces[name]  # goal_free_keys refuses any other
         if not isinstance(sub, spaces.Box):
             raise ValueError(f"keys must name Box observation keys; {name!r} is {sub!r}")
         lows.append(np.asarray(sub.low, dtype=np.float64).ravel())
@@ -126,7 +126,7 @@ class EffectTable:
         if columns is None:
             chosen = np.arange(width)
         elif isinstance(columns, (str, bytes)) or not isinstance(columns, Iterable):
-            chosen = np.zeros(0)
+            chosen = np.zeros(0, dtype=np.intp)
         else:
             chosen = np.asarray(list(columns))
         if chosen.ndim != 1 or chosen.size == 0 or not np.issubdtype(chosen.dtype, np.integer) \
@@ -161,8 +161,8 @@ class EffectTable:
         high = np.concatenate([np.concatenate(highs) - np.concatenate(lows), [1.0, 1.0, 1.0]]).astype(np.float32)
         low[:width] = np.minimum(low[:width], 0.0)  # rows of untaken actions are zeros
         high[:width] = np.maximum(high[:width], 0.0)
-        self.space = spaces.Box(np.tile(low, (self.n_actions, 1)), np.tile(high, (self.n_actions, 1)),
-                                dtype=np.float32)
+        self.space: spaces.Box = spaces.Box(np.tile(low, (self.n_actions, 1)), np.tile(high, (self.n_actions, 1)),
+                                            dtype=np.float32)
         self._table = np.zeros(self.space.shape, dtype=np.float32)
         self._last = np.zeros(width, dtype=np.float32)
         self._started = False
@@ -295,7 +295,7 @@ class ActionFeaturesWrapper(gym.Wrapper):
         self._started = True
         return {**obs, self.key: self.features.reset(obs)}, info
 
-    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
         if not self._started:
             raise RuntimeError(f"{type(self).__name__}.step() was called before reset()")
         obs, reward, terminated, truncated, info = self.env.step(action)
@@ -314,4 +314,5 @@ class ActionEffectWrapper(ActionFeaturesWrapper):
     def __init__(self, env: gym.Env, keys: str | Iterable[str] = ("obs",), key: str = EFFECTS_KEY,
                  columns: Sequence[int] | None = None) -> None:
         super().__init__(env, lambda e: EffectTable(e, keys, columns), key)
+        assert isinstance(self.features, EffectTable)
         self.keys = self.features.keys

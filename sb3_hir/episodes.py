@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -201,10 +201,14 @@ class Episode:
             raise ValueError(f"env must have Dict observations to record an Episode, got {type(obs).__name__} "
                              f"observations from {env.observation_space}")
         seen: dict[str, list[np.ndarray]] = {key: [value] for key, value in obs.items()}
-        actions, rewards, terminated, truncated, infos = [], [], [], [], []
+        actions: list[Any] = []
+        rewards: list[Any] = []
+        terminated: list[Any] = []
+        truncated: list[Any] = []
+        infos: list[dict[str, Any]] = []
         done = False
         while not done:
-            action = policy(obs)
+            action = policy(cast(dict[str, np.ndarray], obs))  # a Dict space's observation (checked above)
             _check_action(action, env.action_space, f"policy's action at step {len(actions)}")
             obs, reward, term, trunc, info = env.step(action)
             if not (term or trunc) and len(actions) + 1 >= limit:
@@ -225,7 +229,8 @@ def _time_limit(env: gym.Env) -> int | None:
     """The tightest ``TimeLimit`` in ``env``'s wrapper chain, else ``env.spec.max_episode_steps``, else None."""
     from gymnasium.wrappers import TimeLimit
 
-    limits, current = [], env
+    limits: list[int] = []
+    current: Any = env
     while current is not None:
         if isinstance(current, TimeLimit):
             limits.append(int(current._max_episode_steps))

@@ -434,4 +434,4 @@ def instruction_complete(spec: object, goals: np.ndarray) -> np.ndarray:
     method = getattr(spec, "is_complete", None)
     if method is not None:
         return method(goals)
-    return np.asarray(spec.is_masked(goals)).all(axis=-1)  # type: ignore[attr-defined]
+    return np.asarray(np.asarray(spec.is_masked(goals)).all(axis=-1))  # type: ignore[attr-defined]

@@ -35,7 +35,7 @@ relabeling, normalize with ``norm_obs_keys`` that leave the instruction out, as 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -84,7 +84,7 @@ def window_dtype(env: gym.Env, keys: Iterable[str] = ("obs",), include_action: b
     size: a 400k-row DQN buffer of BabyAI windows (16 x 156) is 8 GB in float32 and 2 GB in uint8. Values are
     unchanged: SB3's ``preprocess_obs`` casts a non-image Box to float before the policy sees it.
     """
-    fits = all(_small_ints(env.observation_space[name]) for name in keys) and (
+    fits = all(_small_ints(cast(spaces.Dict, env.observation_space)[name]) for name in keys) and (
         not include_action or isinstance(env.action_space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)))
     if isinstance(dtype, str) and dtype == "auto":
         return np.dtype(np.uint8 if fits else np.float32)
@@ -156,7 +156,7 @@ class HistoryWrapper(gym.Wrapper):
         check_int(length, "length", 1, hint="steps in the window")
         self.dtype = window_dtype(env, selected, bool(include_action), dtype)
         self._auto = isinstance(dtype, str) and dtype == "auto"
-        space = env.observation_space
+        space = cast(spaces.Dict, env.observation_space)  # goal_free_keys refuses any other
         lows, highs, self._sizes = [], [], []
         for name in selected:
             sub = space.spaces[name]
@@ -203,7 +203,7 @@ class HistoryWrapper(gym.Wrapper):
             {
                 **space.spaces,
                 key: spaces.Box(np.tile(low, (self.length, 1)).astype(self.dtype),
-                                np.tile(high, (self.length, 1)).astype(self.dtype), dtype=self.dtype),
+                                np.tile(high, (self.length, 1)).astype(self.dtype), dtype=self.dtype.type),
             }
         )
         self._window = np.zeros((self.length, self.width), dtype=self.dtype)
@@ -223,6 +223,7 @@ class HistoryWrapper(gym.Wrapper):
                 row[start + offsets + (np.asarray(action).ravel() - space.start.ravel())] = 1.0
             else:
                 bounds = self._action_bounds
+                assert bounds is not None  # set whenever include_action
                 row[self.layout["action"]] = np.clip(np.asarray(action, dtype=np.float32).ravel(), *bounds)
         row[-1] = 1.0
         return row
@@ -258,7 +259,7 @@ class HistoryWrapper(gym.Wrapper):
         self._window[:] = 0.0
         return self._push(obs, None), info
 
-    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         return self._push(obs, action), reward, terminated, truncated, info
 

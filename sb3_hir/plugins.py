@@ -199,7 +199,7 @@ def _entries(value: str) -> list[str]:
 
 
 def _installed(entry_points: Iterable[importlib_metadata.EntryPoint]) -> list[tuple[str, str | None]]:
-    pairs = {(ep.name, ep.dist.name if getattr(ep, "dist", None) is not None else None) for ep in entry_points}
+    pairs = {(ep.name, dist.name if (dist := getattr(ep, "dist", None)) is not None else None) for ep in entry_points}
     return sorted(pairs, key=lambda pair: (pair[0], pair[1] or ""))
 
 

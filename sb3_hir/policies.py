@@ -27,7 +27,7 @@ own policies.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch as th
@@ -130,6 +130,7 @@ class _PerActionHead(nn.Module):
 
     def forward(self, features: th.Tensor, rows: th.Tensor) -> th.Tensor:
         first, rest = self.mlp[0], self.mlp[1:]
+        assert isinstance(first, nn.Linear)  # create_mlp's first layer (net_arch or not)
         weight = first.weight
         state = nn.functional.linear(features, weight[:, : self.features_dim], first.bias)
         hidden = state.unsqueeze(1) + nn.functional.linear(rows, weight[:, self.features_dim :])
@@ -142,7 +143,8 @@ def _rows(policy: BasePolicy, obs: PyTorchObs, action_key: str) -> th.Tensor:
     except KeyError:
         raise ValueError(f"the observation has no {action_key!r} key: this policy scores actions from that key's "
                          "rows, so wrap the env as it was wrapped for training") from None
-    return preprocess_obs(rows, policy.observation_space[action_key], policy.normalize_images).float()  # type: ignore[index]
+    space = cast(spaces.Dict, policy.observation_space)[action_key]
+    return cast(th.Tensor, preprocess_obs(rows, space, policy.normalize_images)).float()  # a Box key: one tensor
 
 
 class PerActionQNetwork(_SavesActionKey, QNetwork):
@@ -241,7 +243,8 @@ class PerActionActorCriticPolicy(_ReadsActionKey, ActorCriticPolicy):
             head.apply(partial(self.init_weights, gain=np.sqrt(2)))
             self.init_weights(head.mlp[-1], gain=0.01)
         self.action_net = head
-        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+        optimizer_class: Any = self.optimizer_class  # any torch optimizer; SB3 types it as the base class
+        self.optimizer = optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
 
     def _latents(self, obs: PyTorchObs) -> tuple[th.Tensor, th.Tensor]:
         features = self.extract_features(obs)
@@ -259,7 +262,7 @@ class PerActionActorCriticPolicy(_ReadsActionKey, ActorCriticPolicy):
         distribution = self._distribution(latent_pi, obs)
         actions = distribution.get_actions(deterministic=deterministic)
         log_prob = distribution.log_prob(actions)
-        return actions.reshape((-1, *self.action_space.shape)), self.value_net(latent_vf), log_prob
+        return actions.reshape((-1, *(self.action_space.shape or ()))), self.value_net(latent_vf), log_prob
 
     def evaluate_actions(self, obs: PyTorchObs, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor | None]:
         latent_pi, latent_vf = self._latents(obs)

@@ -134,7 +134,7 @@ class VecHideKeys(VecEnvWrapper):
         full = dict(trajectory.obs.items())
         for key, sub in self.hidden_observation_space.spaces.items():
             values = [info[self.SOURCE_INFO_KEY][key] for info in infos] + [last[key]]
-            full[key] = np.asarray(values, dtype=sub.dtype).reshape(len(values), *sub.shape)
+            full[key] = np.asarray(values, dtype=sub.dtype).reshape(len(values), *(sub.shape or ()))
         return dataclasses.replace(trajectory, obs=types.DictObs(full))
 
     # -- VecEnv API ------------------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ class VecHideKeys(VecEnvWrapper):
                 info["terminal_observation"] = self._visible(terminal)
         # Auto-resets refresh the wrapped venv's reset_infos (DummyVecEnv does); mirror them for the ended episodes.
         reset_infos = list(self.reset_infos)
-        for i in np.flatnonzero(dones):
+        for i in np.flatnonzero(dones).tolist():
             reset_info = dict(self.venv.reset_infos[i])
             reset_info[self.INFO_KEY] = dict(infos[i][self.INFO_KEY])
             reset_infos[i] = reset_info

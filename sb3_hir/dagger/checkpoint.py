@@ -275,7 +275,7 @@ def build_policy(spec: Mapping[str, Any], observation_space: gym.Space, action_s
         raise ValueError(f"policy kwargs of the checkpoint must be a JSON object; got {kwargs!r}")
     for fixed in _FIXED_ARGUMENTS.get(spec["class"], ()):
         kwargs.pop(fixed, None)
-    parameters = inspect.signature(cls.__init__).parameters
+    parameters = inspect.signature(cls).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
         kwargs = {k: v for k, v in kwargs.items() if k in parameters}  # arguments this version no longer takes
     if spec.get("lr_schedule"):

@@ -9,7 +9,7 @@ and DAgger's ``expert_policy`` (which also compares its spaces with the venv's).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch as th
@@ -62,7 +62,8 @@ class ShortestPathExpert(BasePolicy):
         deterministic: bool = True,
     ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
         """SB3 ``predict``: the sub-envs' expert actions (always deterministic); ``state`` is passed through."""
-        vectorized = is_vectorized_observation(observation, self.observation_space)
+        vectorized = is_vectorized_observation(cast(Any, observation), self.observation_space)  # SB3 types it
+        # as a Box's, but reads a Dict space's dict too
         if vectorized:
             first = next(iter(observation.values())) if isinstance(observation, dict) else observation
             batch = len(first)

@@ -12,14 +12,13 @@ import math
 from collections import deque
 from functools import lru_cache
 from itertools import chain, islice
-from numbers import Integral
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from sb3_hir._validate import check_int, check_number
+from sb3_hir._validate import check_int, check_number, is_int
 from sb3_hir.contract import RESET_GOALS_OPTION
 from sb3_hir.envs.move_belief import MoveBelief
 from sb3_hir.goals import ExactGoalSpec
@@ -153,7 +152,7 @@ def random_maze(size: int, rng: np.random.Generator, complexity: float = 0.75, d
     :param rng: source of all randomness.
     :return: bool array (size, size), True = wall, border walled.
     """
-    if isinstance(size, bool) or not isinstance(size, Integral) or size < 3 or size % 2 == 0:
+    if not is_int(size) or size < 3 or size % 2 == 0:
         raise ValueError(f"size must be an odd int >= 3, got {size!r}")
     n = int(size)
     wall = _random_maze_flat(n, rng, complexity, density)
@@ -173,7 +172,7 @@ def _apply_spawn_area(wall: bytearray, n: int) -> bytearray:
 
 def make_maze(size: int, rng: np.random.Generator) -> np.ndarray:
     """A MazeRunner maze: :func:`random_maze` plus the spawn area; bool (size, size), True = wall."""
-    if isinstance(size, bool) or not isinstance(size, Integral) or size < 5 or size % 2 == 0:
+    if not is_int(size) or size < 5 or size % 2 == 0:
         raise ValueError(f"size must be an odd int >= 5, got {size!r}")
     n = int(size)
     wall = _apply_spawn_area(_random_maze_flat(n, rng, 0.75, 0.75), n)
@@ -302,7 +301,7 @@ class MazeRunnerEnv(gym.Env):
         as possible).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array", "ansi"], "render_fps": 8}
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array", "ansi"], "render_fps": 8}
 
     #: ``reset(options={"goals": ...})`` is honoured (see :mod:`sb3_hir.contract`).
     accepts_reset_goals: ClassVar[bool] = True
@@ -482,11 +481,10 @@ class MazeRunnerEnv(gym.Env):
             table = self._moves[self._continuous_index(action)]
         else:
             try:
-                table = self._moves.get(action)
+                found = self._moves.get(action)
             except TypeError:  # unhashable, e.g. a size-1 array
-                table = None
-            if table is None:
-                table = self._moves[self._discrete_index(action)]
+                found = None
+            table = self._moves[self._discrete_index(action)] if found is None else found
         cell = table[self._cell]
         self._cell = cell
         t = self._t + 1
@@ -611,7 +609,7 @@ class MazeRunnerEnv(gym.Env):
         return best
 
     # ------------------------------------------------------------------ rendering
-    def render(self) -> np.ndarray | str | None:
+    def render(self) -> Any:  # an RGB array or the ANSI text, per render_mode
         """``rgb_array``: walls, goals numbered 1..k in distinct colours (reached ones dimmed), the agent as a blue
         disc; ``ansi``: the same as a text grid."""
         if self.render_mode is None:

@@ -16,13 +16,12 @@ from 0.61 success (each action's last nonzero move) to 0.98 (``benchmarks/result
 from __future__ import annotations
 
 from collections.abc import Mapping
-from numbers import Integral
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from sb3_hir._validate import check_int
+from sb3_hir._validate import check_int, is_int
 
 __all__ = ["MoveBelief"]
 
@@ -53,7 +52,7 @@ class MoveBelief:
     """
 
     def __init__(self, maze_dim: int, n_actions: int = 5) -> None:
-        if isinstance(n_actions, bool) or not isinstance(n_actions, Integral) or n_actions != len(_MOVES):
+        if not is_int(n_actions) or n_actions != len(_MOVES):
             raise ValueError(f"n_actions must be {len(_MOVES)} (MazeRunner's moves); got {n_actions!r}")
         n = check_int(maze_dim, "maze_dim", 5, hint="the env's maze_dim")
         if n % 2 == 0:
@@ -174,4 +173,5 @@ class MoveBelief:
 def _fits(values: np.ndarray, sides: np.ndarray) -> np.ndarray:
     """Per side n, whether every ``values * n`` is a whole cell index in [0, n - 1] (float32 rounding allowed)."""
     cells = np.outer(sides, values.astype(np.float64))
-    return ((np.abs(cells - np.round(cells)) < 1e-3) & (cells > -1e-3) & (cells < sides[:, None] - 1 + 1e-3)).all(1)
+    return np.asarray(((np.abs(cells - np.round(cells)) < 1e-3) & (cells > -1e-3)
+                       & (cells < sides[:, None] - 1 + 1e-3)).all(1))

@@ -13,6 +13,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import cast
 
 import torch as th
 from stable_baselines3 import DQN
@@ -46,7 +47,7 @@ def make_venv(args: argparse.Namespace, seed: int, n_envs: int) -> DummyVecEnv:
             env = ActionFeaturesWrapper(env, "env")
         return HistoryWrapper(env, length=args.history) if args.history else env
 
-    return make_vec_env(env_fn, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv)
+    return cast(DummyVecEnv, make_vec_env(env_fn, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv))
 
 
 def evaluate(model: DQN, args: argparse.Namespace) -> dict[str, float]:
@@ -170,7 +171,9 @@ def train(args: argparse.Namespace, out: Path, buffer_class: type | None = None)
     if getattr(args, "demos", 0):  # on the clock: collecting them is part of what demonstrations cost
         venv = make_venv(args, args.seed + 20_000, 1)
         demos = expert_episodes(ShortestPathExpert(venv), venv, args.demos, seed=args.seed)
-        model.replay_buffer.add_demonstrations(demos)
+        buffer = model.replay_buffer
+        assert isinstance(buffer, HindsightInstructionReplayBuffer)
+        buffer.add_demonstrations(demos)
         print(f"{args.demos} shortest-path demonstrations ({sum(map(len, demos))} steps) in "
               f"{time.perf_counter() - clock.start:.1f} s", flush=True)
     model.learn(args.steps, callback=clock)

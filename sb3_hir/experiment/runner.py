@@ -100,7 +100,7 @@ def _trainable(params: dict[str, Any]) -> None:
 
     torch.set_num_threads(1)
     module, qualname = params["fn"]
-    fn = importlib.import_module(module)
+    fn: Any = importlib.import_module(module)
     for name in qualname.split("."):
         fn = getattr(fn, name)
     config = {k: v for k, v in params["config"].items() if k != INDEX}
@@ -139,7 +139,7 @@ def run_as_trials(
     if os.environ.get("PYTHONPATH"):
         paths.append(os.environ["PYTHONPATH"])
     temporary = storage_path is None
-    storage = tempfile.mkdtemp(prefix="ray_trials_") if temporary else str(Path(storage_path).resolve())
+    storage = tempfile.mkdtemp(prefix="ray_trials_") if storage_path is None else str(Path(storage_path).resolve())
     session = ray_session(address, runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}})
     try:
         with session, _quiet_tune():

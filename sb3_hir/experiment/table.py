@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 
-def mean_and_std(values: Sequence[float]) -> tuple[float, float]:
+def mean_and_std(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
     """Mean and (population) standard deviation of ``values``; NaN, NaN for none."""
     if len(values) == 0:
         return math.nan, math.nan
@@ -36,7 +36,7 @@ def mean_and_std(values: Sequence[float]) -> tuple[float, float]:
     return float(array.mean()), float(array.std())
 
 
-def mean_std(values: Sequence[float], digits: int = 2) -> str:
+def mean_std(values: Sequence[float] | np.ndarray, digits: int = 2) -> str:
     """``"mean ± std"`` of ``values`` with ``digits`` decimals: the one spelling of every table."""
     return format_mean_std(*mean_and_std(values), digits)
 

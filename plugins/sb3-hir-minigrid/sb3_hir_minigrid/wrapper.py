@@ -17,7 +17,7 @@ two disagree, so a relabeler using the replay never teaches a task BabyAI does n
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, SupportsFloat
+from typing import Any, ClassVar, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -72,10 +72,10 @@ class BabyAIGoToInstruction(gym.Wrapper):
                                        nothing_value=NOTHING, wildcard_value=WILDCARD,
                                        description_levels=[(True, True), (False, True)], same_step_goals=True,
                                        pad_value=PAD, groups_key="goal_steps")
-        image = env.observation_space["image"]
+        image = cast(spaces.Dict, env.observation_space)["image"]
         top = max(TYPE_TO_CODE.values())
         self.observation_space = spaces.Dict({
-            "obs": spaces.Box(0, 255, shape=(int(np.prod(image.shape)) + 1,), dtype=np.uint8),
+            "obs": spaces.Box(0, 255, shape=(int(np.prod(image.shape or ())) + 1,), dtype=np.uint8),
             "goals": spaces.Box(PAD, top, shape=(k_max, 2), dtype=GOAL_DTYPE),
             "achieved": spaces.Box(PAD, top, shape=(2,), dtype=GOAL_DTYPE),
             "goal_steps": spaces.Box(PAD, k_max - 1, shape=(k_max,), dtype=GOAL_DTYPE),
@@ -98,7 +98,8 @@ class BabyAIGoToInstruction(gym.Wrapper):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         obs, info = self.env.reset(seed=seed, options=options)
-        self.steps = instruction_steps(self.env.unwrapped.instrs)
+        babyai: Any = self.env.unwrapped  # minigrid ships no types
+        self.steps = instruction_steps(babyai.instrs)
         self._goals, self._step_ids = encode_steps(self.steps, self.k_max)
         self._members = step_members(self._step_ids)
         self._reached = np.zeros(self.k_max, dtype=bool)
@@ -117,7 +118,7 @@ class BabyAIGoToInstruction(gym.Wrapper):
         if success != bool(terminated):
             raise RuntimeError(
                 f"the replay's rule says success={success} but BabyAI terminated={bool(terminated)} at step "
-                f"{self.env.unwrapped.step_count} of mission {obs['mission']!r} (event {event.tolist()})"
+                f"{cast(Any, self.env.unwrapped).step_count} of mission {obs['mission']!r} (event {event.tolist()})"
             )
         done_now = int(self._reached.sum()) - before
         # the spec in every step's info too: SB3 builds replay buffers without the env (INFO_GOAL_SPEC)

@@ -99,6 +99,8 @@ class DistanceThresholdGoalSpec(ToleranceGoalSpec):
                             "goals would be masked or rewarded differently from the env's; omit it"
                         )
                     kwargs[name] = ours
+        if distance_threshold is None:
+            raise ValueError("the env does not say its distance_threshold: pass distance_threshold=")
         super().__init__(tolerance=distance_threshold, **kwargs)
         self.distance_threshold = self.tolerance
 

@@ -11,7 +11,7 @@ MultiBinary, MultiDiscrete or a Discrete (see :mod:`sb3_hir.instruction`); integ
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -33,11 +33,11 @@ def env_reward_scale(env: gym.Env) -> tuple[float, float]:
     goal = np.asarray(space.sample())
     if isinstance(space, gym.spaces.MultiBinary):
         far = 1 - goal
-    elif isinstance(space, gym.spaces.Box) and space.dtype.kind == "f":
+    elif isinstance(space, gym.spaces.Box) and np.issubdtype(space.dtype, np.floating):
         far = goal + 1000.0
     else:
         return 0.0, 1.0
-    compute = env.unwrapped.compute_reward
+    compute = cast(Any, env.unwrapped).compute_reward  # a GoalEnv's
     try:
         hit = float(np.asarray(compute(goal, goal, {})).reshape(-1)[0])
         miss = float(np.asarray(compute(far, goal, {})).reshape(-1)[0])

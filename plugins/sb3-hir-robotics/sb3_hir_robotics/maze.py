@@ -169,6 +169,8 @@ def make_pointmaze_instruction(
         spec = gym.spec(maze_id)
     except gym.error.Error as exc:
         raise ValueError(f"maze_id {maze_id!r} is not a registered gymnasium id: {exc}") from exc
+    if spec.entry_point is None:
+        raise ValueError(f"maze_id {maze_id!r} is registered without an entry point")
     creator = spec.entry_point if callable(spec.entry_point) else load_env_creator(spec.entry_point)
     if not hasattr(creator, "update_target_site_pos"):
         raise ValueError(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -47,11 +48,11 @@ def active_goal(env: InstructionWrapper, obs: dict[str, np.ndarray]) -> np.ndarr
 
 def waypoint_action(env: InstructionWrapper, obs: dict[str, np.ndarray]) -> np.ndarray:
     """Steer along the BFS cell path to the active goal (a PD controller on the point's force)."""
-    maze = env.unwrapped.maze
+    maze = cast(Any, env.unwrapped).maze  # gymnasium-robotics ships no types
     goal_xy = active_goal(env, obs)
     pos, vel = obs["obs"][:2], obs["obs"][2:4]
     start, goal = tuple(maze.cell_xy_to_rowcol(pos)), tuple(maze.cell_xy_to_rowcol(goal_xy))
-    prev = {start: None}
+    prev: dict[tuple[int, int], tuple[int, int] | None] = {start: None}
     queue = deque([start])
     while queue:
         cell = queue.popleft()
@@ -63,8 +64,8 @@ def waypoint_action(env: InstructionWrapper, obs: dict[str, np.ndarray]) -> np.n
                 prev[nxt] = cell
                 queue.append(nxt)
     path = [goal]
-    while prev.get(path[-1]) is not None:
-        path.append(prev[path[-1]])
+    while (step := prev.get(path[-1])) is not None:
+        path.append(step)
     target = goal_xy if len(path) <= 2 else maze.cell_rowcol_to_xy(np.array(path[-2]))
     return np.clip(10.0 * (target - pos) - 1.0 * vel, -1.0, 1.0)
 
@@ -116,7 +117,7 @@ def test_pointmaze_instruction_follows_the_contract_and_the_mazes_own_success_te
     for seed in (0, 1):
         episode, infos = run_episode(env, seed)
         goals = episode.observations["goals"][0]
-        maze = env.unwrapped.maze
+        maze = cast(Any, env.unwrapped).maze  # gymnasium-robotics ships no types
         cells = np.array([maze.cell_xy_to_rowcol(g) for g in goals])
         start_cell = maze.cell_xy_to_rowcol(episode.observations["achieved"][0, 0])
         assert len(np.unique(cells, axis=0)) == 3  # distinct free cells ...

@@ -53,7 +53,7 @@ class PointMazeExpert:
 
     def __init__(self, env: gym.Env, kp: float = KP, kd: float = KD, vmax: float = VMAX,
                  clearance: float = CLEARANCE) -> None:
-        base = env.unwrapped
+        base: Any = env.unwrapped  # gymnasium-robotics' PointMaze (no types)
         self.maze = base.maze
         self.free = {(i, j) for i, row in enumerate(self.maze.maze_map) for j, cell in enumerate(row) if cell != 1}
         self.base_low, self.base_high = base.action_space.low, base.action_space.high
@@ -141,7 +141,7 @@ def make_env(env_id: str = "PointMaze_UMaze-v3", max_episode_steps: int = 100, s
     gym.register_envs(gymnasium_robotics)
     env = gym.make(env_id, max_episode_steps=max_episode_steps, continuing_task=False, **kwargs)
     if scale is not None:
-        env = gym.wrappers.RescaleAction(env, -scale, scale)
+        env = gym.wrappers.RescaleAction(env, np.float64(-scale), np.float64(scale))
     return IsSuccess(env)
 
 

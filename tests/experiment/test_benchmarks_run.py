@@ -1,0 +1,105 @@
+"""Every script in ``benchmarks/`` runs, at a tiny budget, as a fresh process: a script that no longer runs (an
+attribute renamed under it, an option gone) fails here, not on the day its numbers are wanted.
+
+Each run is its script's smallest flags (seconds each), in a temporary working directory, with every output path
+pointed into it, so nothing is written into the repository. The runs take the profile that has every script's
+dependencies, the current one (SBX for ``bench_sbx_reach.py``; `make test` runs the two profiles at once, and the
+dagger profile also runs the Ray tests, so the current one has the slack); ``bench_sweep.py`` starts Ray, so it is
+marked ``ray`` and runs in the dagger profile, as the other Ray tests do. A new script must be added to ``RUNS``
+(``test_every_benchmark_has_a_tiny_run``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "benchmarks"
+
+#: ``{TMP}`` is the run's temporary directory, ``{ROOT}`` the repository (this checkout).
+RUNS: dict[str, list[str]] = {
+    "babyai_goto.py": ["--cpu-minutes", "0.02", "--eval-minutes", "0.01", "--eval-episodes", "2", "--steps", "200",
+                       "--n-envs", "2", "--seeds", "0", "--variants", "some", "--out", "{TMP}/babyai"],
+    "bench_action_features.py": ["--steps", "100", "--chunks", "2"],
+    "bench_buffer.py": ["--sizes", "1000", "--episode-lengths", "50", "--add-steps", "300", "--rounds", "1",
+                        "--calls", "2"],
+    "bench_compare.py": ["--before", "{ROOT}", "--after", "{ROOT}", "--pairs", "1", "--keys", "size", "T", "buffer",
+                         "--columns", "sample us", "--", "bench_buffer.py", "--sizes", "1000",
+                         "--episode-lengths", "50", "--add-steps", "300", "--rounds", "1", "--calls", "2"],
+    "bench_controls.py": ["--seeds", "0", "--budgets", "200", "--steps", "200", "--variants", "fixed",
+                          "--eval-episodes", "1", "--maze-dim", "5", "--n-envs", "2", "--history", "4"],
+    "bench_dagger_collector.py": ["--steps", "100", "--repeats", "1", "--episode-steps", "50", "--save-root", "{TMP}"],
+    "bench_dagger_mazerunner.py": ["--rounds", "1", "--steps-per-round", "8", "--batches-per-round", "2",
+                                   "--eval-episodes", "1", "--seeds", "0", "--history", "4"],
+    "bench_demos_box.py": ["--seeds", "0", "--budgets", "200", "--demos", "2", "--eval-episodes", "1",
+                           "--max-episode-steps", "20", "--out", "{TMP}/demos_box.txt", "--runs-dir", "{TMP}/runs"],
+    "bench_goalenv_her.py": ["--budgets", "150", "--seeds", "0", "--eval-episodes", "1", "--learning-starts", "100"],
+    "bench_head_cost.py": ["--rounds", "1", "--steps", "2", "--batch", "8", "--maze-dim", "7", "--history", "4"],
+    "bench_her_dropin.py": ["--suite", "perf", "--seeds", "0", "--budgets", "100"],
+    "bench_her_sample.py": ["--size", "2000", "--n-envs", "2", "--rounds", "1", "--calls", "2"],
+    "bench_hir_learning.py": ["--budgets", "100", "--seeds", "0", "--variants", "some", "--eval-episodes", "1",
+                              "--learning-starts", "50", "--records", "{TMP}/records.json"],
+    "bench_history.py": ["--seeds", "0", "--variants", "some-gru", "--budgets", "100", "--n-envs", "2",
+                         "--eval-episodes", "1", "--learning-starts", "50", "--maze-dim", "5", "--goals", "1",
+                         "--history", "4"],
+    "bench_history_cost.py": ["--steps", "100", "--chunk", "50", "--history", "4"],
+    "bench_history_dtype.py": ["--steps", "100", "--chunk", "50"],
+    "bench_mazerunner.py": ["--steps", "100", "--vec-steps", "10", "--n-envs", "2", "--chunks", "2"],
+    "bench_memory_layout.py": ["--capacity", "2000", "--fill", "300", "--sample-fill", "300", "--rounds", "1",
+                               "--calls", "2", "--out", "{TMP}/layout.json"],
+    "bench_pointmaze_hir.py": ["--timesteps", "150", "--seeds", "0", "--n-envs", "1", "--learning-starts", "100",
+                               "--eval-episodes", "1", "--max-episode-steps", "20"],
+    "bench_recurrent_mazerunner.py": ["--timesteps", "64", "--seeds", "0", "--n-envs", "2", "--n-steps", "32",
+                                      "--batch-size", "32", "--eval-episodes", "1", "--maze-dim", "5"],
+    "bench_relabel.py": ["--episodes", "2", "--lengths", "20", "--repeats", "1"],
+    "bench_sbx_reach.py": ["--seeds", "0", "--max-steps", "200", "--eval-every", "100", "--eval-episodes", "1"],
+    "bench_served_signal.py": ["--transitions", "8000", "--batches", "2"],  # its least: 10 episodes per env
+    "bench_sweep.py": ["--runs", "1", "--concurrent", "1", "--timesteps", "100"],
+    "bench_train_speed.py": ["--baseline", "{ROOT}", "--rounds", "1", "--timesteps", "100"],
+    "bench_warm_start.py": ["--seeds", "0", "--budgets", "64", "--labels", "128", "--bc-batches", "2",
+                            "--critic-warmup", "32", "--n-envs", "2", "--n-steps", "32", "--eval-episodes", "1",
+                            "--maze-dim", "5", "--history", "4"],
+    "fetch_push_expert.py": ["--episodes", "1"],
+    "moonshot_mazerunner.py": ["--minutes", "0.02", "--eval-minutes", "0.01", "--eval-episodes", "1", "--steps", "200",
+                               "--n-envs", "2", "--maze-dim", "5", "--goals", "1", "--history", "4",
+                               "--out", "{TMP}/moonshot"],
+    "moonshot_seeds.py": ["--minutes", "0.02", "--eval-minutes", "0.01", "--eval-episodes", "1", "--steps", "200",
+                          "--n-envs", "2", "--maze-dim", "5", "--goals", "1", "--history", "4", "--seeds", "0",
+                          "--variants", "history",
+                          "--out", "{TMP}/seeds"],
+    "pointmaze_expert.py": ["--episodes", "1"],
+}
+#: scripts that start Ray: the ``ray`` mark (the dagger profile of `make test`).
+RAY = {"bench_sweep.py"}
+
+
+def test_every_benchmark_has_a_tiny_run():
+    scripts = {path.name for path in BENCHMARKS.glob("*.py")}
+    assert len(scripts) > 20
+    assert not scripts - set(RUNS), f"benchmarks without a tiny run in RUNS: {sorted(scripts - set(RUNS))}"
+    assert not set(RUNS) - scripts, f"RUNS names scripts that no longer exist: {sorted(set(RUNS) - scripts)}"
+
+
+def current_profile() -> bool:
+    """The profile with every benchmark's dependencies (SBX among them)."""
+    return importlib.util.find_spec("sbx") is not None
+
+
+@pytest.mark.parametrize("script", [pytest.param(name, marks=pytest.mark.ray) if name in RAY else name
+                                    for name in sorted(RUNS)])
+def test_benchmark_runs_at_a_tiny_budget(script, tmp_path):
+    if script not in RAY and not current_profile():
+        pytest.skip("the tiny benchmark runs take the profile with every script's dependencies (sbx): the current one")
+    args = [arg.format(TMP=tmp_path, ROOT=ROOT) for arg in RUNS[script]]
+    path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg",
+           "SB3_HIR_JIT": "0"}
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"{script} {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
