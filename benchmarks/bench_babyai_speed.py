@@ -43,7 +43,7 @@ LEARNERS = {
     "ppo": None,
 }
 #: rl-zoo3's PPO settings for MiniGrid (``hyperparams/ppo.yml``) on plain PPO.
-PPO_ZOO = dict(n_steps=128, batch_size=64, gae_lambda=0.95, gamma=0.99, n_epochs=10, ent_coef=0.0,
+PPO_ZOO: dict[str, Any] = dict(n_steps=128, batch_size=64, gae_lambda=0.95, gamma=0.99, n_epochs=10, ent_coef=0.0,
                learning_rate=2.5e-4, clip_range=0.2)
 
 

@@ -23,6 +23,7 @@ import argparse
 from typing import Any
 
 import numpy as np
+from gymnasium import spaces
 
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 
@@ -35,11 +36,13 @@ def fill(level: str, k_max: int, episodes: int, strategy: str, seed: int
     from sb3_hir_minigrid import make_babyai_goto
 
     env = make_babyai_goto(level, k_max=k_max)
+    space, actions = env.observation_space, env.action_space
+    assert isinstance(space, spaces.Dict) and isinstance(actions, spaces.Discrete)
     rng = np.random.default_rng(seed)
     env.reset(seed=seed)
     limit = int(env.unwrapped.max_steps)  # set by the level at reset
     buffer = HindsightInstructionReplayBuffer(
-        episodes * limit, env.observation_space, env.action_space, device="cpu", goal_spec=env.goal_spec,
+        episodes * limit, space, actions, device="cpu", goal_spec=env.goal_spec,
         strategy=strategy, relabel_ratio=0.8, seed=seed,
     )
     success: dict[int, bool] = {}
@@ -47,7 +50,7 @@ def fill(level: str, k_max: int, episodes: int, strategy: str, seed: int
         obs, _ = env.reset(seed=seed * 100_000 + episode)
         start, done, terminated = buffer.pos, False, False
         while not done:
-            action = int(rng.integers(env.action_space.n))
+            action = int(rng.integers(actions.n))
             next_obs, reward, terminated, truncated, info = env.step(action)
             done = terminated or truncated
             info = dict(info, TimeLimit_truncated=truncated and not terminated)
@@ -67,6 +70,7 @@ def measure(buffer: HindsightInstructionReplayBuffer, success: dict[int, bool], 
     for _ in range(batches):
         buffer.sample(256)
         info = buffer.last_sample_info
+        assert info is not None  # set by every sample()
         served += 256
         for b in np.flatnonzero(info.relabeled):
             start = int(info.episode_start[b])

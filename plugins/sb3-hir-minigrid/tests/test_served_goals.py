@@ -12,6 +12,7 @@ import copy
 
 import numpy as np
 import pytest
+from gymnasium import spaces
 from sb3_hir_minigrid.codes import WILDCARD
 from sb3_hir_minigrid.wrapper import make_babyai_goto
 
@@ -25,8 +26,10 @@ def _fill(episodes: int, seed: int) -> tuple[HindsightInstructionReplayBuffer, d
     whether the episode reached its own goal (BabyAI's success)."""
     env = make_babyai_goto("BabyAI-GoToLocal-v0", k_max=1)
     rng = np.random.default_rng(seed)
+    space, actions = env.observation_space, env.action_space
+    assert isinstance(space, spaces.Dict) and isinstance(actions, spaces.Discrete)
     buffer = HindsightInstructionReplayBuffer(
-        episodes * 70, env.observation_space, env.action_space, device="cpu", goal_spec=env.goal_spec,
+        episodes * 70, space, actions, device="cpu", goal_spec=env.goal_spec,
         strategy="some", relabel_ratio=RATIO, seed=seed,
     )
     rooms: dict[int, object] = {}
@@ -37,7 +40,7 @@ def _fill(episodes: int, seed: int) -> tuple[HindsightInstructionReplayBuffer, d
         rooms[start] = copy.deepcopy(env.unwrapped)  # go-to levels never move their objects
         done = False
         while not done:
-            action = int(rng.integers(env.action_space.n))
+            action = int(rng.integers(actions.n))
             next_obs, reward, terminated, truncated, info = env.step(action)
             done = terminated or truncated
             info = dict(info, TimeLimit_truncated=truncated and not terminated)

@@ -134,10 +134,13 @@ class GoalStepsDraw(DrawStrategy):
 
     @staticmethod
     def _event_index(view: DrawView) -> tuple[np.ndarray, dict[str, int], int, int]:
-        size, n_envs = view.buffer_size, view.n_envs
-        return view.index.meta.reshape(size * n_envs, -1), view.index.field, size, n_envs
+        """The index flat over rows and sub-envs, its columns and sizes (the index is built before any draw)."""
+        index, size, n_envs = view.index, view.buffer_size, view.n_envs
+        if index is None:
+            raise RuntimeError("draws need the episode index, which the buffer builds with its source")
+        return index.meta.reshape(size * n_envs, -1), index.field, size, n_envs
 
     def _event_cfg(self, view: DrawView) -> np.ndarray:
-        field = view.index.field
+        field = self._event_index(view)[1]
         return compiled.config(size=view.buffer_size, n_envs=view.n_envs, f_ecount=field["ecount"],
                                f_ebefore=field["ebefore"], f_estep=field["estep"])
