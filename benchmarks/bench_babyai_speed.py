@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import babyai_goto
 from stable_baselines3 import PPO
 
-from sb3_hir.experiment import seed_process
+from sb3_hir.experiment import markdown_table, seed_process
 from sb3_hir.extractors import KeySelectExtractor
 
 LEARNERS = {
@@ -90,14 +90,12 @@ def main() -> None:
             steps[name] += model.num_timesteps - before
     print(f"{args.level}: {args.rounds} turns of {args.chunk} env steps per learner after {args.warmup} untimed, "
           f"seed {args.seed}, one torch thread")
-    print("| learner | env steps | CPU seconds | env steps per CPU-second | against today |")
-    print("|---|---:|---:|---:|---:|")
-    base = steps.get("today", 0) / cpu["today"] if cpu.get("today") else None
+    base = steps["today"] / cpu["today"] if cpu.get("today") else None
+    rows = []
     for name in models:
         rate = steps[name] / max(cpu[name], 1e-9)
-        ratio = f"{rate / base:.2f}x" if base else "-"
-        print(f"| {name} | {steps[name]} | {cpu[name]:.1f} | {rate:.0f} | {ratio} |")
-
+        rows.append([name, steps[name], f"{cpu[name]:.1f}", f"{rate:.0f}", f"{rate / base:.2f}x" if base else "-"])
+    print(markdown_table(["learner", "env steps", "CPU seconds", "env steps per CPU-second", "against today"], rows))
 
 if __name__ == "__main__":
     main()

@@ -26,6 +26,7 @@ import numpy as np
 from gymnasium import spaces
 
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.experiment import markdown_table
 
 LEVELS = ("BabyAI-GoToLocal-v0:1", "BabyAI-GoToSeqS5R2-v0:4", "BabyAI-GoToSeq-v0:4")
 
@@ -99,16 +100,16 @@ def main() -> None:
     args = parser.parse_args()
     print(f"random play, {args.episodes} episodes per level, {args.batches} batches of 256, relabel_ratio 0.8, "
           f"seed {args.seed}, default draw strategy")
-    print("| level | k | strategy | hindsight instructions | impossible | hindsight rows | open rows with one |")
-    print("|---|---:|---|---:|---:|---:|---:|")
+    header = ["level", "k", "strategy", "hindsight instructions", "impossible", "hindsight rows", "open rows with one"]
+    rows = []
     for entry in args.levels:
         level, k_max = entry.rsplit(":", 1)
         for strategy in args.strategies:
             buffer, success = fill(level, int(k_max), args.episodes, strategy, args.seed)
             result = measure(buffer, success, args.batches)
-            print(f"| {level} | {k_max} | {strategy} | {result['hindsight']} | {result['impossible']:.3f} | "
-                  f"{result['hindsight_rows']:.3f} | {result['open_with']:.3f} |", flush=True)
-
+            rows.append([level, k_max, strategy, result["hindsight"], f"{result['impossible']:.3f}",
+                         f"{result['hindsight_rows']:.3f}", f"{result['open_with']:.3f}"])
+    print(markdown_table(header, rows, "lrlrrrr"))
 
 if __name__ == "__main__":
     main()

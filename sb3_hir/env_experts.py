@@ -193,13 +193,19 @@ class EnvStateExpertFactory:
         dependency) with the message the user should see.
     :param check: called before building the adapter, with no arguments; raises when the expert cannot be used
         here (e.g. its library lacks it), so that a venv built without the wrapper is refused for the real cause.
+    :param env: the registered env it plans in (it reads that env's state), where
+        :func:`~sb3_hir.testing.check_plugin` checks it; None: the check's own target env.
     """
 
-    def __init__(self, make_expert: Callable[..., EnvStateExpert], check: Callable[[], None] | None = None) -> None:
+    def __init__(self, make_expert: Callable[..., EnvStateExpert], check: Callable[[], None] | None = None,
+                 env: str | None = None) -> None:
         if not callable(make_expert):
             raise ValueError(f"make_expert must be callable, got {make_expert!r}")
+        if env is not None and not isinstance(env, str):
+            raise ValueError(f"env must be a registered env name or None, got {env!r}")
         self.make_expert = make_expert
         self.check = check
+        self.env = env
         self.__doc__ = make_expert.__doc__  # what `sb3-hir plugins` and the docs show for the expert
 
     def __call__(self, venv: VecEnv, **kwargs: Any) -> EnvStateLabelExpert:

@@ -199,7 +199,8 @@ def _check_achieved_in_goal_space(env: gym.Env, rollout: Rollout, episode: Episo
     achieved = spec.achieved_values(episode.observations[spec.achieved_key], goal_shape)
     low, high = space.low.min(axis=0), space.high.max(axis=0)
     outside = ((achieved < low) | (achieved > high)).reshape(len(achieved), -1).any(axis=1)
-    outside &= ~spec.is_nothing(achieved)
+    if getattr(spec, "nothing_value", None) is not None:  # a protocol-only spec declares no nothing value
+        outside &= ~spec.is_nothing(achieved)
     if outside.any():
         step = int(np.argmax(outside))
         value = np.asarray(achieved[step])

@@ -49,9 +49,16 @@ def check_expert(
     # Deferred: stable_baselines3 imports torch, which ``import sb3_hir.testing`` (and the pytest plugin) must not.
     from stable_baselines3.common.vec_env import DummyVecEnv
 
+    from sb3_hir.env_experts import env_state_factory  # deferred with SB3 (it imports the VecEnv classes)
+
     n_steps = check_count(n_steps, "n_steps")
+    labels = env_state_factory(expert)
+    if labels is not None and labels.check is not None:
+        labels.check()  # the expert cannot run in this install: its own error, before any env is built
     with checked_env(env) as env:
-        venv = DummyVecEnv([lambda: env])
+        # An expert that reads the env labels from a wrapper of it (sb3_hir.env_experts), as DAgger builds it.
+        wrapped = env if labels is None else labels.wrap(env)
+        venv = DummyVecEnv([lambda: wrapped])
         expert = _resolve_expert(expert, venv)
         name = describe(expert)
         if not callable(getattr(expert, "predict", None)):
@@ -79,6 +86,10 @@ def check_expert(
 @register_check("expert")
 def _check_expert_component(factory: Callable[..., Any], options: PluginCheckOptions) -> None:
     """A plugin's expert, created for the target env, keeps SB3's ``predict`` contract."""
+    planned_in = getattr(factory, "env", None)  # an env-state expert plans in its own env (EnvStateExpertFactory)
+    if isinstance(planned_in, str):
+        check_expert(factory, planned_in, seed=options.seed)
+        return
     with options.target_env() as target:
         check_expert(factory, target, seed=options.seed)
 

@@ -134,8 +134,8 @@ def test_a_cpu_clock_counts_this_processs_cpu_time_and_keeps_the_wall_time_besid
     from sb3_hir.experiment import WallClockCallback
 
     model = tiny_dqn(make_env())
+    cpu0 = time.process_time()  # before the clock starts counting: it stops on 0.6 CPU seconds from its start
     clock = WallClockCallback(0.2, 0.6, lambda m: {"steps": float(m.num_timesteps)}, clock="cpu")
-    cpu0 = time.process_time()
     time.sleep(0.7)  # wall time the CPU clock must not count
     model.learn(10**6, callback=clock)
     assert model.num_timesteps < 10**6

@@ -150,4 +150,4 @@ def babyai_bot(restart_on_failure: bool = True) -> BabyAIBotExpert:
 
 
 #: What the plugin registers as the expert ``"babyai-bot"``.
-BABYAI_BOT = EnvStateExpertFactory(babyai_bot, check=check_bot_available)
+BABYAI_BOT = EnvStateExpertFactory(babyai_bot, check=check_bot_available, env="babyai-goto")
