@@ -23,6 +23,7 @@ greedy and epsilon-greedy.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 from pathlib import Path
 from typing import Any, cast
@@ -42,9 +43,13 @@ from sb3_hir.experiment.seeds import eval_seed
 from sb3_hir.extractors import HistoryExtractor
 from sb3_hir.history import HistoryWrapper
 
-VARIANTS = ("some", "none", "ppo")
-#: rl-zoo3's PPO settings for MiniGrid (``hyperparams/ppo.yml``, after lcswillems/rl-starter-files), on
-#: sb3-contrib's RecurrentPPO: an LSTM for memory in place of the window, and a stochastic policy.
+VARIANTS = ("some", "none", "ppo", "ppo-mlp")
+#: PPO learners: no history window (``ppo`` carries its memory in its LSTM, ``ppo-mlp`` has none), scored both
+#: greedy and sampling its actions, as BabyAI scores its own PPO agents.
+PPO_VARIANTS = ("ppo", "ppo-mlp")
+#: rl-zoo3's PPO settings for MiniGrid (``hyperparams/ppo.yml``, after lcswillems/rl-starter-files): on
+#: sb3-contrib's RecurrentPPO for ``ppo`` (an LSTM for memory in place of the window), and on plain SB3 PPO for
+#: ``ppo-mlp``, which also takes that file's ``normalize: true`` (a ``VecNormalize`` of observations and rewards).
 PPO_MINIGRID: dict[str, Any] = dict(n_steps=128, batch_size=64, gae_lambda=0.95, gamma=0.99, n_epochs=10, ent_coef=0.0,
                     learning_rate=2.5e-4, clip_range=0.2)
 EVAL_ENVS = 10
@@ -62,8 +67,8 @@ def make_venv(options: dict[str, Any], seed: int, n_envs: int) -> DummyVecEnv:
 
 
 def variant_options(options: dict[str, Any], variant: str) -> dict[str, Any]:
-    """``ppo`` carries its memory in its LSTM, so its env has no history window."""
-    return {**options, "history": 0} if variant == "ppo" else options
+    """The PPO learners' env has no history window (see :data:`PPO_VARIANTS`)."""
+    return {**options, "history": 0} if variant in PPO_VARIANTS else options
 
 
 def build_ppo(options: dict[str, Any], seed: int, keys: list[str]) -> Any:
@@ -78,12 +83,30 @@ def build_ppo(options: dict[str, Any], seed: int, keys: list[str]) -> Any:
                         seed=seed, verbose=0, device="cpu")
 
 
+def build_ppo_mlp(options: dict[str, Any], seed: int, keys: list[str]) -> Any:
+    """Plain SB3 PPO as rl-zoo3 trains MiniGrid: ``MultiInputPolicy`` over the flat features, under a
+    ``VecNormalize`` of observations and rewards (rl-zoo3's ``normalize: true``, with its ``gamma``)."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from sb3_hir.extractors import KeySelectExtractor
+
+    venv = VecNormalize(make_venv(variant_options(options, "ppo-mlp"), seed, options["n_envs"]),
+                        gamma=PPO_MINIGRID["gamma"])
+    return PPO("MultiInputPolicy", venv, **PPO_MINIGRID,
+               policy_kwargs=dict(features_extractor_class=KeySelectExtractor,
+                                  features_extractor_kwargs=dict(keys=keys)),
+               seed=seed, verbose=0, device="cpu")
+
+
 def build_model(options: dict[str, Any], variant: str, seed: int) -> Any:
-    """The learner; between ``some`` and ``none`` only the share of relabeled rows changes (``ppo``: see
-    :data:`PPO_MINIGRID`)."""
+    """The learner; between ``some`` and ``none`` only the share of relabeled rows changes (``ppo``, ``ppo-mlp``:
+    see :data:`PPO_MINIGRID`)."""
     keys = ["obs", "goals", "goal_steps"] if options["k_max"] > 1 else ["obs", "goals"]
     if variant == "ppo":
         return build_ppo(options, seed, keys)
+    if variant == "ppo-mlp":
+        return build_ppo_mlp(options, seed, keys)
     steps = options["steps"]
     venv = make_venv(options, seed, options["n_envs"])
     # SB3 builds a replay buffer without the env (only its own HerReplayBuffer gets it), so the goal spec the env
@@ -114,16 +137,26 @@ def extractor(options: dict[str, Any], keys: list[str]) -> dict[str, Any]:
                 features_extractor_kwargs=dict(keys=keys, encoder=options["encoder"]))
 
 
-def evaluator(options: dict[str, Any], seed: int, variant: str = "some") -> Any:
-    """Greedy on the held-out missions; ``ppo`` is also scored sampling its actions, as BabyAI evaluates its own
-    PPO agents (``success_rate_sampled``)."""
+def evaluator(options: dict[str, Any], seed: int, variant: str = "some", normalize: Any = None) -> Any:
+    """Greedy on the held-out missions; the PPO learners are also scored sampling their actions, as BabyAI
+    evaluates its own PPO agents (``success_rate_sampled``). ``normalize``: the training ``VecNormalize``, whose
+    current observation statistics the policy sees (rewards are not normalized in evaluation)."""
     options = variant_options(options, variant)
-    greedy = instruction_evaluator(lambda: make_venv(options, eval_seed(seed), EVAL_ENVS), options["eval_episodes"],
-                                   eval_seed(seed))
-    if variant != "ppo":
+
+    def make_eval_venv() -> Any:
+        venv = make_venv(options, eval_seed(seed), EVAL_ENVS)
+        if normalize is None:
+            return venv
+        from stable_baselines3.common.vec_env import VecNormalize
+
+        scored = VecNormalize(venv, training=False, norm_reward=False, gamma=normalize.gamma)
+        scored.obs_rms = copy.deepcopy(normalize.obs_rms)
+        return scored
+
+    greedy = instruction_evaluator(make_eval_venv, options["eval_episodes"], eval_seed(seed))
+    if variant not in PPO_VARIANTS:
         return greedy
-    sampled = instruction_evaluator(lambda: make_venv(options, eval_seed(seed), EVAL_ENVS),
-                                    options["eval_episodes"], eval_seed(seed), deterministic=False)
+    sampled = instruction_evaluator(make_eval_venv, options["eval_episodes"], eval_seed(seed), deterministic=False)
 
     def both(model: Any) -> dict[str, float]:
         return {**greedy(model), **{f"{k}_sampled": v for k, v in sampled(model).items()}}
@@ -152,7 +185,8 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
               f"success {point['success_rate']:.3f}{sampled}", flush=True)
 
     clock = WallClockCallback(options["eval_minutes"] * 60, options["cpu_minutes"] * 60,
-                              evaluator(options, seed, variant), report, clock="cpu")
+                              evaluator(options, seed, variant, model.get_vec_normalize_env()), report,
+                              clock="cpu")
     clock.init_callback(model)
     clock.record()  # the untrained policy: every curve starts at 0 minutes
     model.learn(options["steps"], callback=clock)
@@ -262,8 +296,8 @@ def report(out: Path, args: argparse.Namespace) -> None:
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    learners = [*([f"DQN + history {args.history}"] if set(summary) - {"ppo"} else []),
-                *(["RecurrentPPO"] if "ppo" in summary else [])]
+    learners = [*([f"DQN + history {args.history}"] if set(summary) - set(PPO_VARIANTS) else []),
+                *(["RecurrentPPO"] if "ppo" in summary else []), *(["PPO"] if "ppo-mlp" in summary else [])]
     ax.set_title(f"{', '.join(learners)} on {args.level} (k_max {args.k_max}): mean ± std", fontsize=9)
     fig.tight_layout()
     with atomic_path(out / "summary.png") as tmp:
@@ -353,8 +387,8 @@ def main() -> None:
     parser.add_argument("--exploration-final-eps", type=float, default=0.05, help="DQN's")
     arguments.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=["some", "none"],
-                        help="some, none (DQN with and without relabeling) and ppo (RecurrentPPO, rl-zoo3's MiniGrid "
-                             "settings); default some none")
+                        help="some, none (DQN with and without relabeling), ppo (RecurrentPPO) and ppo-mlp (plain "
+                             "PPO with VecNormalize), both at rl-zoo3's MiniGrid settings; default some none")
     arguments.add_ray(parser, "(variant, seed) runs")
     parser.add_argument("--collect", action="store_true", help="rebuild --out's summary from its runs and exit")
     parser.add_argument("--diagnose", type=int, metavar="STEPS", default=None,
