@@ -15,12 +15,15 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
 
 from sb3_hir._validate import check_int, check_number
+
+if TYPE_CHECKING:
+    from sb3_hir.protocols import GoalSpecProtocol
 
 __all__ = ["ExactGoalSpec", "GoalSpec", "ToleranceGoalSpec", "indexable_by_value", "instruction_complete",
            "padding_mask"]
@@ -403,7 +406,7 @@ class ToleranceGoalSpec(GoalSpec):
         return super().__repr__()[:-1] + f", tolerance={self.tolerance!r})"
 
 
-def indexable_by_value(spec: GoalSpec, observation_space: spaces.Dict) -> bool:
+def indexable_by_value(spec: GoalSpecProtocol, observation_space: spaces.Dict) -> bool:
     """Whether the goal spec is exact equality (not overridden) on integer goals and achieved values, so reaches can
     be found through an index of values instead of by comparing them."""
     goals_dtype = np.dtype(observation_space[spec.goals_key].dtype)

@@ -8,9 +8,11 @@ CLI all accept and refuse the same things, with the same message.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import numpy as np
     from gymnasium import spaces
 
@@ -19,9 +21,13 @@ if TYPE_CHECKING:
 __all__ = [
     "BetaScheduleProtocol",
     "DrawStrategyProtocol",
+    "EventGoalSpecProtocol",
     "ExpertProtocol",
     "GoalSpecProtocol",
+    "LevelsGoalSpecProtocol",
     "RelabelerProtocol",
+    "declares_levels",
+    "declares_nothing",
     "missing_members",
 ]
 
@@ -46,6 +52,45 @@ class GoalSpecProtocol(Protocol):
     def is_masked(self, goals: np.ndarray) -> np.ndarray: ...
 
     def validate_space(self, observation_space: spaces.Space) -> tuple[int, tuple[int, ...]]: ...
+
+    def achieved_values(self, achieved: np.ndarray, goal_shape: Sequence[int], leading_ndim: int = 1) -> np.ndarray:
+        """``achieved`` as ``(*leading, *goal_shape)`` values: what every relabeler, buffer and check reads."""
+        ...
+
+
+class EventGoalSpecProtocol(GoalSpecProtocol, Protocol):
+    """A goal spec whose goals are events: one that declares a ``nothing_value`` also says which values describe
+    nothing (:meth:`sb3_hir.goals.GoalSpec.is_nothing`).
+
+    Optional, so not checked by the resolvers (a plugin spec without events need not define either); the code asks
+    :func:`declares_nothing` before it calls ``is_nothing``.
+    """
+
+    nothing_value: float | None
+
+    def is_nothing(self, values: np.ndarray) -> np.ndarray: ...
+
+
+class LevelsGoalSpecProtocol(GoalSpecProtocol, Protocol):
+    """A goal spec that declares ``description_levels`` also generalizes drawn goals to them
+    (:meth:`sb3_hir.goals.GoalSpec.generalize`).
+
+    Optional, so not checked by the resolvers; the code asks :func:`declares_levels` before it calls ``generalize``.
+    """
+
+    description_levels: np.ndarray | None
+
+    def generalize(self, goals: np.ndarray, drawn: np.ndarray, rng: np.random.Generator) -> np.ndarray: ...
+
+
+def declares_nothing(spec: GoalSpecProtocol) -> TypeGuard[EventGoalSpecProtocol]:
+    """Whether ``spec`` declares a nothing value (event goals), and so defines ``is_nothing``."""
+    return getattr(spec, "nothing_value", None) is not None
+
+
+def declares_levels(spec: GoalSpecProtocol) -> TypeGuard[LevelsGoalSpecProtocol]:
+    """Whether ``spec`` declares levels of description, and so defines ``generalize``."""
+    return getattr(spec, "description_levels", None) is not None
 
 
 @runtime_checkable

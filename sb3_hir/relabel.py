@@ -19,7 +19,8 @@ import numpy as np
 
 from sb3_hir._validate import check_choice, check_int
 from sb3_hir.episodes import Episode
-from sb3_hir.goals import GoalSpec, instruction_complete, padding_mask
+from sb3_hir.goals import instruction_complete, padding_mask
+from sb3_hir.protocols import GoalSpecProtocol, declares_levels, declares_nothing
 from sb3_hir.reach import instruction_end, reach_in_groups, slot_groups
 from sb3_hir.resolvers import resolve_goal_spec
 
@@ -47,7 +48,7 @@ class InstructionRelabeler(ABC):
     #: relabelers that promise it to it.
     never_lowers_return: bool = False
 
-    def __init__(self, num_goals: int, goal_spec: str | GoalSpec = "exact") -> None:
+    def __init__(self, num_goals: int, goal_spec: str | GoalSpecProtocol = "exact") -> None:
         self.num_goals = check_int(num_goals, "num_goals", 1)
         self.goal_spec = resolve_goal_spec(goal_spec)
 
@@ -75,7 +76,7 @@ class InstructionRelabeler(ABC):
         goals = np.asarray(goals)
         achieved = self.goal_spec.achieved_values(achieved, goals.shape[1:])
         if groups is not None or not getattr(self.goal_spec, "ordered", True):
-            real = ~self.goal_spec.is_padding(goals)
+            real = ~padding_mask(self.goal_spec, goals)
             hit = self.goal_spec.reached(achieved[1:, None], goals[None]) & real
             return reach_in_groups(hit[None], slot_groups(None if groups is None else np.asarray(groups)[None],
                                                           real[None]),
@@ -224,7 +225,7 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
     #: Reached goals stay and alternatives only add goals after them, so no strategy lowers the return.
     never_lowers_return = True
 
-    def __init__(self, num_goals: int, strategy: str = "some", goal_spec: str | GoalSpec = "exact") -> None:
+    def __init__(self, num_goals: int, strategy: str = "some", goal_spec: str | GoalSpecProtocol = "exact") -> None:
         strategy = check_choice(strategy, "strategy", STRATEGIES)
         super().__init__(num_goals=num_goals, goal_spec=goal_spec)
         self.strategy = strategy
@@ -244,7 +245,7 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
         candidate = np.ones(len(episode) + 1, dtype=bool)
         candidate[0] = False  # the reset observation is never checked against a goal
         candidate[reached_steps] = False
-        if getattr(self.goal_spec, "nothing_value", None) is not None:
+        if declares_nothing(self.goal_spec):
             candidate &= ~self.goal_spec.is_nothing(achieved)  # a step that achieved nothing is never a goal
         candidates = np.flatnonzero(candidate)
         h = min(h, len(candidates))
@@ -255,7 +256,7 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
         goals = own.copy()
         goals[: n + h] = achieved[merged]
         picked_slots = np.isin(merged, picked)
-        if getattr(self.goal_spec, "description_levels", None) is not None and picked_slots.any():
+        if declares_levels(self.goal_spec) and picked_slots.any():
             drawn = np.zeros((1, len(goals)), dtype=bool)
             drawn[0, : n + h] = picked_slots
             goals = self.goal_spec.generalize(goals[None], drawn, rng)[0]

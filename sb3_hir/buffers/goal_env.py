@@ -19,6 +19,7 @@ from sb3_hir._validate import check_choice, check_int, check_number
 from sb3_hir.buffers.reward_checks import env_class_name
 from sb3_hir.contract import ENV_GOAL_SPEC
 from sb3_hir.goals import ExactGoalSpec, GoalSpec, ToleranceGoalSpec
+from sb3_hir.protocols import GoalSpecProtocol
 from sb3_hir.relabel import GOAL_SELECTIONS
 
 __all__ = [
@@ -97,7 +98,7 @@ def check_goal_env_space(
     is_dict = isinstance(observation_space, spaces.Dict)
     if not drop_in and not is_dict:
         return  # the instruction buffer keeps its own message
-    keys = list(observation_space.spaces) if is_dict else []
+    keys = list(observation_space.spaces) if isinstance(observation_space, spaces.Dict) else []
     instruction = _instruction_keys(goal_spec, relabeler, env)
     if is_dict and (instruction is None or all(key in keys for key in instruction)):
         return  # an instruction env's, or a goal spec that does not resolve: instruction mode says which
@@ -147,23 +148,26 @@ def goal_env_shape(observation_space: spaces.Dict) -> tuple[int, ...]:
 
 def goal_env_spec(
     goal_spec: str | GoalSpec | None, observation_space: spaces.Dict, goal_shape: tuple[int, ...], env: Any
-) -> GoalSpec | None:
+) -> GoalSpecProtocol | None:
     """The success test that finds a goal's first reach in GoalEnv mode, or None when none can be derived."""
-    keys = dict(goals_key=DESIRED_GOAL, achieved_key=ACHIEVED_GOAL, goal_ndim=len(goal_shape))
+    goal_ndim = len(goal_shape)
     if isinstance(goal_spec, GoalSpec):
-        if (goal_spec.goals_key, goal_spec.achieved_key, goal_spec.goal_ndim) != tuple(keys.values()):
+        if (goal_spec.goals_key, goal_spec.achieved_key, goal_spec.goal_ndim) != (DESIRED_GOAL, ACHIEVED_GOAL,
+                                                                                  goal_ndim):
             raise ValueError(
                 f"goal_spec for a GoalEnv must judge '{ACHIEVED_GOAL}' against '{DESIRED_GOAL}' with goal_ndim="
                 f"{len(goal_shape)}; got {goal_spec!r}"
             )
         return goal_spec
     if goal_spec is not None:
-        return resolvers.resolve_goal_spec(goal_spec, **keys)
+        return resolvers.resolve_goal_spec(goal_spec, goals_key=DESIRED_GOAL, achieved_key=ACHIEVED_GOAL,
+                                           goal_ndim=goal_ndim)
     dtype = np.dtype(observation_space[DESIRED_GOAL].dtype)
     if dtype.kind in "biu":
-        return ExactGoalSpec(**keys)
+        return ExactGoalSpec(goals_key=DESIRED_GOAL, achieved_key=ACHIEVED_GOAL, goal_ndim=goal_ndim)
     threshold = env_distance_threshold(env)
-    return None if threshold is None else ToleranceGoalSpec(tolerance=threshold, **keys)
+    return None if threshold is None else ToleranceGoalSpec(tolerance=threshold, goals_key=DESIRED_GOAL,
+                                                            achieved_key=ACHIEVED_GOAL, goal_ndim=goal_ndim)
 
 
 def env_distance_threshold(env: Any) -> float | None:

@@ -80,6 +80,7 @@ from sb3_hir.buffers.source import Source
 from sb3_hir.buffers.storage import Cursor, Storage
 from sb3_hir.contract import INFO_GOAL_SPEC
 from sb3_hir.goals import GoalSpec
+from sb3_hir.protocols import GoalSpecProtocol, RelabelerProtocol
 from sb3_hir.relabel import InstructionRelabeler
 from sb3_hir.resolvers import resolve_draw_strategy, resolve_goal_spec
 
@@ -182,8 +183,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         from them, so a model can be trained on demonstrations alone.
     """
 
-    relabeler: InstructionRelabeler
-    goal_spec: GoalSpec
+    relabeler: RelabelerProtocol
+    goal_spec: GoalSpecProtocol
     env: VecEnv | None
     #: the drop-in for SB3's ``HerReplayBuffer``, which SB3 hands the env: GoalEnv errors speak HER's terms.
     _her_drop_in: ClassVar[bool] = False
@@ -476,9 +477,10 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         if np.size(action) != n * self.action_dim:
             raise ValueError(f"add(): action must hold (n_envs, {self.action_dim}) values of "
                              f"{describe(self.action_space)}; got shape {np.shape(action)}")
-        for name, value in (("reward", reward), ("done", done)):
-            if np.size(value) != n:
-                raise ValueError(f"add(): {name} must hold one value per env (n_envs={n}); got shape {np.shape(value)}")
+        for name, per_env in (("reward", reward), ("done", done)):
+            if np.size(per_env) != n:
+                raise ValueError(f"add(): {name} must hold one value per env (n_envs={n}); got shape "
+                                 f"{np.shape(per_env)}")
         if not np.isfinite(reward).all():
             raise ValueError(f"add(): reward must be finite; got {np.asarray(reward).tolist()}")
         if not isinstance(infos, (list, tuple)) or len(infos) != n or not all(isinstance(i, dict) for i in infos):

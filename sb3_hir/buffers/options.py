@@ -37,6 +37,7 @@ from sb3_hir.buffers.goal_env import (
 from sb3_hir.buffers.serving import EnvRewards, GoalEnvServing, NSteps, OneStep, Serving
 from sb3_hir.buffers.storage import Storage
 from sb3_hir.goals import ExactGoalSpec, indexable_by_value
+from sb3_hir.protocols import RelabelerProtocol
 from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler, has_builtin_draw
 
 __all__ = [
@@ -52,7 +53,7 @@ class BufferOptions:
 
     #: GoalEnv mode: ``observation`` / ``achieved_goal`` / ``desired_goal`` taken as they come.
     goal_env: bool
-    relabeler: InstructionRelabeler
+    relabeler: RelabelerProtocol
     #: GoalEnv mode: whether a success test finds where a goal is first reached (not for float goals without a
     #: ``distance_threshold``); always True in instruction mode, where the goal spec is the test.
     has_success_test: bool
@@ -137,6 +138,7 @@ def resolve_options(
     )
     _check_relabeler_kwargs(relabeler_kwargs)
     goal_env = is_goal_env_space(observation_space, goal_spec)
+    resolved: RelabelerProtocol
     if goal_env:
         resolved, has_test, num_goals, goal_shape = _goal_env_mode(
             observation_space, env, owner, drop_in, relabeler, relabeler_kwargs, strategy, goal_spec
@@ -224,7 +226,7 @@ def _instruction_mode(
     goal_spec: Any,
     goal_selection: str,
     terminate_on_success: bool | None,
-) -> tuple[InstructionRelabeler, int, tuple[int, ...]]:
+) -> tuple[RelabelerProtocol, int, tuple[int, ...]]:
     """Instruction mode: the relabeler plugin, with the goal spec the env declares unless one is given."""
     if goal_spec is None:
         goal_spec = env_goal_spec(env)

@@ -32,7 +32,8 @@ from sb3_hir.buffers.draws import Relabeled
 from sb3_hir.buffers.goal_env import ACHIEVED_GOAL, DESIRED_GOAL
 from sb3_hir.buffers.reward_checks import check_recorded_rewards, require_compute_reward
 from sb3_hir.buffers.storage import Storage, take_rows
-from sb3_hir.goals import GoalSpec
+from sb3_hir.goals import padding_mask
+from sb3_hir.protocols import GoalSpecProtocol
 from sb3_hir.reach import instruction_end
 
 __all__ = ["EnvRewards", "GoalEnvServing", "NSteps", "OneStep", "SampleInfo", "Served", "Serving"]
@@ -123,7 +124,7 @@ class OneStep:
     def last_flat(self, flat: np.ndarray) -> np.ndarray:
         return flat  # each row's next observation is its own
 
-    def goal_rewards(self, spec: GoalSpec, r: Relabeled, served: _Window, rewards: np.ndarray) -> None:
+    def goal_rewards(self, spec: GoalSpecProtocol, r: Relabeled, served: _Window, rewards: np.ndarray) -> None:
         """A goal is in the window when reached at ``t + 1``, undiscounted."""
         rewards[:] = spec.goal_reward * (r.reach == (r.t + 1)[:, None]).sum(axis=1)
         if spec.step_reward:
@@ -182,7 +183,7 @@ class NSteps(OneStep):
     def last_flat(self, flat: np.ndarray) -> np.ndarray:
         return flat.copy()
 
-    def goal_rewards(self, spec: GoalSpec, r: Relabeled, served: _Window, rewards: np.ndarray) -> None:
+    def goal_rewards(self, spec: GoalSpecProtocol, r: Relabeled, served: _Window, rewards: np.ndarray) -> None:
         """``goal_reward`` per goal reached in the window, ``step_reward`` per step, discounted within it."""
         reach, t, m, gamma = r.reach, r.t, served.m, self.gamma
         assert m is not None
@@ -221,7 +222,7 @@ class Serving:
     #: class default, for servings pickled before padding and groups.
     ordered: bool = True
 
-    def __init__(self, goal_spec: GoalSpec, num_goals: int, goal_shape: tuple[int, ...], windows: OneStep,
+    def __init__(self, goal_spec: GoalSpecProtocol, num_goals: int, goal_shape: tuple[int, ...], windows: OneStep,
                  device: th.device) -> None:
         self.goal_spec = goal_spec
         self.windows = windows
@@ -273,7 +274,7 @@ class Serving:
             completed = r.reach[:, -1] > 0
             end = np.where(completed, r.reach[:, -1], r.length)  # last step of the relabeled episode
         else:  # padding or groups: complete at the last real goal's reach (sb3_hir.reach)
-            last = instruction_end(r.reach, ~self.goal_spec.is_padding(r.goals))
+            last = instruction_end(r.reach, ~padding_mask(self.goal_spec, r.goals))
             completed = last > 0
             end = np.where(completed, last, r.length)
         served = self.windows.relabeled(storage, r, end, window, last_flat)
@@ -344,7 +345,7 @@ class GoalEnvServing(Serving):
     :param owner: the buffer's class name, for the messages of the checks.
     """
 
-    def __init__(self, goal_spec: GoalSpec, windows: OneStep, device: th.device, env_rewards: EnvRewards,
+    def __init__(self, goal_spec: GoalSpecProtocol, windows: OneStep, device: th.device, env_rewards: EnvRewards,
                  owner: str) -> None:
         super().__init__(goal_spec, 1, (), windows, device)
         self.env_rewards = env_rewards

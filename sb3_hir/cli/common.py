@@ -275,7 +275,9 @@ def check_instruction_env_space(env: Any, env_name: str) -> int:
     if not isinstance(space, spaces.Dict) or not {"obs", "goals", "achieved"} <= set(space.spaces):
         raise UsageError(f"env {env_name!r} must have a Dict observation with 'obs', 'goals' and 'achieved' keys; "
                          f"it has {space}")
-    return int(space["goals"].shape[0])
+    goals_shape = space["goals"].shape
+    assert goals_shape is not None, f"env {env_name!r}: its 'goals' space has no shape"
+    return int(goals_shape[0])
 
 
 def check_algo_env(algo_name: str, env: Any, env_name: str) -> None:

@@ -23,7 +23,7 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -372,6 +372,7 @@ def _run_tune(args: argparse.Namespace, out: Path, trials: list[dict[str, Any]],
     print(f"\n{table}")
     if args.search == "optuna" and rows:
         best = grid.get_best_result(metric=METRIC, mode="max", scope="last", filter_nan_and_inf=True)
+        assert best.config is not None and best.metrics is not None, "a Tune result carries its config and metrics"
         options = dict(best.config["run"]["options"])
         command = "sb3-hir train " + " ".join(train_argv(options, best.config["run"]["fixed"], train))
         write_text(out / "best.txt", command + "\n")
@@ -411,7 +412,8 @@ def _optuna_tuner(args: argparse.Namespace, trainable: Any, values: dict[str, li
     from ray.tune.schedulers import ASHAScheduler
     from ray.tune.search.optuna import OptunaSearch
 
-    kinds = {"loguniform": tune.loguniform, "uniform": tune.uniform, "choice": tune.choice}
+    kinds: dict[str, Callable[..., Any]] = {"loguniform": tune.loguniform, "uniform": tune.uniform,
+                                            "choice": tune.choice}
     space = {key: kinds[kind](*bounds) if kind != "choice" else tune.choice(bounds)
              for key, (kind, bounds) in space_spec.items()}
     options = {key: given[0] for key, given in values.items()}

@@ -300,8 +300,9 @@ OPTION_NAMES = {"relabel_ratio": "--relabel-ratio", "n_steps": "--n-steps", "lea
                 "demo_ratio": "--demo-ratio"}
 
 
-def usage_error(exc: ValueError, label: str) -> UsageError:
-    """A library object's ``ValueError`` as the CLI's one line, naming the option where the error names its argument."""
+def usage_error(exc: ValueError | TypeError, label: str) -> UsageError:
+    """A library object's ``ValueError`` (or ``TypeError``) as the CLI's one line, naming the option where the error
+    names its argument."""
     detail = " ".join(str(exc).split())
     for name, option in OPTION_NAMES.items():
         if detail.startswith(name + " "):

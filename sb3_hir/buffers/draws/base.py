@@ -193,6 +193,7 @@ class DrawStrategy:
 
     def other_end(self, view: DrawView, rows: Candidates) -> np.ndarray:
         """Whether the recorded episode ended in a termination that the drawn goals did not cause."""
+        assert view.index is not None, "the episode index is built with the buffer, before any draw"
         return rows.meta[:, view.index.field["end"]] > 0
 
     # -- the numpy draw -----------------------------------------------------------------------------------------
@@ -289,6 +290,7 @@ class DrawStrategy:
     @staticmethod
     def _candidates(view: DrawView, rows: np.ndarray, envs: np.ndarray) -> Candidates | None:
         """The rows of finished episodes whose first row is not overwritten, with their episodes' own goals."""
+        assert view.index is not None, "the episode index is built with the buffer, before any draw"
         size, n_envs, field, k = view.buffer_size, view.n_envs, view.index.field, view.num_goals
         meta_flat = view.index.meta.reshape(size * n_envs, -1)
         flat = rows * n_envs + envs
@@ -318,6 +320,7 @@ class DrawStrategy:
     def _config(self, view: DrawView, **settings: int) -> np.ndarray:
         """The named configuration of :func:`draw_rounds` with the strategy's ``settings``: sizes, rounds, the index
         columns (``f_<field>``)."""
+        assert view.index is not None, "the episode index is built with the buffer, before any draw"
         columns = {f"f_{name}": column for name, column in view.index.field.items()}
         return compiled.config(size=view.buffer_size, n_envs=view.n_envs, rounds=view.max_redraws,
                                k=view.num_goals, **columns, **settings)
@@ -331,6 +334,7 @@ class DrawStrategy:
     def _run_kernel(self, view: DrawView, kernel: Callable[..., Any], count: int, upper: int,
                     cfg: np.ndarray, *extra: Any) -> Relabeled | None:
         """Call a strategy's :func:`draw_rounds` kernel on the buffer's arrays, flat over rows and sub-envs."""
+        assert view.index is not None, "the episode index is built with the buffer, before any draw"
         flat_rows = view.buffer_size * view.n_envs
         own_goals = view.instructions.reshape(flat_rows, -1)
         nothing = getattr(view.goal_spec, "nothing_value", None)

@@ -77,6 +77,7 @@ class ExactIndexDraw(GoalStepsDraw):
                        step_rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
         """Reach steps of goals drawn as achieved steps, from the exact-value index: O(k) per sample, plus
         O(log T) for a goal whose value recurs between the previous goal's reach and its own step."""
+        assert view.index is not None, "the episode index is built with the buffer, before any draw"
         size, n_envs, field = view.buffer_size, view.n_envs, view.index.field
         start, envs, length, slot_meta = rows.start, rows.env, rows.length, rows.slot_meta
         meta_flat = view.index.meta.reshape(size * n_envs, -1)
@@ -106,6 +107,7 @@ class ExactIndexDraw(GoalStepsDraw):
 
     def _reach_compiled(self, view: DrawView, rows: Candidates, steps: np.ndarray,
                        step_rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        assert view.index is not None, "the episode index is built with the buffer, before any draw"
         meta_flat = view.index.meta.reshape(view.buffer_size * view.n_envs, -1)
         return compiled.call(self.warm, reach_indexed, meta_flat, steps, rows.start, rows.env, rows.length,
                              self._cfg(view))

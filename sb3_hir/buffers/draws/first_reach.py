@@ -91,6 +91,7 @@ class FirstReachDraw(DrawStrategy):
     def instructions(self, view: DrawView, rows: Candidates) -> Instructions:
         """The relabeled episode must contain ``t``: its goal not reached at or before ``t``. With no such goal, or
         where the relabeler keeps the recorded instruction (``"some"``, ``"none"``), the recorded goal is kept."""
+        assert view.index is not None, "the episode index is built with the buffer, before any draw"
         size, n_envs, field, rng = view.buffer_size, view.n_envs, view.index.field, view.rng
         meta_flat = view.index.meta.reshape(size * n_envs, -1)
         t, start, envs, length = rows.t, rows.start, rows.env, rows.length

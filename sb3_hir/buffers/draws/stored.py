@@ -50,6 +50,7 @@ class StoredDraws(DrawStrategy):
 
     def allocate(self, view: DrawView, steps_dtype: np.dtype) -> None:
         """Room for the draws, one per row (an episode's draws go in its first rows)."""
+        assert self.num_goals is not None and self.goal_shape is not None, "setup() fills them from the buffer"
         rows = (view.buffer_size, view.n_envs)
         goals_dtype = view.goals_dtype
         self.goals = np.zeros((*rows, self.num_goals, *self.goal_shape), dtype=goals_dtype)
@@ -74,6 +75,7 @@ class StoredDraws(DrawStrategy):
 
     def instructions(self, view: DrawView, rows: Candidates) -> Instructions:
         assert self.goals is not None and self.reach is not None
+        assert view.index is not None, "the episode index is built with the buffer, before any draw"
         own_goals = rows.own_goals
         ndraw = rows.meta[:, view.index.field["ndraw"]].astype(np.int64)
         pick = (view.rng.random(len(rows.flat)) * np.maximum(ndraw, 1)).astype(np.int64)
