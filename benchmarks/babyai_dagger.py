@@ -279,9 +279,10 @@ def summarize(curves: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[str, l
     return summary
 
 
-def verdict(summary: dict[str, list[dict[str, float]]]) -> tuple[bool, list[str]]:
+def verdict(summary: dict[str, list[dict[str, float]]]) -> tuple[bool | None, list[str]]:
     """DAgger above BC at equal labels by more than the spread at each round after the first (both arms with the
-    same seeds there); the lines saying so per round."""
+    same seeds there), or None where there is no verdict (one seed, no spread; no round after the first); the lines
+    saying so per round."""
     dagger, bc_ = summary.get("dagger", []), summary.get("bc", [])
     lines, passed = [], True
     rounds = range(1, min(len(dagger), len(bc_)))
@@ -297,7 +298,13 @@ def verdict(summary: dict[str, list[dict[str, float]]]) -> tuple[bool, list[str]
         passed &= diff > spread
         lines.append(f"  round {r}, {d['labels_mean']:.0f} labels: {diff:+.3f} (spread {spread:.3f}) "
                      f"{'above' if diff > spread else 'not above'}")
-    return passed and len(rounds) > 0, lines
+    if not rounds:
+        lines.append("  no round after the first in both arms")
+        return None, lines
+    if dagger[0]["seeds"] < 2:
+        lines.append("  one seed: no spread to beat (run --seeds 0 1 2)")
+        return None, lines
+    return passed, lines
 
 
 def report(out: Path) -> None:
@@ -359,9 +366,10 @@ def report(out: Path) -> None:
     with atomic_path(out / "summary.png") as tmp:
         fig.savefig(tmp, format="png", dpi=100)
     plt.close(fig)
-    print(f"\n{'PASS' if passed else 'MISS'}  DAgger above BC at equal labels by more than the spread (sum of the "
-          "stds over seeds) at each round after the first:")
-    print("\n".join(lines) if lines else "  (no round after the first in both arms)")
+    status = "NO VERDICT" if passed is None else "PASS" if passed else "MISS"
+    print(f"\n{status}  DAgger above BC at equal labels by more than the spread (sum of the stds over seeds) at "
+          "each round after the first:")
+    print("\n".join(lines))
 
 
 # ---------------------------------------------------------------------------------------------------- main
