@@ -27,8 +27,15 @@ Output in ``--out``: ``<arm>-seed<s>/curve.json`` after every round (a stopped r
 ``bot-seed<s>.json``, and ``summary.json`` / ``summary.md`` / ``summary.png`` (success against expert labels and
 against expert episodes, mean ± std bands over seeds).
 
-Usage: ``python benchmarks/babyai_dagger.py [--level BabyAI-GoToLocal-v0] [--k-max 1] [--rounds 6]
-[--labels-per-round 2000] [--batches-per-round 1000] [--eval-episodes 200] [--history 0] [--seeds 0 1 2] [--ray]
+The defaults (10 rounds of 5,000 labels: 50k labels, about 10k bot episodes' worth, BabyAI's bot averaging about 5
+steps per GoToLocal episode; 4,000 BC batches per round; a window of 8 steps) were sized from a one-seed smoke run
+at about 1.2 ms of CPU per label collected, 7.4 ms per BC batch of 64 with the window (4 ms without) and 19 ms per
+evaluation episode: about 7 CPU-minutes per (arm, seed) run on GoToLocal. In those smoke runs the memoryless
+learner stayed between 0.40 and 0.62 success in both arms up to 8,000 labels, the window's reached 0.64-0.79 by
+6,000.
+
+Usage: ``python benchmarks/babyai_dagger.py [--level BabyAI-GoToLocal-v0] [--k-max 1] [--rounds 10]
+[--labels-per-round 5000] [--batches-per-round 4000] [--eval-episodes 200] [--history 8] [--seeds 0 1 2] [--ray]
 [--out runs/babyai-dagger]`` (GoTo: ``--level BabyAI-GoTo-v0``; GoToSeqS5R2: ``--level BabyAI-GoToSeqS5R2-v0
 --k-max 4``); ``--collect`` rebuilds the summary from the run directories; ``--tiny`` is a smoke-test budget.
 """
@@ -91,6 +98,12 @@ class DropMinigridChatter(io.TextIOBase):
 
     def writable(self) -> bool:
         return True
+
+    def fileno(self) -> int:
+        return int(self.stream.fileno())
+
+    def isatty(self) -> bool:
+        return bool(self.stream.isatty())
 
     def write(self, text: str) -> int:
         self._line += text
@@ -377,15 +390,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--level", default="BabyAI-GoToLocal-v0", help="a BabyAI go-to level's gymnasium id")
     parser.add_argument("--k-max", type=int, default=1, help="goal slots (4 for the GoToSeq levels)")
-    parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--labels-per-round", type=int, default=2_000,
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--labels-per-round", type=int, default=5_000,
                         help="expert labels (labelled steps) per round, rounded up to a multiple of --n-envs")
-    parser.add_argument("--batches-per-round", type=int, default=1_000, help="BC batches after each round")
+    parser.add_argument("--batches-per-round", type=int, default=4_000, help="BC batches after each round")
     parser.add_argument("--batch-size", type=int, default=64, help="BC batch size")
     parser.add_argument("--beta-rampdown", type=int, default=4, help="DAgger's beta reaches 0 at this round")
     parser.add_argument("--net-arch", type=int, nargs="+", default=[128, 128], help="the policy's hidden layers")
     arguments.add_eval_episodes(parser, 200)
-    arguments.add_history(parser, 0, help="HistoryWrapper window of the learner (0: the memoryless learner)")
+    arguments.add_history(parser, 8, help="HistoryWrapper window of the learner (0: the memoryless learner)")
     parser.add_argument("--encoder", default="conv", choices=["conv", "gru"], help="HistoryExtractor's encoder")
     arguments.add_n_envs(parser, 8)
     arguments.add_seeds(parser, [0, 1, 2])
