@@ -18,13 +18,13 @@ PYTEST_ARGS ?= tests plugins -q --durations=15
 
 .PHONY: install test test-dagger test-current train lint typecheck docs
 
-# $(1): venv, $(2): extras, $(3): constraints file, $(4): packages installed last with --no-deps (may be empty)
+# $(1): venv, $(2): extras, $(3): constraints file, $(4): packages installed last with --no-deps (may be empty).
+# The package and the plugins go in one pip call: one resolution instead of one per plugin.
 define install_profile
 	$(PYTHON) -m venv $(1)
 	# CPU build of torch first: an unpinned torch pulls a CUDA build of several GB.
 	$(1)/bin/python -m pip install torch==2.13.0
-	$(1)/bin/python -m pip install -c $(3) -e ".[$(2)]"
-	for plugin in $(PLUGINS); do $(1)/bin/python -m pip install -c $(3) -e "$$plugin" || exit 1; done
+	$(1)/bin/python -m pip install -c $(3) -e ".[$(2)]" $(foreach plugin,$(PLUGINS),-e "$(plugin)")
 	$(if $(4),$(1)/bin/python -m pip install --no-deps -c $(3) $(4))
 	touch $(1)/.installed
 endef
@@ -37,6 +37,7 @@ $(VENV_CURRENT)/.installed: pyproject.toml $(wildcard plugins/*/pyproject.toml) 
 
 comma := ,
 
+# The two profiles are independent targets: `make -j2 install` (as CI runs it) builds them at once.
 install: $(VENV)/.installed $(VENV_CURRENT)/.installed
 
 # Both profiles run, at once (one per core of a 2-core runner; each suite is mostly single-threaded), even when one
