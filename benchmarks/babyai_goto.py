@@ -84,15 +84,18 @@ def build_ppo(options: dict[str, Any], seed: int, keys: list[str]) -> Any:
 
 
 def build_ppo_mlp(options: dict[str, Any], seed: int, keys: list[str]) -> Any:
-    """Plain SB3 PPO as rl-zoo3 trains MiniGrid: ``MultiInputPolicy`` over the flat features, under a
-    ``VecNormalize`` of observations and rewards (rl-zoo3's ``normalize: true``, with its ``gamma``)."""
+    """Plain SB3 PPO as rl-zoo3 trains MiniGrid: ``MultiInputPolicy`` over the flat features, by default under a
+    ``VecNormalize`` of observations and rewards (rl-zoo3's ``normalize: true``, with its ``gamma``);
+    ``--ppo-normalize`` picks observations only, or none, to find PPO's best honest setting."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecNormalize
 
     from sb3_hir.extractors import KeySelectExtractor
 
-    venv = VecNormalize(make_venv(variant_options(options, "ppo-mlp"), seed, options["n_envs"]),
-                        gamma=PPO_MINIGRID["gamma"])
+    venv: Any = make_venv(variant_options(options, "ppo-mlp"), seed, options["n_envs"])
+    normalize = options.get("ppo_normalize", "obs-reward")
+    if normalize != "none":
+        venv = VecNormalize(venv, norm_reward=normalize == "obs-reward", gamma=PPO_MINIGRID["gamma"])
     return PPO("MultiInputPolicy", venv, **PPO_MINIGRID,
                policy_kwargs=dict(features_extractor_class=KeySelectExtractor,
                                   features_extractor_kwargs=dict(keys=keys)),
@@ -389,6 +392,9 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=["some", "none"],
                         help="some, none (DQN with and without relabeling), ppo (RecurrentPPO) and ppo-mlp (plain "
                              "PPO with VecNormalize), both at rl-zoo3's MiniGrid settings; default some none")
+    parser.add_argument("--ppo-normalize", default="obs-reward", choices=["obs-reward", "obs", "none"],
+                        help="ppo-mlp's VecNormalize: rl-zoo3's (observations and rewards), observations only, or "
+                             "none")
     arguments.add_ray(parser, "(variant, seed) runs")
     parser.add_argument("--collect", action="store_true", help="rebuild --out's summary from its runs and exit")
     parser.add_argument("--diagnose", type=int, metavar="STEPS", default=None,
