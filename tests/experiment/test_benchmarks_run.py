@@ -2,10 +2,12 @@
 attribute renamed under it, an option gone) fails here, not on the day its numbers are wanted.
 
 Each run is its script's smallest flags (seconds each), in a temporary working directory, with every output path
-pointed into it, so nothing is written into the repository. The runs take the profile that has every script's
-dependencies, the current one (SBX for ``bench_sbx_reach.py``; `make test` runs the two profiles at once, and the
-dagger profile also runs the Ray tests, so the current one has the slack); ``bench_sweep.py`` starts Ray, so it is
-marked ``ray`` and runs in the dagger profile, as the other Ray tests do. A new script must be added to ``RUNS``
+pointed into it, so nothing is written into the repository. Each script runs once, in one profile: the current one has
+every script's dependencies (SBX for ``bench_sbx_reach.py``, BabyAI's bot for ``babyai_dagger.py``);
+``bench_sweep.py`` starts Ray, so it is marked ``ray`` and runs in the dagger profile, as the other Ray tests do; and
+the slowest MazeRunner-only scripts (``DAGGER_PROFILE``) run in the dagger profile too, so the two profiles, which
+`make test` runs at once, end together. numpy, torch, SB3 and imitation are the same release in both profiles; a
+tiny run checks that a script still runs, not how a gymnasium release steps. A new script must be added to ``RUNS``
 (``test_every_benchmark_has_a_tiny_run``).
 """
 
@@ -82,6 +84,8 @@ RUNS: dict[str, list[str]] = {
 }
 #: scripts that start Ray: the ``ray`` mark (the dagger profile of `make test`).
 RAY = {"bench_sweep.py"}
+#: MazeRunner-only scripts that run in the dagger profile (about a minute together), to even out the profiles.
+DAGGER_PROFILE = {"bench_train_speed.py", "bench_history_cost.py"}
 
 
 def test_every_benchmark_has_a_tiny_run():
@@ -89,6 +93,7 @@ def test_every_benchmark_has_a_tiny_run():
     assert len(scripts) > 20
     assert not scripts - set(RUNS), f"benchmarks without a tiny run in RUNS: {sorted(scripts - set(RUNS))}"
     assert not set(RUNS) - scripts, f"RUNS names scripts that no longer exist: {sorted(set(RUNS) - scripts)}"
+    assert set(RUNS) >= DAGGER_PROFILE and not DAGGER_PROFILE & RAY
 
 
 def current_profile() -> bool:
@@ -99,8 +104,8 @@ def current_profile() -> bool:
 @pytest.mark.parametrize("script", [pytest.param(name, marks=pytest.mark.ray) if name in RAY else name
                                     for name in sorted(RUNS)])
 def test_benchmark_runs_at_a_tiny_budget(script, tmp_path):
-    if script not in RAY and not current_profile():
-        pytest.skip("the tiny benchmark runs take the profile with every script's dependencies (sbx): the current one")
+    if script not in RAY and (script in DAGGER_PROFILE) == current_profile():
+        pytest.skip(f"{script}'s tiny run takes the {'dagger' if script in DAGGER_PROFILE else 'current'} profile")
     args = [arg.format(TMP=tmp_path, ROOT=ROOT) for arg in RUNS[script]]
     path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg",
