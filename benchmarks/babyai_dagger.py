@@ -35,9 +35,10 @@ learner stayed between 0.40 and 0.62 success in both arms up to 8,000 labels, th
 6,000.
 
 Usage: ``python benchmarks/babyai_dagger.py [--level BabyAI-GoToLocal-v0] [--k-max 1] [--rounds 10]
-[--labels-per-round 5000] [--batches-per-round 4000] [--eval-episodes 200] [--history 8] [--seeds 0 1 2] [--ray]
-[--out runs/babyai-dagger]`` (GoTo: ``--level BabyAI-GoTo-v0``; GoToSeqS5R2: ``--level BabyAI-GoToSeqS5R2-v0
---k-max 4``); ``--collect`` rebuilds the summary from the run directories; ``--tiny`` is a smoke-test budget.
+[--labels-per-round 5000] [--batches-per-round 4000] [--eval-episodes 200] [--history 8] [--arms dagger bc]
+[--seeds 0 1 2] [--ray] [--out runs/babyai-dagger]`` (GoTo: ``--level BabyAI-GoTo-v0``; GoToSeqS5R2:
+``--level BabyAI-GoToSeqS5R2-v0 --k-max 4``); ``--collect`` rebuilds the summary from the run directories;
+``--tiny`` is a smoke-test budget.
 """
 
 from __future__ import annotations
@@ -397,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64, help="BC batch size")
     parser.add_argument("--beta-rampdown", type=int, default=4, help="DAgger's beta reaches 0 at this round")
     parser.add_argument("--net-arch", type=int, nargs="+", default=[128, 128], help="the policy's hidden layers")
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS),
+                        help="the arms to run (both by default; one arm alone, e.g. to vary the learner)")
     arguments.add_eval_episodes(parser, 200)
     arguments.add_history(parser, 8, help="HistoryWrapper window of the learner (0: the memoryless learner)")
     parser.add_argument("--encoder", default="conv", choices=["conv", "gru"], help="HistoryExtractor's encoder")
@@ -427,14 +430,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.batch_size > args.labels_per_round:
         parser.error(f"--batch-size {args.batch_size} is larger than a round's labels ({args.labels_per_round})")
     options = {k: v for k, v in vars(args).items()
-               if k not in (*arguments.RAY_OPTIONS, "seeds", "collect", "tiny", "out")}
+               if k not in (*arguments.RAY_OPTIONS, "seeds", "arms", "collect", "tiny", "out")}
     print(f"DAgger vs BC with BabyAI's bot on {args.level} (k_max {args.k_max}): {args.rounds} rounds of "
           f"{args.labels_per_round} labels and {args.batches_per_round} BC batches of {args.batch_size}, "
           f"{args.n_envs} envs, history {args.history}, {args.eval_episodes} held-out episodes, seeds {args.seeds} "
           f"-> {out}", flush=True)
     for seed in args.seeds:
         print(f"bot, seed {seed}: {bot_level(options, seed, out)}", flush=True)
-    configs = [dict(options=options, arm=arm, seed=seed, out=str(out)) for seed in args.seeds for arm in ARMS]
+    configs = [dict(options=options, arm=arm, seed=seed, out=str(out)) for seed in args.seeds for arm in args.arms]
     for result in run_all(run_trial, configs, use_ray=args.ray, cpus_per_trial=args.cpus_per_trial,
                           address=args.ray_address, name="babyai_dagger"):
         last = result["curve"][-1]
