@@ -10,14 +10,31 @@ the greedy policy plays ``--eval-episodes`` held-out missions (seed ``10000 + se
 for the random policy). CPU time, not wall time: each run is one process on one core (one torch thread), so the
 budget stays "one CPU-hour per seed" when the machine is shared; ``wall_minutes`` is kept beside it.
 
+Bot demonstrations (issue 54, item 4): ``--demos N`` collects N episodes of BabyAI's own bot (the plugin's
+``"babyai-bot"`` expert, minigrid >= 3.0) per seed, as ``sb3-hir train --demos N --expert babyai-bot`` does: in the
+training env stack (the same wrappers and window, so they are stored as the buffer stores its own rows), seeded with
+:func:`~sb3_hir.experiment.seeds.demo_seed` (apart from the training and held-out streams). The DQN variants keep
+them in the replay buffer's demonstrations (``add_demonstrations``), served as ``--demo-ratio`` of each batch
+(default 0.5, ``train``'s) and relabeled as online episodes are. Why: BabyAI ships a teacher, and demonstrations are
+what a replay buffer can take beside its own episodes; the question is what N of them buy over the hindsight
+relabeling alone ("some" without ``--demos``), and over learning from them alone: the ``bc`` variant is BC
+(imitation's ``bc.BC``, built as ``babyai_dagger.py``'s BC arm) on the same episodes, with a policy reading the same
+window through the same extractor and hidden layers, evaluated greedily on the same held-out missions every
+``--eval-minutes`` on the same CPU clock, until ``--cpu-minutes``. Each run collects its seed's demonstrations
+itself (the same episodes for every variant) before its learner is built: the bot's CPU time is not on the curves'
+clock, and is reported beside them (``demos`` in ``curve.json`` and ``summary.json``: episodes, steps, CPU minutes;
+a second table in ``summary.md``). The PPO variants have no replay buffer and take no demonstrations.
+
 Output in ``--out``: ``<variant>-seed<s>/curve.json`` after every evaluation (a stopped run keeps what it reached),
 ``random-seed<s>.json``, and ``summary.json`` / ``summary.png`` / ``summary.md``: mean ± std over seeds at each
 evaluation, as bands against CPU minutes with the random policy's level.
 
 Usage: ``python benchmarks/babyai_goto.py --level BabyAI-GoToLocal-v0 --k-max 1 --cpu-minutes 60
---eval-minutes 6 --seeds 0 1 2 --variants some none --ray --out runs/babyai-gotolocal``; ``--collect`` rebuilds
-the summary from the run directories (runs stopped early included); ``--diagnose STEPS`` scores one trained model
-greedy and epsilon-greedy.
+--eval-minutes 6 --seeds 0 1 2 --variants some none --ray --out runs/babyai-gotolocal``; with demonstrations
+``--variants some none bc --demos 200 [--demo-ratio 0.5] --out runs/babyai-gotolocal-demos200`` (one ``--out`` per
+demonstration count, for success against the number of demonstrations); ``--collect`` rebuilds the summary from the
+run directories (runs stopped early included); ``--diagnose STEPS`` scores one trained model greedy and
+epsilon-greedy.
 """
 
 from __future__ import annotations
@@ -25,6 +42,9 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import time
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -35,15 +55,19 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir.atomic import atomic_path
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.cli.train import DEFAULT_DEMO_RATIO
+from sb3_hir.episodes import Episode
 from sb3_hir.experiment import arguments, format_mean_std, markdown_table, seed_process
 from sb3_hir.experiment.baselines import EpsilonGreedy, UniformRandomPolicy
 from sb3_hir.experiment.budgets import WallClockCallback, instruction_evaluator
 from sb3_hir.experiment.runner import run_all
-from sb3_hir.experiment.seeds import eval_seed
+from sb3_hir.experiment.seeds import demo_seed, eval_seed
 from sb3_hir.extractors import HistoryExtractor
 from sb3_hir.history import HistoryWrapper
 
-VARIANTS = ("some", "none", "ppo", "ppo-mlp")
+VARIANTS = ("some", "none", "ppo", "ppo-mlp", "bc")
+#: The DQN learners: the ones whose replay buffer takes ``--demos``.
+DQN_VARIANTS = ("some", "none")
 #: PPO learners: no history window (``ppo`` carries its memory in its LSTM, ``ppo-mlp`` has none), scored both
 #: greedy and sampling its actions, as BabyAI scores its own PPO agents.
 PPO_VARIANTS = ("ppo", "ppo-mlp")
@@ -53,17 +77,57 @@ PPO_VARIANTS = ("ppo", "ppo-mlp")
 PPO_MINIGRID: dict[str, Any] = dict(n_steps=128, batch_size=64, gae_lambda=0.95, gamma=0.99, n_epochs=10, ent_coef=0.0,
                     learning_rate=2.5e-4, clip_range=0.2)
 EVAL_ENVS = 10
+#: The demonstrator: the ``sb3-hir-minigrid`` plugin's BabyAI bot (minigrid >= 3.0), which plans from the env's state.
+EXPERT = "babyai-bot"
+#: The hidden layers of DQN's Q-network, and of BC's policy (the same function class over the same features).
+DQN_NET_ARCH = [256, 256]
+#: ``bc``: imitation's BC batch (``babyai_dagger.py``'s), or every demonstrated step where there are fewer, and the
+#: batches between two looks at the CPU clock (a few tenths of a CPU second with the window).
+BC_BATCH_SIZE = 64
+BC_BATCHES_PER_CHECK = 25
 
 
-def make_venv(options: dict[str, Any], seed: int, n_envs: int) -> DummyVecEnv:
-    """``n_envs`` copies of the level as instruction envs with the history window, seeded with ``seed``."""
+def env_factory(options: dict[str, Any]) -> Any:
+    """One instruction env of the level with the history window: what every env of a run is, the demonstrations'
+    included."""
     from sb3_hir_minigrid import make_babyai_goto
 
     def env_fn() -> Any:
         env = make_babyai_goto(options["level"], k_max=options["k_max"], step_reward=options["step_reward"])
         return HistoryWrapper(env, length=options["history"]) if options["history"] else env
 
-    return cast(DummyVecEnv, make_vec_env(env_fn, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv))
+    return env_fn
+
+
+def make_venv(options: dict[str, Any], seed: int, n_envs: int) -> DummyVecEnv:
+    """``n_envs`` copies of the level as instruction envs with the history window, seeded with ``seed``."""
+    return cast(DummyVecEnv, make_vec_env(env_factory(options), n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv))
+
+
+def collect_demos(options: dict[str, Any], seed: int) -> tuple[list[Episode], float]:
+    """``--demos`` episodes of BabyAI's bot and the CPU seconds they took (the expert's cost, kept off the learner's
+    clock), as ``sb3-hir train --demos N --expert babyai-bot`` collects them: the training env stack (the same
+    wrappers and window, so the observations are the buffer's), each env carrying the bot's labels
+    (``with_expert_labels``), seeded with :func:`~sb3_hir.experiment.seeds.demo_seed` (apart from training and the
+    held-out missions). The same episodes for every variant of a seed: the DQN variants' buffer and ``bc`` get
+    these."""
+    import imitation.data.rollout  # noqa: F401  (expert_episodes' collector: imported before the clock starts)
+    from sb3_hir_minigrid.bot import check_bot_available
+
+    from sb3_hir import resolvers
+    from sb3_hir.buffers.demonstrations import expert_episodes
+    from sb3_hir.env_experts import with_expert_labels
+
+    check_bot_available()  # imports the bot, also before the clock
+    start = time.process_time()
+    venv = make_vec_env(with_expert_labels(env_factory(options), EXPERT), n_envs=1, seed=demo_seed(seed),
+                        vec_env_cls=DummyVecEnv)
+    try:
+        expert = resolvers.resolve_expert(EXPERT, venv=venv)
+        episodes = expert_episodes(expert, venv, options["demos"], seed=demo_seed(seed))
+    finally:
+        venv.close()
+    return episodes, time.process_time() - start
 
 
 def variant_options(options: dict[str, Any], variant: str) -> dict[str, Any]:
@@ -102,31 +166,84 @@ def build_ppo_mlp(options: dict[str, Any], seed: int, keys: list[str]) -> Any:
                seed=seed, verbose=0, device="cpu")
 
 
-def build_model(options: dict[str, Any], variant: str, seed: int) -> Any:
+def policy_keys(options: dict[str, Any]) -> list[str]:
+    """The flat keys the learners read: ``goal_steps`` too where a mission has several goals."""
+    return ["obs", "goals", "goal_steps"] if options["k_max"] > 1 else ["obs", "goals"]
+
+
+def build_model(options: dict[str, Any], variant: str, seed: int, demos: list[Episode] | None = None) -> Any:
     """The learner; between ``some`` and ``none`` only the share of relabeled rows changes (``ppo``, ``ppo-mlp``:
-    see :data:`PPO_MINIGRID`)."""
-    keys = ["obs", "goals", "goal_steps"] if options["k_max"] > 1 else ["obs", "goals"]
+    see :data:`PPO_MINIGRID`). ``demos`` (DQN): stored in the replay buffer's demonstrations, served as
+    ``--demo-ratio`` of each batch."""
+    keys = policy_keys(options)
     if variant == "ppo":
         return build_ppo(options, seed, keys)
     if variant == "ppo-mlp":
         return build_ppo_mlp(options, seed, keys)
+    if variant not in DQN_VARIANTS:
+        raise ValueError(f"build_model builds {', '.join((*DQN_VARIANTS, *PPO_VARIANTS))}; {variant!r} is "
+                         "built by build_bc")
     steps = options["steps"]
     venv = make_venv(options, seed, options["n_envs"])
     # SB3 builds a replay buffer without the env (only its own HerReplayBuffer gets it), so the goal spec the env
     # declares (events, wildcards, padding, groups) is passed explicitly.
     spec = venv.get_attr("goal_spec", indices=[0])[0]
-    return DQN("MultiInputPolicy", venv, learning_rate=options["learning_rate"],
-               buffer_size=steps, learning_starts=2_000, batch_size=128, gamma=options["gamma"], train_freq=1,
-               gradient_steps=options["gradient_steps"],
-               target_update_interval=options["target_update_interval"],
-               exploration_fraction=options["exploration_fraction"],
-               exploration_final_eps=options["exploration_final_eps"],
-               replay_buffer_class=HindsightInstructionReplayBuffer,
-               replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8 if variant == "some" else 0.0,
-                                         seed=seed, n_steps=options["n_steps"], gamma=options["gamma"],
-                                         goal_spec=spec),
-               policy_kwargs=dict(net_arch=[256, 256], **extractor(options, keys)),
-               seed=seed, verbose=0, device="cpu")
+    model = DQN("MultiInputPolicy", venv, learning_rate=options["learning_rate"],
+                buffer_size=steps, learning_starts=2_000, batch_size=128, gamma=options["gamma"], train_freq=1,
+                gradient_steps=options["gradient_steps"],
+                target_update_interval=options["target_update_interval"],
+                exploration_fraction=options["exploration_fraction"],
+                exploration_final_eps=options["exploration_final_eps"],
+                replay_buffer_class=HindsightInstructionReplayBuffer,
+                replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8 if variant == "some" else 0.0,
+                                          seed=seed, n_steps=options["n_steps"], gamma=options["gamma"],
+                                          goal_spec=spec, demo_ratio=options["demo_ratio"] if demos else 0.0),
+                policy_kwargs=dict(net_arch=list(DQN_NET_ARCH), **extractor(options, keys)),
+                seed=seed, verbose=0, device="cpu")
+    if demos:
+        cast(HindsightInstructionReplayBuffer, model.replay_buffer).add_demonstrations(demos)
+    return model
+
+
+class BCLearner:
+    """imitation's ``bc.BC`` as the CPU clock and the evaluator see a model: the greedy ``predict`` of its policy,
+    ``num_timesteps`` 0 (it takes no env step: it learns from the demonstrations alone) and the ``batches`` it
+    trained."""
+
+    num_timesteps = 0
+
+    def __init__(self, trainer: Any) -> None:
+        self.trainer = trainer
+        self.batches = 0
+
+    def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
+                deterministic: bool = False) -> Any:
+        return self.trainer.policy.predict(observation, state, episode_start, deterministic)
+
+    def train(self, n_batches: int) -> None:
+        self.trainer.train(n_batches=n_batches, progress_bar=False, log_rollouts_n_episodes=0)
+        self.batches += n_batches
+
+
+def build_bc(options: dict[str, Any], seed: int, demos: list[Episode]) -> BCLearner:
+    """BC on ``demos`` as ``babyai_dagger.py``'s BC arm builds it (imitation's ``bc.BC`` over an SB3
+    ``MultiInputActorCriticPolicy``), reading what the DQN variants read: the same window and extractor
+    (:func:`extractor`) and hidden layers. The batch is :data:`BC_BATCH_SIZE`, or every demonstrated step where
+    there are fewer (imitation refuses a batch larger than its data)."""
+    from imitation.algorithms import bc
+    from imitation.util import logger as imit_logger
+    from stable_baselines3.common.policies import MultiInputActorCriticPolicy
+
+    env = env_factory(options)()
+    space, action_space = env.observation_space, env.action_space
+    env.close()
+    policy = MultiInputActorCriticPolicy(space, action_space, lambda _: 0.0, net_arch=list(DQN_NET_ARCH),
+                                         **extractor(options, policy_keys(options)))
+    trainer = bc.BC(observation_space=space, action_space=action_space, rng=np.random.default_rng(seed),
+                    policy=policy, demonstrations=[episode.to_trajectory() for episode in demos],
+                    batch_size=min(BC_BATCH_SIZE, sum(map(len, demos))), device="cpu",
+                    custom_logger=imit_logger.configure(format_strs=[]))
+    return BCLearner(trainer)
 
 
 def extractor(options: dict[str, Any], keys: list[str]) -> dict[str, Any]:
@@ -174,19 +291,35 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def run_trial(config: dict[str, Any]) -> dict[str, Any]:
-    """One (variant, seed) run; its curve is written after every evaluation and returned."""
+    """One (variant, seed) run; its curve is written after every evaluation and returned.
+
+    With ``--demos`` the bot's episodes are collected first, off the learner's CPU clock (which starts once the
+    learner is built); their number, steps and CPU minutes go into ``curve.json`` under ``demos``."""
     options, variant, seed = config["options"], config["variant"], config["seed"]
     seed_process(seed)
-    model = build_model(options, variant, seed)
+    demos: list[Episode] = []
+    record: dict[str, Any] | None = None
+    if options.get("demos"):
+        demos, seconds = collect_demos(options, seed)
+        record = dict(expert=EXPERT, episodes=len(demos), steps=sum(map(len, demos)), seed=demo_seed(seed),
+                      cpu_minutes=round(seconds / 60, 4),
+                      **({"demo_ratio": options["demo_ratio"]} if variant in DQN_VARIANTS else {}))
+        print(f"{variant} seed {seed}: {record['episodes']} bot demonstrations, {record['steps']} steps, "
+              f"{seconds:.1f} CPU-s (the expert's, not on the learner's clock)", flush=True)
+        seed_process(seed)  # the learner starts from the state it starts from without demonstrations
     out = Path(config["out"]) / f"{variant}-seed{seed}" / "curve.json"
 
     def report(curve: list[dict[str, float]]) -> None:
-        write_json(out, dict(variant=variant, seed=seed, options=options, curve=curve))
+        write_json(out, dict(variant=variant, seed=seed, options=options, demos=record, curve=curve))
         point = curve[-1]
         sampled = f" (sampled {point['success_rate_sampled']:.3f})" if "success_rate_sampled" in point else ""
-        print(f"{variant} seed {seed}: {point['minutes']:6.1f} CPU-min {point['timesteps']:>8} steps "
+        steps = f"{point['batches']:>8} BC batches" if "batches" in point else f"{point['timesteps']:>8} steps"
+        print(f"{variant} seed {seed}: {point['minutes']:6.1f} CPU-min {steps} "
               f"success {point['success_rate']:.3f}{sampled}", flush=True)
 
+    if variant == "bc":
+        return {"variant": variant, "seed": seed, "curve": train_bc(options, seed, demos, report)}
+    model = build_model(options, variant, seed, demos)
     clock = WallClockCallback(options["eval_minutes"] * 60, options["cpu_minutes"] * 60,
                               evaluator(options, seed, variant, model.get_vec_normalize_env()), report,
                               clock="cpu")
@@ -196,6 +329,32 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     if clock.curve[-1]["timesteps"] != model.num_timesteps:
         clock.record()
     return {"variant": variant, "seed": seed, "curve": clock.curve}
+
+
+def train_bc(options: dict[str, Any], seed: int, demos: list[Episode],
+             report: Callable[[list[dict[str, float]]], None]) -> list[dict[str, float]]:
+    """``bc``: BC on ``demos`` on the DQN variants' clock: the CPU time from the built learner on, evaluations
+    included, with the same greedy evaluator on the same held-out missions every ``--eval-minutes`` (the clock is
+    read every :data:`BC_BATCHES_PER_CHECK` batches), until ``--cpu-minutes``. Each point also holds the ``batches``
+    trained; ``timesteps`` stays 0 (BC takes no env step)."""
+    warnings.filterwarnings("ignore", category=UserWarning, module="imitation")  # its DictObs chatter
+    learner = build_bc(options, seed, demos)
+    greedy = evaluator(options, seed, "bc")
+
+    def evaluate(model: Any) -> dict[str, float]:
+        return {**greedy(model), "batches": model.batches}
+
+    clock = WallClockCallback(options["eval_minutes"] * 60, options["cpu_minutes"] * 60, evaluate, report,
+                              clock="cpu")
+    clock.init_callback(cast(Any, learner))
+    clock.record()  # the untrained policy, as the other variants
+    while True:
+        learner.train(BC_BATCHES_PER_CHECK)
+        if not clock.on_step():
+            break
+    if clock.curve[-1]["batches"] != learner.batches:
+        clock.record()
+    return clock.curve
 
 
 def random_level(options: dict[str, Any], seed: int, out: Path) -> dict[str, float]:
@@ -218,6 +377,34 @@ def collect(out: Path, variants: list[str], seeds: list[int]) -> dict[str, list[
     return curves
 
 
+def collect_demo_records(out: Path, variants: list[str], seeds: list[int]) -> dict[str, list[dict[str, Any]]]:
+    """Per variant, the ``demos`` record of each seed's run that had demonstrations (episodes, steps, the bot's CPU
+    minutes)."""
+    records: dict[str, list[dict[str, Any]]] = {}
+    for variant in variants:
+        found = [record for seed in seeds if (p := out / f"{variant}-seed{seed}" / "curve.json").exists()
+                 and (record := json.loads(p.read_text()).get("demos"))]
+        if found:
+            records[variant] = found
+    return records
+
+
+def demo_table(records: dict[str, list[dict[str, Any]]]) -> str:
+    """The demonstrations each variant learned from, mean ± std over seeds; the bot's CPU minutes are not on the
+    curves' clock."""
+    header = ["variant", "bot demonstrations", "their steps", "bot CPU minutes (not on the curves' clock)",
+              "share of each DQN batch", "seeds"]
+    rows = []
+    for variant, found in records.items():
+        steps = np.array([r["steps"] for r in found], dtype=float)
+        minutes = np.array([r["cpu_minutes"] for r in found], dtype=float)
+        episodes = sorted({int(r["episodes"]) for r in found})
+        rows.append([variant, "/".join(map(str, episodes)), format_mean_std(float(steps.mean()), float(steps.std()), 0),
+                     format_mean_std(float(minutes.mean()), float(minutes.std()), 3),
+                     f"{found[0]['demo_ratio']:g}" if "demo_ratio" in found[0] else "-", str(len(found))])
+    return markdown_table(header, rows)
+
+
 def summarize(curves: dict[str, list[list[dict[str, float]]]]) -> dict[str, list[dict[str, float]]]:
     """Per variant, mean ± std over seeds at each evaluation index, over the seeds that reached it (``seeds``: a run
     stopped early, e.g. killed, counts up to its last evaluation)."""
@@ -227,8 +414,8 @@ def summarize(curves: dict[str, list[list[dict[str, float]]]]) -> dict[str, list
         for i in range(max(len(c) for c in runs)):
             reached = [c for c in runs if len(c) > i]
             row: dict[str, float] = {"evaluation": i, "seeds": len(reached)}
-            for key in ("minutes", "timesteps", "success_rate", "goals_reached", "success_rate_sampled"):
-                if key not in reached[0][i]:  # sampled: ppo's runs only
+            for key in ("minutes", "timesteps", "success_rate", "goals_reached", "success_rate_sampled", "batches"):
+                if key not in reached[0][i]:  # sampled: ppo's runs only; batches: bc's
                     continue
                 values = np.array([c[i][key] for c in reached], dtype=float)
                 row[f"{key}_mean"], row[f"{key}_std"] = float(values.mean()), float(values.std())
@@ -244,11 +431,12 @@ def report(out: Path, args: argparse.Namespace) -> None:
     import matplotlib.pyplot as plt
 
     summary = summarize(collect(out, list(args.variants), list(args.seeds)))
+    demos = collect_demo_records(out, list(args.variants), list(args.seeds))
     randoms = [json.loads(p.read_text())["success_rate"] for seed in args.seeds
                if (p := out / f"random-seed{seed}.json").exists()]
     random_mean = float(np.mean(randoms)) if randoms else None
     write_json(out / "summary.json", dict(level=args.level, seeds=list(args.seeds), summary=summary,
-                                          random_success=randoms))
+                                          random_success=randoms, demos=demos))
     random_goals = [json.loads(p.read_text())["goals_reached"] for seed in args.seeds
                     if (p := out / f"random-seed{seed}.json").exists()]
     sampled = any("success_rate_sampled_mean" in r for table in summary.values() for r in table)
@@ -257,7 +445,9 @@ def report(out: Path, args: argparse.Namespace) -> None:
     rows = []
     for variant, table in summary.items():
         for r in table:
-            row = [variant, str(r["evaluation"]), f"{r['minutes_mean']:.1f}", f"{r['timesteps_mean'] / 1000:.0f}k",
+            steps = (f"- ({r['batches_mean']:.0f} BC batches)" if "batches_mean" in r  # BC takes no env step
+                     else f"{r['timesteps_mean'] / 1000:.0f}k")
+            row = [variant, str(r["evaluation"]), f"{r['minutes_mean']:.1f}", steps,
                    format_mean_std(r["success_rate_mean"], r["success_rate_std"]),
                    format_mean_std(r["goals_reached_mean"], r["goals_reached_std"]), str(r["seeds"])]
             if sampled:
@@ -270,6 +460,8 @@ def report(out: Path, args: argparse.Namespace) -> None:
         random_row[5:5] = ["-"] if sampled else []
         rows.append(random_row)
     text = markdown_table(header, rows)
+    if demos:
+        text += "\n\n" + demo_table(demos)
     with atomic_path(out / "summary.md") as tmp:
         Path(tmp).write_text(text + "\n")
     print(text)
@@ -299,9 +491,12 @@ def report(out: Path, args: argparse.Namespace) -> None:
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    learners = [*([f"DQN + history {args.history}"] if set(summary) - set(PPO_VARIANTS) else []),
+    learners = [*([f"DQN + history {args.history}"] if set(summary) & set(DQN_VARIANTS) else []),
+                *(["BC"] if "bc" in summary else []),
                 *(["RecurrentPPO"] if "ppo" in summary else []), *(["PPO"] if "ppo-mlp" in summary else [])]
-    ax.set_title(f"{', '.join(learners)} on {args.level} (k_max {args.k_max}): mean ± std", fontsize=9)
+    counts = sorted({int(r["episodes"]) for found in demos.values() for r in found})
+    taught = f", {'/'.join(map(str, counts))} bot demonstrations" if counts else ""
+    ax.set_title(f"{', '.join(learners)} on {args.level} (k_max {args.k_max}{taught}): mean ± std", fontsize=9)
     fig.tight_layout()
     with atomic_path(out / "summary.png") as tmp:
         fig.savefig(tmp, format="png", dpi=100)
@@ -372,8 +567,9 @@ def diagnose(options: dict[str, Any], steps: int, epsilons: list[float], seed: i
               f"{r['looped']:.2f} end cycling through at most 4 states", flush=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_options(argv: list[str] | None = None) -> tuple[argparse.Namespace, dict[str, Any]]:
+    """The command line, checked, and the runs' options (what every run's ``curve.json`` keeps)."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--level", default="BabyAI-GoToLocal-v0", help="a BabyAI go-to level's gymnasium id")
     parser.add_argument("--k-max", type=int, default=1, help="goal slots (4 for the GoToSeq levels)")
     parser.add_argument("--step-reward", type=float, default=0.0, help="reward of every step on top of goals")
@@ -391,10 +587,19 @@ def main() -> None:
     arguments.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=["some", "none"],
                         help="some, none (DQN with and without relabeling), ppo (RecurrentPPO) and ppo-mlp (plain "
-                             "PPO with VecNormalize), both at rl-zoo3's MiniGrid settings; default some none")
+                             "PPO with VecNormalize), both at rl-zoo3's MiniGrid settings, and bc (BC on the --demos "
+                             "bot demonstrations); default some none")
     parser.add_argument("--ppo-normalize", default="obs-reward", choices=["obs-reward", "obs", "none"],
                         help="ppo-mlp's VecNormalize: rl-zoo3's (observations and rewards), observations only, or "
                              "none")
+    parser.add_argument("--demos", type=int, default=0, metavar="N",
+                        help="N episodes of BabyAI's bot (the sb3-hir-minigrid plugin's 'babyai-bot', minigrid >= "
+                             "3.0) per seed, collected in the training env stack with their own seed: in the DQN "
+                             "variants' replay buffer (its demonstrations) and bc's data, the same episodes for "
+                             "both; the bot's CPU time is reported apart from the learner's clock (default 0)")
+    parser.add_argument("--demo-ratio", type=float, default=None, metavar="R",
+                        help="share of each DQN batch served from the demonstrations (default, with --demos: "
+                             f"{DEFAULT_DEMO_RATIO:g}, sb3-hir train's)")
     arguments.add_ray(parser, "(variant, seed) runs")
     parser.add_argument("--collect", action="store_true", help="rebuild --out's summary from its runs and exit")
     parser.add_argument("--diagnose", type=int, metavar="STEPS", default=None,
@@ -402,14 +607,49 @@ def main() -> None:
                              "epsilon-greedy (--epsilons) and exit")
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.0, 0.05, 0.2])
     parser.add_argument("--out", default="babyai_goto")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if not args.collect:
+        check_demo_args(parser, args)
+    options = {k: v for k, v in vars(args).items()
+               if k not in ("seeds", "variants", "ray", "ray_address", "cpus_per_trial", "collect", "out", "diagnose",
+                            "epsilons")}
+    return args, options
+
+
+def check_demo_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--demos`` and ``--demo-ratio`` against ``--variants``; ``--demo-ratio`` resolved in ``args`` (0 without
+    demonstrations)."""
+    if args.demos < 0:
+        parser.error(f"--demos must be >= 0, got {args.demos}")
+    on_policy = [v for v in args.variants if v in PPO_VARIANTS]
+    if args.demos and on_policy:
+        parser.error(f"--demos fills a replay buffer with the bot's episodes, and --variants {' '.join(on_policy)} "
+                     "is on-policy PPO, which has none: run it without --demos (some, none and bc take them)")
+    if "bc" in args.variants and args.demos < 1:
+        parser.error("--variants bc is BC on the bot's demonstrations: give it --demos N with N >= 1")
+    if args.demo_ratio is None:
+        args.demo_ratio = DEFAULT_DEMO_RATIO if args.demos else 0.0
+    elif not 0.0 <= args.demo_ratio <= 1.0:
+        parser.error(f"--demo-ratio must be a number in [0, 1] (the share of each DQN batch from demonstrations), "
+                     f"got {args.demo_ratio:g}")
+    elif not args.demos or not set(args.variants) & set(DQN_VARIANTS):
+        parser.error(f"--demo-ratio {args.demo_ratio:g} is the share of each DQN batch served from demonstrations: "
+                     "it needs --demos N and a DQN variant (some, none)")
+    if args.demos:
+        from sb3_hir_minigrid.bot import BotUnavailableError, check_bot_available
+
+        try:
+            check_bot_available()
+        except BotUnavailableError as exc:
+            parser.error(str(exc))
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, options = parse_options(argv)
     out = Path(args.out).resolve()
     if args.collect:
         report(out, args)
         return
-    options = {k: v for k, v in vars(args).items()
-               if k not in ("seeds", "variants", "ray", "ray_address", "cpus_per_trial", "collect", "out", "diagnose",
-                            "epsilons")}
     if args.diagnose:
         diagnose(options, args.diagnose, args.epsilons, args.seeds[0])
         return

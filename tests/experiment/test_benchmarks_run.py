@@ -28,7 +28,8 @@ BENCHMARKS = ROOT / "benchmarks"
 RUNS: dict[str, list[str]] = {
     "babyai_dagger.py": ["--tiny", "--out", "{TMP}/babyai_dagger"],  # the bot: minigrid 3, the current profile
     "babyai_goto.py": ["--cpu-minutes", "0.02", "--eval-minutes", "0.01", "--eval-episodes", "2", "--steps", "200",
-                       "--n-envs", "2", "--seeds", "0", "--variants", "some", "ppo-mlp", "--out", "{TMP}/babyai"],
+                       "--n-envs", "2", "--seeds", "0", "--variants", "some", "bc", "--demos", "2",
+                       "--out", "{TMP}/babyai"],
     "bench_action_features.py": ["--steps", "100", "--chunks", "2"],
     "bench_babyai_bot.py": ["--tiny"],
     "bench_babyai_speed.py": ["--chunk", "64", "--rounds", "1", "--warmup", "64", "--learners", "today", "ppo"],
@@ -82,6 +83,11 @@ RUNS: dict[str, list[str]] = {
                           "--out", "{TMP}/seeds"],
     "pointmaze_expert.py": ["--episodes", "1"],
 }
+#: A script's further tiny runs, where its flags exclude each other from one run (PPO takes no --demos).
+MORE_RUNS: dict[str, list[list[str]]] = {
+    "babyai_goto.py": [["--cpu-minutes", "0.02", "--eval-minutes", "0.01", "--eval-episodes", "2", "--steps", "200",
+                        "--n-envs", "2", "--seeds", "0", "--variants", "ppo-mlp", "--out", "{TMP}/babyai"]],
+}
 #: scripts that start Ray: the ``ray`` mark (the dagger profile of `make test`).
 RAY = {"bench_sweep.py"}
 #: MazeRunner-only scripts that run in the dagger profile (about a minute together), to even out the profiles.
@@ -94,6 +100,7 @@ def test_every_benchmark_has_a_tiny_run():
     assert not scripts - set(RUNS), f"benchmarks without a tiny run in RUNS: {sorted(scripts - set(RUNS))}"
     assert not set(RUNS) - scripts, f"RUNS names scripts that no longer exist: {sorted(set(RUNS) - scripts)}"
     assert set(RUNS) >= DAGGER_PROFILE and not DAGGER_PROFILE & RAY
+    assert set(MORE_RUNS) <= set(RUNS)
 
 
 def current_profile() -> bool:
@@ -101,12 +108,21 @@ def current_profile() -> bool:
     return importlib.util.find_spec("sbx") is not None
 
 
-@pytest.mark.parametrize("script", [pytest.param(name, marks=pytest.mark.ray) if name in RAY else name
-                                    for name in sorted(RUNS)])
-def test_benchmark_runs_at_a_tiny_budget(script, tmp_path):
+def tiny_runs() -> list[object]:
+    """One test per run: a script's first run keeps the script's name as its id, its further ones are numbered."""
+    params = []
+    for name in sorted(RUNS):
+        for i, args in enumerate([RUNS[name], *MORE_RUNS.get(name, [])]):
+            params.append(pytest.param(name, args, marks=[pytest.mark.ray] if name in RAY else [],
+                                       id=name if i == 0 else f"{name}-{i + 1}"))
+    return params
+
+
+@pytest.mark.parametrize(("script", "run"), tiny_runs())
+def test_benchmark_runs_at_a_tiny_budget(script, run, tmp_path):
     if script not in RAY and (script in DAGGER_PROFILE) == current_profile():
         pytest.skip(f"{script}'s tiny run takes the {'dagger' if script in DAGGER_PROFILE else 'current'} profile")
-    args = [arg.format(TMP=tmp_path, ROOT=ROOT) for arg in RUNS[script]]
+    args = [arg.format(TMP=tmp_path, ROOT=ROOT) for arg in run]
     path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg",
            "SB3_HIR_JIT": "0"}

@@ -59,6 +59,14 @@ def test_eval_seeds_are_apart_from_training_seeds():
     assert eval_seed(3) == 10_003
 
 
+def test_demo_seeds_are_apart_from_training_and_eval_seeds():
+    from sb3_hir.experiment.seeds import demo_seed
+
+    seeds = range(100)
+    assert demo_seed(0) == 20_000  # sb3-hir train --demos collects in seed + 20_000
+    assert not {demo_seed(s) for s in seeds} & ({*seeds} | {eval_seed(s) for s in seeds})
+
+
 def test_the_wall_clock_stops_training_at_its_limit_and_records_each_evaluation():
     from sb3_hir.experiment import WallClockCallback
 
