@@ -29,16 +29,13 @@ The policy (which action) stays in the expert; the mechanics (when it is asked, 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
-import numpy as np
-import torch as th
-from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.utils import is_vectorized_observation
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_hir import plugins
+from sb3_hir.vec_env_expert import VecEnvExpert
 
 __all__ = [
     "EXPERT_ACTION_KEY",
@@ -122,7 +119,7 @@ class EnvStateLabels(gym.Wrapper):
         return obs, reward, terminated, truncated, {**info, EXPERT_ACTION_KEY: self._label}
 
 
-class EnvStateLabelExpert(BasePolicy):
+class EnvStateLabelExpert(VecEnvExpert):
     """The VecEnv-level adapter: an SB3 policy whose ``predict`` returns each sub-env's current label.
 
     Every sub-env must be wrapped in :class:`EnvStateLabels` (:func:`with_expert_labels` does it). ``predict`` must be
@@ -133,10 +130,7 @@ class EnvStateLabelExpert(BasePolicy):
     """
 
     def __init__(self, venv: VecEnv) -> None:
-        if not isinstance(venv, VecEnv):
-            raise ValueError(
-                f"venv must be a stable_baselines3 VecEnv (e.g. DummyVecEnv([...])), got {type(venv).__name__}"
-            )
+        super().__init__(venv)
         wrapped = venv.env_is_wrapped(EnvStateLabels)
         if not all(wrapped):
             raise ValueError(
@@ -144,42 +138,9 @@ class EnvStateLabelExpert(BasePolicy):
                 f"{venv.num_envs} sub-env(s) lack; build the venv from with_expert_labels(env_fn, expert) "
                 "(sb3_hir.env_experts)"
             )
-        super().__init__(venv.observation_space, venv.action_space)
-        self.venv = venv
 
-    def expert_actions(self) -> np.ndarray:
-        """The label of every sub-env, batched: ``(n_envs,)`` for Discrete, ``(n_envs, *shape)`` for Box."""
-        actions = np.asarray(self.venv.get_attr("label"))
-        if self.action_space.dtype is not None:
-            actions = actions.astype(self.action_space.dtype, copy=False)
-        return actions
-
-    def _predict(self, observation: Any, deterministic: bool = False) -> th.Tensor:
-        return th.as_tensor(self.expert_actions())
-
-    def predict(
-        self,
-        observation: np.ndarray | dict[str, np.ndarray],
-        state: tuple[np.ndarray, ...] | None = None,
-        episode_start: np.ndarray | None = None,
-        deterministic: bool = True,
-    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
-        """SB3 ``predict``: the sub-envs' labels (always deterministic); ``state`` is passed through."""
-        vectorized = is_vectorized_observation(cast(Any, observation), self.observation_space)  # dicts too (SB3)
-        if vectorized:
-            first = next(iter(observation.values())) if isinstance(observation, dict) else observation
-            if len(first) != self.venv.num_envs:
-                raise ValueError(
-                    f"observation must hold one row per sub-env of the bound venv ({self.venv.num_envs}), got "
-                    f"{len(first)}"
-                )
-        elif self.venv.num_envs != 1:
-            raise ValueError(
-                f"an unbatched observation is only accepted when the bound venv has 1 sub-env, it has "
-                f"{self.venv.num_envs}"
-            )
-        actions = self.expert_actions()
-        return (actions if vectorized else actions[0]), state
+    def read_actions(self) -> Any:
+        return self.venv.get_attr("label")
 
 
 class EnvStateExpertFactory:
