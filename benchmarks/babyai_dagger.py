@@ -277,23 +277,28 @@ def collect(out: Path) -> dict[str, dict[int, list[dict[str, Any]]]]:
     return curves
 
 
-def summarize(curves: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[str, list[dict[str, float]]]:
+def summarize(curves: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[str, list[dict[str, Any]]]:
     """Per arm, mean ± std over the seeds that reached each round (``seeds``: how many)."""
-    summary: dict[str, list[dict[str, float]]] = {}
+    summary: dict[str, list[dict[str, Any]]] = {}
     for arm, runs in curves.items():
         rows = []
         for r in range(max(len(c) for c in runs.values())):
             reached = [c[r] for c in runs.values() if len(c) > r]
-            row: dict[str, float] = {"round": r, "beta": reached[0]["beta"], "seeds": len(reached)}
+            row: dict[str, Any] = {"round": r, "beta": reached[0]["beta"], "seeds": len(reached)}
             for key in SUMMARY_KEYS:
                 values = np.array([point[key] for point in reached], dtype=float)
                 row[f"{key}_mean"], row[f"{key}_std"] = float(values.mean()), float(values.std())
+            # the bot's disagreement with the greedy learner on the steps the learner acted in (what DAgger's labels
+            # are there to correct): None in rounds where the bot acted alone
+            shares = [p["learner_errors"] / p["learner_steps"] for p in reached if p.get("learner_steps")]
+            row["learner_error_share_mean"] = float(np.mean(shares)) if shares else None
+            row["learner_error_share_std"] = float(np.std(shares)) if shares else None
             rows.append(row)
         summary[arm] = rows
     return summary
 
 
-def verdict(summary: dict[str, list[dict[str, float]]]) -> tuple[bool | None, list[str]]:
+def verdict(summary: dict[str, list[dict[str, Any]]]) -> tuple[bool | None, list[str]]:
     """DAgger above BC at equal labels by more than the spread at each round after the first (both arms with the
     same seeds there), or None where there is no verdict (one seed, no spread; no round after the first); the lines
     saying so per round."""
@@ -340,16 +345,18 @@ def report(out: Path) -> None:
                                           seeds={arm: sorted(runs) for arm, runs in curves.items()},
                                           summary=summary, bot_success=bots, dagger_above_bc=passed))
     header = ["arm", "round", "beta", "expert labels", "expert episodes", "success rate", "goals reached",
-              "CPU seconds", "seeds"]
+              "bot disagrees on learner steps", "CPU seconds", "seeds"]
     rows = [[arm, int(r["round"]), f"{r['beta']:.2f}", f"{r['labels_mean']:.0f}",
              format_mean_std(r["episodes_mean"], r["episodes_std"], 0),
              format_mean_std(r["success_rate_mean"], r["success_rate_std"]),
              format_mean_std(r["goals_reached_mean"], r["goals_reached_std"]),
+             "-" if r.get("learner_error_share_mean") is None
+             else format_mean_std(r["learner_error_share_mean"], r["learner_error_share_std"]),
              format_mean_std(r["cpu_seconds_mean"], r["cpu_seconds_std"], 0), int(r["seeds"])]
             for arm, table in summary.items() for r in table]
     if bots:
         rows.append(["bot (expert)", "-", "-", "-", "-", format_mean_std(float(np.mean(bots)), float(np.std(bots))),
-                     "-", "-", len(bots)])
+                     "-", "-", "-", len(bots)])
     text = markdown_table(header, rows)
     with atomic_path(out / "summary.md") as tmp:
         Path(tmp).write_text(text + "\n")
