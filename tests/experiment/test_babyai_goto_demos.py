@@ -5,11 +5,9 @@ The real script's functions on the real level, bot, buffer and DQN (minigrid >= 
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+from benchmark_module import load_benchmark
 
 from sb3_hir.buffers.demonstrations import stored_episodes
 from sb3_hir.cli.train import DEFAULT_DEMO_RATIO
@@ -19,15 +17,9 @@ pytest.importorskip("minigrid.utils.baby_ai_bot", reason="BabyAI's bot comes wit
 pytest.importorskip("imitation", reason="expert_episodes collects with imitation's rollout")
 pytest.importorskip("sb3_hir_minigrid", reason="the babyai-bot expert is the sb3-hir-minigrid plugin's")
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
 @pytest.fixture(scope="module")
 def goto():
-    spec = importlib.util.spec_from_file_location("babyai_goto", ROOT / "benchmarks" / "babyai_goto.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("babyai_goto")
 
 
 def test_bot_demonstrations_reach_the_dqn_replay_buffer_and_are_served_at_demo_ratio(goto):

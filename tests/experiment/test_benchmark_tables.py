@@ -4,20 +4,14 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from benchmark_module import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def dropin():
-    spec = importlib.util.spec_from_file_location("bench_her_dropin", ROOT / "benchmarks" / "bench_her_dropin.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_her_dropin")
 
 
 def test_the_push_table_prints_as_before(dropin, capsys):
