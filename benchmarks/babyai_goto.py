@@ -34,7 +34,9 @@ Usage: ``python benchmarks/babyai_goto.py --level BabyAI-GoToLocal-v0 --k-max 1 
 ``--variants some none bc --demos 200 [--demo-ratio 0.5] --out runs/babyai-gotolocal-demos200`` (one ``--out`` per
 demonstration count, for success against the number of demonstrations); ``--collect`` rebuilds the summary from the
 run directories (runs stopped early included); ``--diagnose STEPS`` scores one trained model greedy and
-epsilon-greedy.
+epsilon-greedy. ``--eval-epsilon E`` also scores the DQN and BC variants epsilon-greedy at every evaluation (as
+DQN's papers evaluate, with the epsilon named in the curves and tables), as the PPO variants are also scored
+sampling their actions: a deterministic policy on a partial view can loop where a stochastic one escapes.
 """
 
 from __future__ import annotations
@@ -274,14 +276,47 @@ def evaluator(options: dict[str, Any], seed: int, variant: str = "some", normali
         return scored
 
     greedy = instruction_evaluator(make_eval_venv, options["eval_episodes"], eval_seed(seed))
+    epsilon = options.get("eval_epsilon", 0.0)
     if variant not in PPO_VARIANTS:
-        return greedy
+        if not epsilon:
+            return greedy
+        noisy = instruction_evaluator(make_eval_venv, options["eval_episodes"], eval_seed(seed))
+        probe = make_venv(options, eval_seed(seed), 1)
+        space = probe.action_space
+        probe.close()
+
+        def greedy_and_noisy(model: Any) -> dict[str, float]:
+            policy = EpsilonGreedy(model, space, epsilon, seed=eval_seed(seed))  # the same noise at every evaluation
+            return {**greedy(model), epsilon_key(epsilon): noisy(policy)["success_rate"]}
+
+        return greedy_and_noisy
     sampled = instruction_evaluator(make_eval_venv, options["eval_episodes"], eval_seed(seed), deterministic=False)
 
     def both(model: Any) -> dict[str, float]:
         return {**greedy(model), **{f"{k}_sampled": v for k, v in sampled(model).items()}}
 
     return both
+
+
+def epsilon_key(epsilon: float) -> str:
+    """The curve's key of the success rate scored epsilon-greedy (``--eval-epsilon``): it names its epsilon."""
+    return f"success_rate_epsilon{epsilon:g}"
+
+
+def stochastic_scores(point: dict[str, Any]) -> list[tuple[str, str]]:
+    """The keys of ``point`` (a curve's point, or a summary row's ``<key>_mean``) that score the policy acting
+    stochastically, with their names: PPO sampling its actions (as BabyAI scores PPO), DQN epsilon-greedy (as DQN's
+    papers evaluate, epsilon named)."""
+    found = []
+    for name in point:
+        if name.endswith("_std"):
+            continue
+        key = name.removesuffix("_mean")
+        if key == "success_rate_sampled":
+            found.append((key, "actions sampled"))
+        elif key.startswith("success_rate_epsilon"):
+            found.append((key, f"epsilon-greedy, epsilon {key.removeprefix('success_rate_epsilon')}"))
+    return found
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -312,7 +347,7 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     def report(curve: list[dict[str, float]]) -> None:
         write_json(out, dict(variant=variant, seed=seed, options=options, demos=record, curve=curve))
         point = curve[-1]
-        sampled = f" (sampled {point['success_rate_sampled']:.3f})" if "success_rate_sampled" in point else ""
+        sampled = "".join(f" ({label} {point[key]:.3f})" for key, label in stochastic_scores(point))
         steps = f"{point['batches']:>8} BC batches" if "batches" in point else f"{point['timesteps']:>8} steps"
         print(f"{variant} seed {seed}: {point['minutes']:6.1f} CPU-min {steps} "
               f"success {point['success_rate']:.3f}{sampled}", flush=True)
@@ -414,8 +449,10 @@ def summarize(curves: dict[str, list[list[dict[str, float]]]]) -> dict[str, list
         for i in range(max(len(c) for c in runs)):
             reached = [c for c in runs if len(c) > i]
             row: dict[str, float] = {"evaluation": i, "seeds": len(reached)}
-            for key in ("minutes", "timesteps", "success_rate", "goals_reached", "success_rate_sampled", "batches"):
-                if key not in reached[0][i]:  # sampled: ppo's runs only; batches: bc's
+            keys = ["minutes", "timesteps", "success_rate", "goals_reached", "batches",
+                    *(key for key, _ in stochastic_scores(reached[0][i]))]
+            for key in keys:
+                if key not in reached[0][i]:  # sampled: ppo's runs only; epsilon: --eval-epsilon's; batches: bc's
                     continue
                 values = np.array([c[i][key] for c in reached], dtype=float)
                 row[f"{key}_mean"], row[f"{key}_std"] = float(values.mean()), float(values.std())
@@ -439,9 +476,10 @@ def report(out: Path, args: argparse.Namespace) -> None:
                                           random_success=randoms, demos=demos))
     random_goals = [json.loads(p.read_text())["goals_reached"] for seed in args.seeds
                     if (p := out / f"random-seed{seed}.json").exists()]
-    sampled = any("success_rate_sampled_mean" in r for table in summary.values() for r in table)
+    stochastic = list(dict.fromkeys(score for table in summary.values() for r in table
+                                    for score in stochastic_scores(r)))
     header = ["variant", "evaluation", "CPU minutes", "env steps", "success rate", "goals reached", "seeds"]
-    header[5:5] = ["success rate, actions sampled"] if sampled else []
+    header[5:5] = [f"success rate, {label}" for _, label in stochastic]
     rows = []
     for variant, table in summary.items():
         for r in table:
@@ -450,14 +488,13 @@ def report(out: Path, args: argparse.Namespace) -> None:
             row = [variant, str(r["evaluation"]), f"{r['minutes_mean']:.1f}", steps,
                    format_mean_std(r["success_rate_mean"], r["success_rate_std"]),
                    format_mean_std(r["goals_reached_mean"], r["goals_reached_std"]), str(r["seeds"])]
-            if sampled:
-                row[5:5] = [format_mean_std(r["success_rate_sampled_mean"], r["success_rate_sampled_std"])
-                            if "success_rate_sampled_mean" in r else "-"]
+            row[5:5] = [format_mean_std(r[f"{key}_mean"], r[f"{key}_std"]) if f"{key}_mean" in r else "-"
+                        for key, _ in stochastic]
             rows.append(row)
     if randoms:
         random_row = ["uniform random", "-", "-", "-", format_mean_std(float(np.mean(randoms)), float(np.std(randoms))),
                       format_mean_std(float(np.mean(random_goals)), float(np.std(random_goals))), str(len(randoms))]
-        random_row[5:5] = ["-"] if sampled else []
+        random_row[5:5] = ["-"] * len(stochastic)
         rows.append(random_row)
     text = markdown_table(header, rows)
     if demos:
@@ -473,10 +510,10 @@ def report(out: Path, args: argparse.Namespace) -> None:
         full = np.array([r["seeds"] for r in table]) == table[0]["seeds"]  # every seed; then a dotted tail
         (line,) = ax.plot(x[full], mean[full], "o-", label=f"{variant} ({table[0]['seeds']} seeds)")
         ax.fill_between(x[full], (mean - std)[full], (mean + std)[full], alpha=0.2, color=line.get_color())
-        if "success_rate_sampled_mean" in table[0]:  # the same policy sampling its actions, as BabyAI scores PPO
-            sampled_mean = np.array([r["success_rate_sampled_mean"] for r in table])
-            sampled_std = np.array([r["success_rate_sampled_std"] for r in table])
-            ax.plot(x[full], sampled_mean[full], "s--", color=line.get_color(), label=f"{variant}, actions sampled")
+        for key, label in stochastic_scores(table[0]):  # the same policy acting stochastically
+            sampled_mean = np.array([r[f"{key}_mean"] for r in table])
+            sampled_std = np.array([r[f"{key}_std"] for r in table])
+            ax.plot(x[full], sampled_mean[full], "s--", color=line.get_color(), label=f"{variant}, {label}")
             ax.fill_between(x[full], (sampled_mean - sampled_std)[full], (sampled_mean + sampled_std)[full],
                             alpha=0.1, color=line.get_color())
         if not full.all():
@@ -606,10 +643,17 @@ def parse_options(argv: list[str] | None = None) -> tuple[argparse.Namespace, di
                         help="train one 'some' run (first seed) for STEPS env steps, then score it greedy and "
                              "epsilon-greedy (--epsilons) and exit")
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.0, 0.05, 0.2])
+    parser.add_argument("--eval-epsilon", type=float, default=0.0, metavar="E",
+                        help="also score the DQN and BC variants epsilon-greedy with this epsilon at every "
+                             "evaluation (as DQN's papers evaluate; the curves name it), beside greedy (default 0: "
+                             "greedy only)")
     parser.add_argument("--out", default="babyai_goto")
     args = parser.parse_args(argv)
     if not args.collect:
         check_demo_args(parser, args)
+        if not 0.0 <= args.eval_epsilon < 1.0:
+            parser.error(f"--eval-epsilon must be in [0, 1) (the chance of a uniform action), "
+                         f"got {args.eval_epsilon:g}")
     options = {k: v for k, v in vars(args).items()
                if k not in ("seeds", "variants", "ray", "ray_address", "cpus_per_trial", "collect", "out", "diagnose",
                             "epsilons")}

@@ -28,7 +28,7 @@ RUNS: dict[str, list[str]] = {
     "babyai_dagger.py": ["--tiny", "--out", "{TMP}/babyai_dagger"],  # the bot: minigrid 3, the current profile
     "babyai_goto.py": ["--cpu-minutes", "0.02", "--eval-minutes", "0.01", "--eval-episodes", "2", "--steps", "200",
                        "--n-envs", "2", "--seeds", "0", "--variants", "some", "bc", "--demos", "2",
-                       "--out", "{TMP}/babyai"],
+                       "--eval-epsilon", "0.05", "--out", "{TMP}/babyai"],
     "bench_action_features.py": ["--steps", "100", "--chunks", "2"],
     "bench_babyai_bot.py": ["--tiny"],
     "bench_babyai_speed.py": ["--chunk", "64", "--rounds", "1", "--warmup", "64", "--learners", "today", "ppo"],

@@ -1,0 +1,45 @@
+"""``benchmarks/babyai_goto.py --eval-epsilon E``: the DQN curves carry an epsilon-greedy score that names its
+epsilon, summarized over seeds and tabled beside the greedy one; an epsilon outside [0, 1) is refused by name."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+from benchmark_module import load_benchmark
+
+pytest.importorskip("sb3_hir_minigrid", reason="babyai_goto.py's env is the sb3-hir-minigrid plugin's")
+
+
+@pytest.fixture(scope="module")
+def goto():
+    return load_benchmark("babyai_goto")
+
+
+def test_an_epsilon_outside_0_1_is_refused_naming_the_flag(goto, capsys):
+    for bad in ("1.0", "-0.1"):
+        with pytest.raises(SystemExit) as exc:
+            goto.parse_options(["--eval-epsilon", bad])
+        assert exc.value.code == 2
+        assert "--eval-epsilon must be in [0, 1)" in capsys.readouterr().err
+    _, options = goto.parse_options(["--eval-epsilon", "0.05"])
+    assert options["eval_epsilon"] == 0.05
+
+
+def test_epsilon_scores_are_summarized_and_tabled_beside_greedy(goto, tmp_path):
+    key = goto.epsilon_key(0.05)
+    assert key == "success_rate_epsilon0.05"
+    for seed, (greedy, noisy) in enumerate([(0.2, 0.5), (0.4, 0.7)]):
+        point = dict(minutes=5.0, timesteps=1000, success_rate=greedy, goals_reached=greedy, **{key: noisy})
+        run = tmp_path / f"some-seed{seed}" / "curve.json"
+        run.parent.mkdir()
+        run.write_text(json.dumps(dict(variant="some", seed=seed, curve=[point])))
+    args = argparse.Namespace(variants=["some"], seeds=[0, 1], level="BabyAI-GoToLocal-v0", k_max=1, history=4)
+    goto.report(tmp_path, args)
+    row = json.loads((tmp_path / "summary.json").read_text())["summary"]["some"][0]
+    np.testing.assert_allclose([row["success_rate_mean"], row[f"{key}_mean"], row[f"{key}_std"]], [0.3, 0.6, 0.1])
+    table = (tmp_path / "summary.md").read_text().splitlines()
+    assert "| success rate | success rate, epsilon-greedy, epsilon 0.05 |" in table[0]
+    assert "| 0.30 ± 0.10 | 0.60 ± 0.10 |" in table[2]
