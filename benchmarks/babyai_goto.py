@@ -249,14 +249,20 @@ def build_bc(options: dict[str, Any], seed: int, demos: list[Episode]) -> BCLear
 
 
 def extractor(options: dict[str, Any], keys: list[str]) -> dict[str, Any]:
-    """The window's encoder over ``keys``, or with ``--history 0`` (no window) the flat features of the current step
-    (:class:`~sb3_hir.extractors.KeySelectExtractor`)."""
+    """The window's encoder over ``keys``, or with ``--history 0`` (no window) the current step's encoder alone:
+    the flat features (:class:`~sb3_hir.extractors.KeySelectExtractor`) or, with ``--extractor film``, the
+    goal-conditioned grid encoder (``sb3_hir_minigrid.BabyAIFiLMExtractor``)."""
     from sb3_hir.extractors import KeySelectExtractor
 
+    current: type = KeySelectExtractor
+    if options.get("extractor", "flat") == "film":
+        from sb3_hir_minigrid import BabyAIFiLMExtractor
+
+        current = BabyAIFiLMExtractor
     if not options["history"]:
-        return dict(features_extractor_class=KeySelectExtractor, features_extractor_kwargs=dict(keys=keys))
+        return dict(features_extractor_class=current, features_extractor_kwargs=dict(keys=keys))
     return dict(features_extractor_class=HistoryExtractor,
-                features_extractor_kwargs=dict(keys=keys, encoder=options["encoder"]))
+                features_extractor_kwargs=dict(keys=keys, encoder=options["encoder"], current_extractor_class=current))
 
 
 def evaluator(options: dict[str, Any], seed: int, variant: str = "some", normalize: Any = None) -> Any:
@@ -614,7 +620,11 @@ def parse_options(argv: list[str] | None = None) -> tuple[argparse.Namespace, di
     parser.add_argument("--eval-minutes", type=float, default=6.0, help="CPU time between evaluations")
     arguments.add_eval_episodes(parser, 100)
     arguments.add_history(parser, 16)
-    parser.add_argument("--encoder", default="conv", choices=["conv", "gru"])
+    parser.add_argument("--encoder", default="conv", choices=["conv", "gru"], help="the window's encoder")
+    parser.add_argument("--extractor", default="flat", choices=["flat", "film"],
+                        help="the current step's encoder (DQN and BC): flat (the codes as features, "
+                             "KeySelectExtractor) or film (sb3_hir_minigrid.BabyAIFiLMExtractor: the grid's codes "
+                             "embedded and convolved under FiLM blocks conditioned on the goals)")
     parser.add_argument("--steps", type=int, default=400_000, help="planned env steps (buffer size, exploration)")
     arguments.add_n_envs(parser, 8)
     arguments.add_learner(parser, gamma=0.97, learning_rate=5e-4, gradient_steps=4, exploration_fraction=0.15)

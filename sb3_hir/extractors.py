@@ -32,6 +32,7 @@ adds, which gives DQN, SAC, TQC and imitation's BC a recurrent learner without c
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch as th
 from gymnasium import spaces
@@ -103,6 +104,11 @@ class HistoryExtractor(BaseFeaturesExtractor):
     :param history_key: the window's key.
     :param encoder: ``"conv"`` or ``"gru"``.
     :param hidden_size: size of the window's encoding.
+    :param current_extractor_class: the extractor of the current ``keys``, built as
+        ``current_extractor_class(observation_space, keys=keys, **current_extractor_kwargs)``; by default
+        :class:`KeySelectExtractor` (flattened). Why: an env whose current observation has structure (BabyAI's
+        grid and instruction: ``sb3_hir_minigrid.BabyAIFiLMExtractor``) keeps that encoder under a window.
+    :param current_extractor_kwargs: its further arguments.
     """
 
     def __init__(
@@ -112,6 +118,8 @@ class HistoryExtractor(BaseFeaturesExtractor):
         history_key: str = "history",
         encoder: str = "conv",
         hidden_size: int = 64,
+        current_extractor_class: type[BaseFeaturesExtractor] = KeySelectExtractor,
+        current_extractor_kwargs: dict[str, Any] | None = None,
     ) -> None:
         if not isinstance(observation_space, spaces.Dict):
             raise ValueError(
@@ -128,7 +136,8 @@ class HistoryExtractor(BaseFeaturesExtractor):
             raise ValueError(f"keys must not include the history key {history_key!r}; it is encoded separately")
         check_choice(encoder, "encoder", HISTORY_ENCODERS)
         check_int(hidden_size, "hidden_size", 1)
-        current = KeySelectExtractor(observation_space, keys=selected)
+        current = current_extractor_class(observation_space, keys=selected,  # type: ignore[call-arg]
+                                          **(current_extractor_kwargs or {}))
         super().__init__(observation_space, features_dim=current.features_dim + hidden_size)
         self.current = current
         self.history_key = history_key

@@ -229,6 +229,36 @@ def test_wrapper_bad_input(kwargs, match):
         HistoryWrapper(gym.make("CartPole-v1"))
 
 
+def test_extractor_encodes_the_current_keys_with_the_given_extractor_and_keeps_the_default_s_parameters():
+    """``current_extractor_class`` builds the current step's encoder over ``keys`` (with its kwargs); the default
+    stays the flat ``KeySelectExtractor`` with the parameter names saved models hold."""
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+    from sb3_hir.extractors import KeySelectExtractor
+
+    class Doubled(BaseFeaturesExtractor):
+        def __init__(self, observation_space, keys, scale=1.0):
+            super().__init__(observation_space, features_dim=2)
+            self.keys, self.scale = list(keys), scale
+
+        def forward(self, observations):
+            return th.stack([observations[k].float().sum(dim=tuple(range(1, observations[k].dim())))
+                             for k in self.keys], dim=1) * self.scale
+
+    space = maze_with_history(length=4).observation_space
+    default = HistoryExtractor(space, keys=["obs", "goals"], hidden_size=8)
+    assert type(default.current) is KeySelectExtractor
+    assert set(default.state_dict()) == {"conv.0.weight", "conv.0.bias", "conv.2.weight", "conv.2.bias"}
+    custom = HistoryExtractor(space, keys=["obs", "goals"], hidden_size=8, current_extractor_class=Doubled,
+                              current_extractor_kwargs=dict(scale=3.0))
+    assert isinstance(custom.current, Doubled) and custom.current.keys == ["obs", "goals"]
+    assert custom.features_dim == 2 + 8
+    obs = {key: th.as_tensor(np.stack([sub.sample()]).astype(np.float32)) for key, sub in space.spaces.items()}
+    features = custom(obs)
+    expected = 3.0 * th.stack([obs["obs"].sum(), obs["goals"].sum()])
+    assert th.allclose(features[0, :2], expected)
+
+
 def test_extractor_bad_input():
     space = maze_with_history().observation_space
     with pytest.raises(ValueError, match="history_key 'window' must name a"):

@@ -14,6 +14,7 @@ from sb3_hir import hookimpl
 
 __all__ = [
     "BabyAIBotExpert",
+    "BabyAIFiLMExtractor",
     "BabyAIGoToInstruction",
     "BotStuckError",
     "BotUnavailableError",
@@ -27,6 +28,7 @@ __all__ = [
 
 _LAZY = {
     "BabyAIBotExpert": "sb3_hir_minigrid.bot",
+    "BabyAIFiLMExtractor": "sb3_hir_minigrid.film",
     "BotStuckError": "sb3_hir_minigrid.bot",
     "BotUnavailableError": "sb3_hir_minigrid.bot",
     "BabyAIGoToInstruction": "sb3_hir_minigrid.wrapper",
