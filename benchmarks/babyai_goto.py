@@ -106,13 +106,13 @@ def make_venv(options: dict[str, Any], seed: int, n_envs: int) -> DummyVecEnv:
     return cast(DummyVecEnv, make_vec_env(env_factory(options), n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv))
 
 
-def collect_demos(options: dict[str, Any], seed: int) -> tuple[list[Episode], float]:
+def collect_demos(options: dict[str, Any], seed: int, stream: int | None = None) -> tuple[list[Episode], float]:
     """``--demos`` episodes of BabyAI's bot and the CPU seconds they took (the expert's cost, kept off the learner's
     clock), as ``sb3-hir train --demos N --expert babyai-bot`` collects them: the training env stack (the same
     wrappers and window, so the observations are the buffer's), each env carrying the bot's labels
     (``with_expert_labels``), seeded with :func:`~sb3_hir.experiment.seeds.demo_seed` (apart from training and the
     held-out missions). The same episodes for every variant of a seed: the DQN variants' buffer and ``bc`` get
-    these."""
+    these. ``stream``: another seed than ``demo_seed(seed)`` (``bc``'s held-out labels use the held-out missions')."""
     import imitation.data.rollout  # noqa: F401  (expert_episodes' collector: imported before the clock starts)
     from sb3_hir_minigrid.bot import check_bot_available
 
@@ -122,11 +122,12 @@ def collect_demos(options: dict[str, Any], seed: int) -> tuple[list[Episode], fl
 
     check_bot_available()  # imports the bot, also before the clock
     start = time.process_time()
-    venv = make_vec_env(with_expert_labels(env_factory(options), EXPERT), n_envs=1, seed=demo_seed(seed),
+    stream = demo_seed(seed) if stream is None else stream
+    venv = make_vec_env(with_expert_labels(env_factory(options), EXPERT), n_envs=1, seed=stream,
                         vec_env_cls=DummyVecEnv)
     try:
         expert = resolvers.resolve_expert(EXPERT, venv=venv)
-        episodes = expert_episodes(expert, venv, options["demos"], seed=demo_seed(seed))
+        episodes = expert_episodes(expert, venv, options["demos"], seed=stream)
     finally:
         venv.close()
     return episodes, time.process_time() - start
@@ -169,7 +170,10 @@ def build_ppo_mlp(options: dict[str, Any], seed: int, keys: list[str]) -> Any:
 
 
 def policy_keys(options: dict[str, Any]) -> list[str]:
-    """The flat keys the learners read: ``goal_steps`` too where a mission has several goals."""
+    """The flat keys the learners read: ``goal_steps`` too where a mission has several goals; with ``--no-goal``
+    the observation alone (the ablation that measures how much of a learner's success reads the instruction)."""
+    if options.get("no_goal"):
+        return ["obs"]
     return ["obs", "goals", "goal_steps"] if options["k_max"] > 1 else ["obs", "goals"]
 
 
@@ -372,18 +376,35 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     return {"variant": variant, "seed": seed, "curve": clock.curve}
 
 
+def stacked_steps(episodes: list[Episode]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Every step's observation (a Dict of stacked arrays) and the bot's action there."""
+    from imitation.data.types import DictObs
+
+    trajectories = [episode.to_trajectory() for episode in episodes]
+    obs = [cast(DictObs, t.obs) for t in trajectories]  # the wrapper's Dict observations
+    keys = list(obs[0].keys())
+    observations = {k: np.concatenate([o.get(k)[:-1] for o in obs]) for k in keys}
+    return observations, np.concatenate([t.acts for t in trajectories])
+
+
 def train_bc(options: dict[str, Any], seed: int, demos: list[Episode],
              report: Callable[[list[dict[str, float]]], None]) -> list[dict[str, float]]:
     """``bc``: BC on ``demos`` on the DQN variants' clock: the CPU time from the built learner on, evaluations
     included, with the same greedy evaluator on the same held-out missions every ``--eval-minutes`` (the clock is
     read every :data:`BC_BATCHES_PER_CHECK` batches), until ``--cpu-minutes``. Each point also holds the ``batches``
-    trained; ``timesteps`` stays 0 (BC takes no env step)."""
+    trained (``timesteps`` stays 0: BC takes no env step) and ``label_accuracy``: the share of the bot's actions the
+    greedy policy takes on twice ``--eval-episodes`` bot episodes of the held-out missions' stream (what it
+    generalizes of the teacher, beside what it fits)."""
     warnings.filterwarnings("ignore", category=UserWarning, module="imitation")  # its DictObs chatter
+    held_out, _ = collect_demos({**options, "demos": 2 * options["eval_episodes"]}, seed, stream=eval_seed(seed))
+    held_obs, held_actions = stacked_steps(held_out)
     learner = build_bc(options, seed, demos)
     greedy = evaluator(options, seed, "bc")
 
     def evaluate(model: Any) -> dict[str, float]:
-        return {**greedy(model), "batches": model.batches}
+        predicted, _ = model.predict(held_obs, deterministic=True)
+        return {**greedy(model), "batches": model.batches,
+                "label_accuracy": float(np.mean(predicted == held_actions))}
 
     clock = WallClockCallback(options["eval_minutes"] * 60, options["cpu_minutes"] * 60, evaluate, report,
                               clock="cpu")
@@ -455,7 +476,7 @@ def summarize(curves: dict[str, list[list[dict[str, float]]]]) -> dict[str, list
         for i in range(max(len(c) for c in runs)):
             reached = [c for c in runs if len(c) > i]
             row: dict[str, float] = {"evaluation": i, "seeds": len(reached)}
-            keys = ["minutes", "timesteps", "success_rate", "goals_reached", "batches",
+            keys = ["minutes", "timesteps", "success_rate", "goals_reached", "batches", "label_accuracy",
                     *(key for key, _ in stochastic_scores(reached[0][i]))]
             for key in keys:
                 if key not in reached[0][i]:  # sampled: ppo's runs only; epsilon: --eval-epsilon's; batches: bc's
@@ -486,6 +507,8 @@ def report(out: Path, args: argparse.Namespace) -> None:
                                     for score in stochastic_scores(r)))
     header = ["variant", "evaluation", "CPU minutes", "env steps", "success rate", "goals reached", "seeds"]
     header[5:5] = [f"success rate, {label}" for _, label in stochastic]
+    labels = any("label_accuracy_mean" in r for table in summary.values() for r in table)  # bc's
+    header[-1:-1] = ["bot's held-out actions matched"] if labels else []
     rows = []
     for variant, table in summary.items():
         for r in table:
@@ -496,11 +519,15 @@ def report(out: Path, args: argparse.Namespace) -> None:
                    format_mean_std(r["goals_reached_mean"], r["goals_reached_std"]), str(r["seeds"])]
             row[5:5] = [format_mean_std(r[f"{key}_mean"], r[f"{key}_std"]) if f"{key}_mean" in r else "-"
                         for key, _ in stochastic]
+            if labels:
+                row[-1:-1] = [format_mean_std(r["label_accuracy_mean"], r["label_accuracy_std"])
+                              if "label_accuracy_mean" in r else "-"]
             rows.append(row)
     if randoms:
         random_row = ["uniform random", "-", "-", "-", format_mean_std(float(np.mean(randoms)), float(np.std(randoms))),
                       format_mean_std(float(np.mean(random_goals)), float(np.std(random_goals))), str(len(randoms))]
         random_row[5:5] = ["-"] * len(stochastic)
+        random_row[-1:-1] = ["-"] if labels else []
         rows.append(random_row)
     text = markdown_table(header, rows)
     if demos:
@@ -621,6 +648,9 @@ def parse_options(argv: list[str] | None = None) -> tuple[argparse.Namespace, di
     arguments.add_eval_episodes(parser, 100)
     arguments.add_history(parser, 16)
     parser.add_argument("--encoder", default="conv", choices=["conv", "gru"], help="the window's encoder")
+    parser.add_argument("--no-goal", action="store_true",
+                        help="ablation: the learners read the observation and its window, not the goals (how much "
+                             "of their success reads the instruction)")
     parser.add_argument("--extractor", default="flat", choices=["flat", "film"],
                         help="the current step's encoder (DQN and BC): flat (the codes as features, "
                              "KeySelectExtractor) or film (sb3_hir_minigrid.BabyAIFiLMExtractor: the grid's codes "
@@ -661,6 +691,9 @@ def parse_options(argv: list[str] | None = None) -> tuple[argparse.Namespace, di
     args = parser.parse_args(argv)
     if not args.collect:
         check_demo_args(parser, args)
+        if args.no_goal and args.extractor == "film":
+            parser.error("--extractor film is conditioned on the goals, and --no-goal removes them: use "
+                         "--extractor flat for the ablation")
         if not 0.0 <= args.eval_epsilon < 1.0:
             parser.error(f"--eval-epsilon must be in [0, 1) (the chance of a uniform action), "
                          f"got {args.eval_epsilon:g}")

@@ -28,6 +28,16 @@ def test_an_epsilon_outside_0_1_is_refused_naming_the_flag(goto, capsys):
     assert options["eval_epsilon"] == 0.05
 
 
+def test_the_goal_ablation_removes_only_the_goal_keys_and_refuses_the_goal_conditioned_encoder(goto, capsys):
+    _, options = goto.parse_options(["--k-max", "4", "--no-goal"])
+    assert goto.policy_keys(options) == ["obs"]
+    _, options = goto.parse_options(["--k-max", "4"])
+    assert goto.policy_keys(options) == ["obs", "goals", "goal_steps"]
+    with pytest.raises(SystemExit):
+        goto.parse_options(["--no-goal", "--extractor", "film"])
+    assert "--extractor film is conditioned on the goals, and --no-goal removes them" in capsys.readouterr().err
+
+
 def test_epsilon_scores_are_summarized_and_tabled_beside_greedy(goto, tmp_path):
     key = goto.epsilon_key(0.05)
     assert key == "success_rate_epsilon0.05"

@@ -100,12 +100,15 @@ class BabyAIFiLMExtractor(BaseFeaturesExtractor):
         self.goal_keys = goal_keys
         # One table per image channel (BabyAI's "bag of words" image embedding): codes are categories.
         self.cells = nn.Embedding(3 * CELL_CODES, channels)
+        self.cell_offsets: th.Tensor
         self.register_buffer("cell_offsets", th.arange(3) * CELL_CODES, persistent=False)
         self.goal_embeddings = nn.ModuleDict()
         self.goal_lows: dict[str, int] = {}
         width = 0
         for name in goal_keys:
             space = observation_space[name]
+            if not isinstance(space, spaces.Box):
+                raise ValueError(f"goal key {name!r} must be a Box of integer codes, got {space!r}")
             low, high = int(np.min(space.low)), int(np.max(space.high))
             self.goal_lows[name] = low
             self.goal_embeddings[name] = nn.Embedding(high - low + 1, 16)
