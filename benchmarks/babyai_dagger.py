@@ -9,7 +9,8 @@ through :mod:`sb3_hir.env_experts` (the ``sb3-hir-minigrid`` plugin's ``"babyai-
 Both arms are the same :class:`sb3_hir.dagger.DAggerTrainer` (imitation's ``bc.BC`` over an SB3
 ``MultiInputActorCriticPolicy`` reading the plugin's instruction observation through
 :class:`~sb3_hir.extractors.KeySelectExtractor`, or with ``--history N`` a :class:`~sb3_hir.history.HistoryWrapper`
-window and :class:`~sb3_hir.extractors.HistoryExtractor`), with the same rounds, labels per round and BC batches per
+window and :class:`~sb3_hir.extractors.HistoryExtractor`; ``--extractor film`` reads the current step through the
+plugin's goal-conditioned ``BabyAIFiLMExtractor`` instead), with the same rounds, labels per round and BC batches per
 round; they differ only in who acts while the labels are collected. ``dagger`` follows a linear beta schedule (round
 0 is the bot alone, beta reaches 0 after ``--beta-rampdown`` rounds); ``bc`` keeps beta = 1 in every round, i.e. BC
 on bot demonstrations of the same label count, no learner in the loop. Each round collects exactly
@@ -151,13 +152,18 @@ def keys(options: dict[str, Any]) -> list[str]:
 # ---------------------------------------------------------------------------------------------------- learner
 def make_trainer(options: dict[str, Any], venv: VecEnv, scratch: str, arm: str, seed: int) -> Any:
     """The arm's DAgger trainer: imitation's BC over an actor-critic policy, the learner acting greedily."""
+    current: type = KeySelectExtractor
+    if options.get("extractor", "flat") == "film":
+        from sb3_hir_minigrid import BabyAIFiLMExtractor
+
+        current = BabyAIFiLMExtractor
     if options["history"]:
         extractor: dict[str, Any] = dict(features_extractor_class=HistoryExtractor,
                                          features_extractor_kwargs=dict(keys=keys(options),
-                                                                        encoder=options["encoder"]))
+                                                                        encoder=options["encoder"],
+                                                                        current_extractor_class=current))
     else:
-        extractor = dict(features_extractor_class=KeySelectExtractor,
-                         features_extractor_kwargs=dict(keys=keys(options)))
+        extractor = dict(features_extractor_class=current, features_extractor_kwargs=dict(keys=keys(options)))
     space: Any = venv.observation_space  # the plugin's Dict space
     policy = MultiInputActorCriticPolicy(space, venv.action_space, lambda _: 0.0, net_arch=list(options["net_arch"]),
                                          **extractor)
@@ -381,6 +387,7 @@ def report(out: Path) -> None:
     axes[0].set_ylim(0, 1.02)
     axes[0].legend(loc="lower right", fontsize=8)
     memory = f"history {options['history']} ({options['encoder']})" if options["history"] else "memoryless"
+    memory += ", FiLM encoder" if options.get("extractor") == "film" else ""
     fig.suptitle(f"DAgger vs BC with BabyAI's bot on {options['level']} (k_max {options['k_max']}), {memory} "
                  "learner: mean ± std over seeds", fontsize=9)
     fig.tight_layout()
@@ -410,6 +417,10 @@ def main(argv: list[str] | None = None) -> int:
     arguments.add_eval_episodes(parser, 200)
     arguments.add_history(parser, 8, help="HistoryWrapper window of the learner (0: the memoryless learner)")
     parser.add_argument("--encoder", default="conv", choices=["conv", "gru"], help="HistoryExtractor's encoder")
+    parser.add_argument("--extractor", default="flat", choices=["flat", "film"],
+                        help="the current step's encoder: flat (the codes as features, KeySelectExtractor) or film "
+                             "(sb3_hir_minigrid.BabyAIFiLMExtractor: the grid's codes embedded, under FiLM blocks "
+                             "conditioned on the goals)")
     arguments.add_n_envs(parser, 8)
     arguments.add_seeds(parser, [0, 1, 2])
     arguments.add_ray(parser, "(arm, seed) runs")

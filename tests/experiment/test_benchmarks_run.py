@@ -25,7 +25,7 @@ BENCHMARKS = ROOT / "benchmarks"
 
 #: ``{TMP}`` is the run's temporary directory, ``{ROOT}`` the repository (this checkout).
 RUNS: dict[str, list[str]] = {
-    "babyai_dagger.py": ["--tiny", "--out", "{TMP}/babyai_dagger"],  # the bot: minigrid 3, the current profile
+    "babyai_dagger.py": ["--tiny", "--extractor", "film", "--out", "{TMP}/babyai_dagger"],  # the bot: minigrid 3
     "babyai_goto.py": ["--cpu-minutes", "0.02", "--eval-minutes", "0.01", "--eval-episodes", "2", "--steps", "200",
                        "--n-envs", "2", "--seeds", "0", "--variants", "some", "bc", "--demos", "2",
                        "--eval-epsilon", "0.05", "--out", "{TMP}/babyai"],
