@@ -61,7 +61,7 @@ from sb3_hir.cli.train import DEFAULT_DEMO_RATIO
 from sb3_hir.episodes import Episode
 from sb3_hir.experiment import arguments, format_mean_std, markdown_table, seed_process
 from sb3_hir.experiment.baselines import EpsilonGreedy, UniformRandomPolicy
-from sb3_hir.experiment.budgets import WallClockCallback, instruction_evaluator
+from sb3_hir.experiment.budgets import TrainingEpisodes, WallClockCallback, instruction_evaluator
 from sb3_hir.experiment.runner import run_all
 from sb3_hir.experiment.seeds import demo_seed, eval_seed
 from sb3_hir.extractors import HistoryExtractor
@@ -367,7 +367,7 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     model = build_model(options, variant, seed, demos)
     clock = WallClockCallback(options["eval_minutes"] * 60, options["cpu_minutes"] * 60,
                               evaluator(options, seed, variant, model.get_vec_normalize_env()), report,
-                              clock="cpu")
+                              clock="cpu", training_episodes=TrainingEpisodes(window=100, target=0.99))
     clock.init_callback(model)
     clock.record()  # the untrained policy: every curve starts at 0 minutes
     model.learn(options["steps"], callback=clock)
@@ -476,7 +476,7 @@ def summarize(curves: dict[str, list[list[dict[str, float]]]]) -> dict[str, list
         for i in range(max(len(c) for c in runs)):
             reached = [c for c in runs if len(c) > i]
             row: dict[str, float] = {"evaluation": i, "seeds": len(reached)}
-            keys = ["minutes", "timesteps", "success_rate", "goals_reached", "batches", "label_accuracy",
+            keys = ["minutes", "timesteps", "episodes", "success_rate", "goals_reached", "batches", "label_accuracy",
                     *(key for key, _ in stochastic_scores(reached[0][i]))]
             for key in keys:
                 if key not in reached[0][i]:  # sampled: ppo's runs only; epsilon: --eval-epsilon's; batches: bc's
@@ -494,13 +494,19 @@ def report(out: Path, args: argparse.Namespace) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    summary = summarize(collect(out, list(args.variants), list(args.seeds)))
+    curves = collect(out, list(args.variants), list(args.seeds))
+    summary = summarize(curves)
+    # BabyAI's rl_dataeff.py measure: training episodes until the last 100 succeeded at 99 % (None: not reached,
+    # with the episodes the run trained on); runs recorded before the count have no "episodes"
+    to_99 = {variant: [dict(episodes_to_99=c[-1].get("episodes_to_target"), episodes=c[-1]["episodes"])
+                       for c in runs if "episodes" in c[-1]] for variant, runs in curves.items()}
     demos = collect_demo_records(out, list(args.variants), list(args.seeds))
     randoms = [json.loads(p.read_text())["success_rate"] for seed in args.seeds
                if (p := out / f"random-seed{seed}.json").exists()]
     random_mean = float(np.mean(randoms)) if randoms else None
     write_json(out / "summary.json", dict(level=args.level, seeds=list(args.seeds), summary=summary,
-                                          random_success=randoms, demos=demos))
+                                          random_success=randoms, demos=demos,
+                                          episodes_to_99={v: r for v, r in to_99.items() if r}))
     random_goals = [json.loads(p.read_text())["goals_reached"] for seed in args.seeds
                     if (p := out / f"random-seed{seed}.json").exists()]
     stochastic = list(dict.fromkeys(score for table in summary.values() for r in table
@@ -513,7 +519,8 @@ def report(out: Path, args: argparse.Namespace) -> None:
     for variant, table in summary.items():
         for r in table:
             steps = (f"- ({r['batches_mean']:.0f} BC batches)" if "batches_mean" in r  # BC takes no env step
-                     else f"{r['timesteps_mean'] / 1000:.0f}k")
+                     else f"{r['timesteps_mean'] / 1000:.0f}k"
+                     + (f" ({r['episodes_mean']:.0f} episodes)" if r.get("episodes_mean") else ""))
             row = [variant, str(r["evaluation"]), f"{r['minutes_mean']:.1f}", steps,
                    format_mean_std(r["success_rate_mean"], r["success_rate_std"]),
                    format_mean_std(r["goals_reached_mean"], r["goals_reached_std"]), str(r["seeds"])]
@@ -530,6 +537,12 @@ def report(out: Path, args: argparse.Namespace) -> None:
         random_row[-1:-1] = ["-"] if labels else []
         rows.append(random_row)
     text = markdown_table(header, rows)
+    lines = [f"- {variant}: " + ", ".join(f"{r['episodes_to_99']:.0f}" if r["episodes_to_99"] is not None
+                                          else f"not reached in {r['episodes']:.0f}" for r in runs)
+             for variant, runs in to_99.items() if runs]
+    if lines:
+        text += ("\n\nTraining episodes until the last 100 succeeded at 99 % (BabyAI's rl_dataeff.py), per seed:\n"
+                 + "\n".join(lines))
     if demos:
         text += "\n\n" + demo_table(demos)
     with atomic_path(out / "summary.md") as tmp:

@@ -21,7 +21,13 @@ module, and ``sb3-hir sweep`` runs its trials through the same :mod:`~sb3_hir.ex
 
 from __future__ import annotations
 
-from sb3_hir.experiment.budgets import BudgetCallback, WallClockCallback, episode_evaluator, instruction_evaluator
+from sb3_hir.experiment.budgets import (
+    BudgetCallback,
+    TrainingEpisodes,
+    WallClockCallback,
+    episode_evaluator,
+    instruction_evaluator,
+)
 from sb3_hir.experiment.records import Record, Records, TableLayout
 from sb3_hir.experiment.seeds import eval_seed, seed_process
 from sb3_hir.experiment.spec import BenchmarkSpec, run_benchmark, timed_run
@@ -41,6 +47,7 @@ __all__ = [
     "Record",
     "Records",
     "TableLayout",
+    "TrainingEpisodes",
     "WallClockCallback",
     "episode_evaluator",
     "eval_seed",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ from sb3_hir.experiment.seeds import EVAL_SEED_OFFSET
 __all__ = [
     "BudgetCallback",
     "Evaluator",
+    "TrainingEpisodes",
     "WallClockCallback",
     "episode_evaluator",
     "instruction_evaluator",
@@ -158,13 +160,51 @@ class BudgetCallback(BaseCallback):
         self._evaluate_reached()
 
 
+class TrainingEpisodes:
+    """The training episodes a run has finished, and the first count at which the success rate of the last
+    ``window`` of them reached ``target``: BabyAI's sample-efficiency measure (``scripts/rl_dataeff.py`` counts the
+    episodes until a 100-episode smoothed success rate reaches 99 %), read from the episodes the learner trained on
+    (its exploration included), as BabyAI reads its PPO's.
+
+    :param window: episodes in the smoothed success rate.
+    :param target: success rate to reach.
+    """
+
+    def __init__(self, window: int = 100, target: float = 0.99) -> None:
+        check_int(window, "window", 1)
+        if not 0.0 < float(target) <= 1.0:
+            raise ValueError(f"target must be in (0, 1], got {target!r}")
+        self.window, self.target = window, float(target)
+        self.episodes = 0
+        self.recent: deque[bool] = deque(maxlen=window)
+        #: the episode count at which the smoothed success rate first reached ``target`` (None: not yet).
+        self.reached_at: int | None = None
+
+    def update(self, dones: np.ndarray, infos: Sequence[Mapping[str, Any]]) -> None:
+        """Count the sub-envs' finished episodes of one vector step, with their ``info["is_success"]``."""
+        for i in np.flatnonzero(np.asarray(dones, dtype=bool)):
+            self.episodes += 1
+            self.recent.append(bool(infos[int(i)].get("is_success", False)))
+            if (self.reached_at is None and len(self.recent) == self.window
+                    and float(np.mean(self.recent)) >= self.target):
+                self.reached_at = self.episodes
+
+    def metrics(self) -> dict[str, float]:
+        """``episodes`` so far, the smoothed ``train_success`` (NaN before ``window`` episodes) and, once reached,
+        ``episodes_to_target``."""
+        smoothed = float(np.mean(self.recent)) if len(self.recent) == self.window else float("nan")
+        found = {} if self.reached_at is None else {"episodes_to_target": float(self.reached_at)}
+        return dict(episodes=float(self.episodes), train_success=smoothed, **found)
+
+
 class WallClockCallback(BaseCallback):
     """Evaluate every ``eval_seconds`` of wall time and stop training after ``limit_seconds``, evaluations included.
 
     Each evaluation appends a point to :attr:`curve`: ``minutes`` since the callback was built (so set-up done
     after it, such as collecting demonstrations, is on the clock), ``timesteps``, the evaluator's metrics and the
     machine's ``load_average`` (runs that shared the cores are told apart by it). ``on_evaluation(curve)`` is called
-    after each, to print or save it as it grows.
+    after each, to print or save it as it grows. With ``training_episodes`` (a :class:`TrainingEpisodes`), every
+    step's finished training episodes are counted, and each point also carries its metrics.
 
     :param eval_seconds: wall time between evaluations.
     :param limit_seconds: wall time after which ``learn`` stops.
@@ -173,10 +213,12 @@ class WallClockCallback(BaseCallback):
     :param clock: ``"wall"`` (``time.perf_counter``) or ``"cpu"`` (``time.process_time``, this process's CPU
         seconds): a CPU-time budget ("one CPU-hour per seed") stays the same budget when runs share cores with
         other work, where a wall-time one shrinks. Points then also carry ``wall_minutes``.
+    :param training_episodes: counts the training episodes (None: not counted).
     """
 
     def __init__(self, eval_seconds: float, limit_seconds: float, evaluate: Evaluator,
-                 on_evaluation: Callable[[list[dict[str, float]]], None] | None = None, clock: str = "wall") -> None:
+                 on_evaluation: Callable[[list[dict[str, float]]], None] | None = None, clock: str = "wall",
+                 training_episodes: TrainingEpisodes | None = None) -> None:
         super().__init__()
         if not eval_seconds > 0 or not limit_seconds > 0:
             raise ValueError(f"eval_seconds and limit_seconds must be > 0; got {eval_seconds}, {limit_seconds}")
@@ -186,6 +228,7 @@ class WallClockCallback(BaseCallback):
         self.evaluate = evaluate
         self.on_evaluation = on_evaluation
         self.clock = clock
+        self.training_episodes = training_episodes
         self._now = time.perf_counter if clock == "wall" else time.process_time
         self.wall_start = time.perf_counter()
         self.start = self._now()
@@ -200,12 +243,16 @@ class WallClockCallback(BaseCallback):
                      **metrics, load_average=round(os.getloadavg()[0], 2))
         if self.clock == "cpu":
             point["wall_minutes"] = round((time.perf_counter() - self.wall_start) / 60, 2)
+        if self.training_episodes is not None:
+            point.update(self.training_episodes.metrics())
         self.curve.append(point)
         if self.on_evaluation is not None:
             self.on_evaluation(self.curve)
         return point
 
     def _on_step(self) -> bool:
+        if self.training_episodes is not None:
+            self.training_episodes.update(self.locals["dones"], self.locals["infos"])
         if self._now() - self.start >= self.next_eval:
             self.record()
             self.next_eval += self.every

@@ -198,3 +198,45 @@ def test_epsilon_greedy_keeps_the_greedy_action_or_draws_a_uniform_one():
     assert abs(changed - 0.3 * (1 - 1 / env.action_space.n)) < 0.04
     with pytest.raises(ValueError, match=r"epsilon must be in \[0, 1\]"):
         EpsilonGreedy(model, env.action_space, 1.5)
+
+
+def test_training_episodes_are_counted_as_sb3_s_monitor_counts_them_with_their_success():
+    """The clock's count of finished training episodes and their smoothed success, against SB3's own ``Monitor``
+    records of the same run (every sub-env wrapped by ``make_vec_env``)."""
+
+    from sb3_hir.experiment import TrainingEpisodes, WallClockCallback
+
+    env = make_env(n_envs=2)
+    model = tiny_dqn(env)
+    counter = TrainingEpisodes(window=5, target=0.99)
+    clock = WallClockCallback(1000, 1000, lambda m: {}, training_episodes=counter)
+    model.learn(600, callback=clock)
+    clock.record()
+    monitored = sum(len(lengths) for lengths in env.get_attr("episode_lengths"))
+    assert counter.episodes == monitored > 5
+    point = clock.curve[-1]
+    assert point["episodes"] == monitored
+    assert 0.0 <= point["train_success"] <= 1.0 and len(counter.recent) == 5
+
+
+def test_the_episodes_to_target_are_the_first_count_where_the_last_window_succeeded():
+    import numpy as np
+    import pytest
+
+    from sb3_hir.experiment import TrainingEpisodes
+
+    counter = TrainingEpisodes(window=3, target=0.99)
+    outcomes = [True, False, True, True, True, False, True]  # the last 3 first all succeed at episode 5
+    for i in range(0, len(outcomes), 2):  # two sub-envs, both done at each vector step
+        pair = outcomes[i:i + 2]
+        counter.update(np.ones(len(pair), dtype=bool), [{"is_success": o} for o in pair])
+        if i == 0:
+            assert np.isnan(counter.metrics()["train_success"])  # fewer than a window
+    assert counter.reached_at == 5
+    assert counter.metrics() == dict(episodes=7.0, train_success=pytest.approx(2 / 3), episodes_to_target=5.0)
+    counter.update(np.array([False, True]), [{"is_success": True}, {}])  # an info without is_success: a failure
+    assert counter.episodes == 8 and list(counter.recent) == [False, True, False]
+    with pytest.raises(ValueError, match="window must be an int >= 1"):
+        TrainingEpisodes(window=0)
+    with pytest.raises(ValueError, match=r"target must be in \(0, 1\]"):
+        TrainingEpisodes(target=1.5)
