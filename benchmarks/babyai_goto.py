@@ -424,7 +424,7 @@ def random_level(options: dict[str, Any], seed: int, out: Path) -> dict[str, flo
     env = make_venv(options, eval_seed(seed), 1)
     policy = UniformRandomPolicy(env.action_space, seed=eval_seed(seed))
     env.close()
-    result = dict(evaluator(options, seed)(policy))
+    result = dict(evaluator({**options, "eval_epsilon": 0.0}, seed)(policy))  # already uniform: greedy only
     write_json(out / f"random-seed{seed}.json", dict(seed=seed, options=options, **result))
     return result
 
