@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from sb3_hir.protocols import GoalSpecProtocol
 
 __all__ = ["ExactGoalSpec", "GoalSpec", "ToleranceGoalSpec", "indexable_by_value", "instruction_complete",
-           "padding_mask"]
+           "pack_goals", "padding_mask"]
 
 
 class GoalSpec(ABC):
@@ -341,7 +341,7 @@ def _masks(description_levels: Any) -> np.ndarray | None:
         return None
 
 
-def _pack_goals(values: np.ndarray, goal_ndim: int) -> np.ndarray | None:
+def pack_goals(values: np.ndarray, goal_ndim: int) -> np.ndarray | None:
     """One unsigned integer per goal when a goal of integers fits in 8 bytes, else None.
 
     Equality of packed goals is equality of all their components, and it skips numpy's reduction over a tiny
@@ -377,9 +377,9 @@ class ExactGoalSpec(GoalSpec):
             and min(achieved.ndim, goal.ndim) >= ndim
             and achieved.shape[achieved.ndim - ndim :] == goal.shape[goal.ndim - ndim :]
         ):
-            packed = _pack_goals(achieved, ndim)
+            packed = pack_goals(achieved, ndim)
             if packed is not None:
-                return self._not_nothing(achieved, packed == _pack_goals(goal, ndim))
+                return self._not_nothing(achieved, packed == pack_goals(goal, ndim))
         return self._not_nothing(achieved, (achieved == goal).all(axis=self._goal_axes))
 
 

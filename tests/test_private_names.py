@@ -34,7 +34,6 @@ ALLOWED_PRIVATE: list[tuple[str, str, str]] = [
     ("sb3_hir/episodes.py", "_max_episode_steps",
      "gymnasium's TimeLimit keeps its limit there (env.spec is None for an env built without gym.make)"),
     # issue 56's debt: parts that still reach into the buffer or a sibling package (to go with the restructuring)
-    ("sb3_hir/buffers/storage.py", "_pack_goals", "goals.py's packing of goal rows, shared with the storage"),
     ("sb3_hir/buffers/legacy.py", "_draw_template", "old pickles are upgraded by writing the buffer's parts"),
     ("sb3_hir/buffers/legacy.py", "_online", "old pickles are upgraded by writing the buffer's parts"),
     ("sb3_hir/buffers/legacy.py", "_serving", "old pickles are upgraded by writing the buffer's parts"),

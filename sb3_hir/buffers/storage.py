@@ -15,7 +15,7 @@ import numpy as np
 from gymnasium import spaces
 
 from sb3_hir.episodes import Episode
-from sb3_hir.goals import _pack_goals
+from sb3_hir.goals import pack_goals
 
 __all__ = ["Cursor", "Layout", "Storage", "take_rows", "value_ids"]
 
@@ -191,7 +191,7 @@ def take_rows(array: np.ndarray, flat: np.ndarray) -> np.ndarray:
 def value_ids(achieved: np.ndarray, own_goals: np.ndarray, goal_ndim: int) -> tuple[np.ndarray, np.ndarray]:
     """Integer ids of goal values (equal ids = equal values) for the T achieved values and the k own goals."""
     values = np.concatenate([achieved, own_goals.astype(achieved.dtype, copy=False)])
-    packed = _pack_goals(values, goal_ndim)
+    packed = pack_goals(values, goal_ndim)
     if packed is None:
         flat = values.reshape(len(values), -1)
         _, packed = np.unique(flat, axis=0, return_inverse=True)
