@@ -1,8 +1,8 @@
 """Argument checks shared by every object that takes numbers or names: one wording, one place.
 
 Each check returns the value converted (``int``, ``float``) so a caller validates and normalises in one line, and
-raises ``ValueError`` naming the argument, what it got and what is accepted. ``bool`` is refused where a number is
-asked for: ``True`` is an ``int`` to Python but never a meant count.
+raises :class:`ArgumentError` (a ``ValueError``) naming the argument, what it got and what is accepted. ``bool`` is
+refused where a number is asked for: ``True`` is an ``int`` to Python but never a meant count.
 """
 
 from __future__ import annotations
@@ -18,7 +18,23 @@ from gymnasium import spaces
 
 T = TypeVar("T")
 
-__all__ = ["check_choice", "check_int", "check_keys", "check_number", "check_space_values", "describe"]
+__all__ = ["ArgumentError", "check_choice", "check_int", "check_keys", "check_number", "check_space_values",
+           "describe"]
+
+
+class ArgumentError(ValueError):
+    """A ``ValueError`` about one argument, which it names in :attr:`argument`: a caller that spells the argument
+    otherwise (the CLI's ``--relabel-ratio`` for ``relabel_ratio``) says it in its own words from :attr:`detail`,
+    without reading the message.
+
+    :param argument: the argument's name, as the object that checked it calls it.
+    :param detail: what was wrong, after the name (``"must be an int >= 1; got 0"``).
+    """
+
+    def __init__(self, argument: str, detail: str) -> None:
+        super().__init__(f"{argument} {detail}")
+        self.argument = argument
+        self.detail = detail
 
 
 def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | None = None, hint: str = "") -> int:
@@ -28,7 +44,7 @@ def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | 
         or (minimum is not None and int(value) < minimum)
         or (maximum is not None and int(value) > maximum)
     ):
-        raise ValueError(f"{name} must be an int{_bounds(minimum, maximum)}; got {value!r}{_hint(hint)}")
+        raise ArgumentError(name, f"must be an int{_bounds(minimum, maximum)}; got {value!r}{_hint(hint)}")
     return int(value)
 
 
@@ -68,7 +84,7 @@ def check_number(
         else:
             where = " finite number"
         kind = "a number" if minimum is not None and maximum is not None else "a"
-        raise ValueError(f"{name} must be {kind}{where}; got {value!r}{_hint(hint)}")
+        raise ArgumentError(name, f"must be {kind}{where}; got {value!r}{_hint(hint)}")
     return float(value)
 
 
@@ -76,7 +92,7 @@ def check_choice(value: T, name: str, choices: Iterable[Any], hint: str = "") ->
     """``value`` if it is one of ``choices``; the message lists them all, so a misspelt name is fixed from it alone."""
     accepted = list(choices)
     if isinstance(value, bool) or value not in accepted:
-        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in accepted)}; got {value!r}{_hint(hint)}")
+        raise ArgumentError(name, f"must be one of {', '.join(repr(c) for c in accepted)}; got {value!r}{_hint(hint)}")
     return value
 
 

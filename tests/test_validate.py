@@ -55,3 +55,31 @@ def test_check_space_values_passes_values_the_space_holds_and_loose_observation_
     assert check_space_values(values, spaces.Box(-1, 1, (2,)), "obs", bounds=False) is values
     check_space_values(np.array([[1, 3]]), spaces.MultiDiscrete([2, 4]), "a")
     check_space_values(np.array([3]), spaces.Discrete(2, start=2), "a")
+
+
+@pytest.mark.parametrize(("check", "args", "detail"), [
+    ("check_int", (0, "n_steps", 1), "must be an int >= 1; got 0"),
+    ("check_number", (2.0, "relabel_ratio", 0.0, 1.0), "must be a number in [0, 1]; got 2.0"),
+    ("check_choice", ("x", "memory_layout", ["full", "compact"]), "must be one of 'full', 'compact'; got 'x'"),
+])
+def test_a_refused_argument_is_named_on_the_error_not_only_in_its_message(check, args, detail) -> None:
+    from sb3_hir import _validate
+
+    with pytest.raises(_validate.ArgumentError) as exc:
+        getattr(_validate, check)(*args)
+    assert isinstance(exc.value, ValueError)
+    assert (exc.value.argument, exc.value.detail) == (args[1], detail)
+    assert str(exc.value) == f"{args[1]} {detail}"
+
+
+def test_the_cli_names_its_option_from_the_error_s_argument_not_from_the_message() -> None:
+    from sb3_hir._validate import ArgumentError
+    from sb3_hir.cli.train import usage_error
+
+    assert str(usage_error(ArgumentError("relabel_ratio", "must be a number in [0, 1]; got 2.0"), "dqn-some")) == (
+        "--relabel-ratio must be a number in [0, 1]; got 2.0")
+    # a message that merely starts with an option's name is not about that argument
+    assert str(usage_error(ValueError("n_steps of the env and gamma disagree"), "dqn-some")) == (
+        "cannot build dqn-some: n_steps of the env and gamma disagree")
+    assert str(usage_error(ArgumentError("gamma", "must be a number in [0, 1]; got 2"), "dqn-some")) == (
+        "cannot build dqn-some: gamma must be a number in [0, 1]; got 2")

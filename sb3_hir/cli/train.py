@@ -23,7 +23,7 @@ from stable_baselines3.common.logger import configure as configure_logger
 from tqdm import TqdmExperimentalWarning
 
 from sb3_hir import resolvers
-from sb3_hir._validate import check_number
+from sb3_hir._validate import ArgumentError, check_number
 from sb3_hir.atomic import atomic_path
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.buffers.demonstrations import as_episodes, expert_episodes
@@ -302,12 +302,11 @@ OPTION_NAMES = {"relabel_ratio": "--relabel-ratio", "n_steps": "--n-steps", "lea
 
 def usage_error(exc: ValueError | TypeError, label: str) -> UsageError:
     """A library object's ``ValueError`` (or ``TypeError``) as the CLI's one line, naming the option where the error
-    names its argument."""
-    detail = " ".join(str(exc).split())
-    for name, option in OPTION_NAMES.items():
-        if detail.startswith(name + " "):
-            return UsageError(f"{option}{detail[len(name):]}")
-    return UsageError(f"cannot build {label}: {detail}")
+    is an :class:`~sb3_hir._validate.ArgumentError` about an argument the CLI sets (read from the error, not from its
+    message)."""
+    if isinstance(exc, ArgumentError) and exc.argument in OPTION_NAMES:
+        return UsageError(f"{OPTION_NAMES[exc.argument]} {' '.join(exc.detail.split())}")
+    return UsageError(f"cannot build {label}: {' '.join(str(exc).split())}")
 
 
 def instruction_keys(spec: Any) -> list[str]:
