@@ -7,6 +7,8 @@ The learners of ``benchmarks/babyai_goto.py`` on one level (default GoToLocal), 
 * ``grad1``: the same with 1 gradient step per vector step (8 env steps);
 * ``grad1-window4``: and a window of 4 steps;
 * ``grad1-nowindow``: and no window (the flat features of the current step, ``KeySelectExtractor``);
+* ``grad1-window4-film``: ``grad1-window4`` reading the current step through the plugin's goal-conditioned
+  ``BabyAIFiLMExtractor`` (``--extractor film``);
 * ``ppo``: plain SB3 PPO, ``MultiInputPolicy`` over the flat features at rl-zoo3's MiniGrid settings
   (``hyperparams/ppo.yml``: 8 envs, ``n_steps`` 128, batch 64, 10 epochs), the anchor of issue 53.
 
@@ -40,6 +42,7 @@ LEARNERS = {
     "grad1": dict(gradient_steps=1),
     "grad1-window4": dict(gradient_steps=1, history=4),
     "grad1-nowindow": dict(gradient_steps=1, history=0),
+    "grad1-window4-film": dict(gradient_steps=1, history=4, extractor="film"),
     "ppo": None,
 }
 #: rl-zoo3's PPO settings for MiniGrid (``hyperparams/ppo.yml``) on plain PPO.
