@@ -1,11 +1,12 @@
 """The buffer's constructor arguments, checked once and turned into its decisions.
 
-:class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer` takes 23 arguments: SB3's, HER's names for some of its
-settings, and its own. :func:`resolve_options` checks each of them once and makes the decisions that follow from them
-and from the observation space: GoalEnv or instruction mode, the relabeler and its goal spec, the instruction's
-length and goal shape. :func:`resolve_terminate_on_success` decides whether relabeled successes terminate (GoalEnv
-mode); :func:`choose_draws` picks the draw strategy, :func:`build_index` the episode index and :func:`choose_serving`
-the serving, once: the buffer then runs them without asking again.
+:class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer` takes SB3's arguments, HER's names for some of its
+settings, and its own. :func:`resolve_options` checks those that decide the mode, the relabeling and the serving
+once (``seed``, ``demo_ratio`` and the draw strategy are checked by the parts they configure) and makes the decisions
+that follow from them and from the observation space: GoalEnv or instruction mode, the relabeler and its goal spec,
+the instruction's length and goal shape. :func:`resolve_terminate_on_success` decides whether relabeled successes
+terminate (GoalEnv mode); :func:`choose_draws` picks the draw strategy, :func:`build_index` the episode index and
+:func:`choose_serving` the serving, once: the buffer then runs them without asking again.
 """
 
 from __future__ import annotations
