@@ -353,9 +353,10 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
               f"{seconds:.1f} CPU-s (the expert's, not on the learner's clock)", flush=True)
         seed_process(seed)  # the learner starts from the state it starts from without demonstrations
     out = Path(config["out"]) / f"{variant}-seed{seed}" / "curve.json"
+    extra: dict[str, Any] = {}
 
     def report(curve: list[dict[str, float]]) -> None:
-        write_json(out, dict(variant=variant, seed=seed, options=options, demos=record, curve=curve))
+        write_json(out, dict(variant=variant, seed=seed, options=options, demos=record, curve=curve, **extra))
         point = curve[-1]
         sampled = "".join(f" ({label} {point[key]:.3f})" for key, label in stochastic_scores(point))
         steps = f"{point['batches']:>8} BC batches" if "batches" in point else f"{point['timesteps']:>8} steps"
@@ -373,7 +374,23 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     model.learn(options["steps"], callback=clock)
     if clock.curve[-1]["timesteps"] != model.num_timesteps:
         clock.record()
+    if variant in DQN_VARIANTS:  # after the clock: the loop measure is not on the curve's budget
+        extra["loops"] = final_loops(model, options, seed)
+        report(clock.curve)
     return {"variant": variant, "seed": seed, "curve": clock.curve}
+
+
+def final_loops(model: Any, options: dict[str, Any], seed: int) -> dict[str, dict[str, float]]:
+    """The trained model's failures, greedy and (with ``--eval-epsilon``) epsilon-greedy, measured by
+    :func:`revisits` on ``--eval-episodes`` missions of their own: how many end in a cycle (issue 53 item 5)."""
+    probe = make_venv(options, eval_seed(seed), 1)
+    space = probe.action_space
+    probe.close()
+    policies: list[tuple[str, Any]] = [("greedy", model)]
+    if options.get("eval_epsilon"):
+        policies.append((f"epsilon {options['eval_epsilon']:g}",
+                         EpsilonGreedy(model, space, options["eval_epsilon"], seed=eval_seed(seed))))
+    return {name: revisits(policy, options, seed, options["eval_episodes"]) for name, policy in policies}
 
 
 def stacked_steps(episodes: list[Episode]) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -451,6 +468,32 @@ def collect_demo_records(out: Path, variants: list[str], seeds: list[int]) -> di
     return records
 
 
+def collect_loops(out: Path, variants: list[str], seeds: list[int]) -> dict[str, list[dict[str, Any]]]:
+    """Per variant, each seed's final :func:`final_loops` record (runs recorded before it have none)."""
+    loops: dict[str, list[dict[str, Any]]] = {}
+    for variant in variants:
+        found = [record for seed in seeds if (p := out / f"{variant}-seed{seed}" / "curve.json").exists()
+                 and (record := json.loads(p.read_text()).get("loops"))]
+        if found:
+            loops[variant] = found
+    return loops
+
+
+def loop_lines(loops: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """One line per variant and policy: success, and the share of failed episodes that end cycling, mean ± std."""
+    lines = []
+    for variant, found in loops.items():
+        for policy in found[0]:
+            runs = [r[policy] for r in found if policy in r]
+            success = np.array([r["success_rate"] for r in runs])
+            looped = np.array([r["looped"] for r in runs], dtype=float)
+            scored = format_mean_std(float(success.mean()), float(success.std()))
+            cycled = format_mean_std(float(np.nanmean(looped)), float(np.nanstd(looped)))
+            lines.append(f"- {variant}, {policy}: success {scored}; {cycled} of its failures end cycling through at "
+                         f"most 4 agent states ({len(runs)} seeds)")
+    return lines
+
+
 def demo_table(records: dict[str, list[dict[str, Any]]]) -> str:
     """The demonstrations each variant learned from, mean ± std over seeds; the bot's CPU minutes are not on the
     curves' clock."""
@@ -504,9 +547,10 @@ def report(out: Path, args: argparse.Namespace) -> None:
     randoms = [json.loads(p.read_text())["success_rate"] for seed in args.seeds
                if (p := out / f"random-seed{seed}.json").exists()]
     random_mean = float(np.mean(randoms)) if randoms else None
+    loops = collect_loops(out, list(args.variants), list(args.seeds))
     write_json(out / "summary.json", dict(level=args.level, seeds=list(args.seeds), summary=summary,
                                           random_success=randoms, demos=demos,
-                                          episodes_to_99={v: r for v, r in to_99.items() if r}))
+                                          episodes_to_99={v: r for v, r in to_99.items() if r}, loops=loops))
     random_goals = [json.loads(p.read_text())["goals_reached"] for seed in args.seeds
                     if (p := out / f"random-seed{seed}.json").exists()]
     stochastic = list(dict.fromkeys(score for table in summary.values() for r in table
@@ -543,6 +587,9 @@ def report(out: Path, args: argparse.Namespace) -> None:
     if lines:
         text += ("\n\nTraining episodes until the last 100 succeeded at 99 % (BabyAI's rl_dataeff.py), per seed:\n"
                  + "\n".join(lines))
+    if loops:
+        text += ("\n\nThe final models on missions of their own (loops: a failed episode whose last 16 steps hold at "
+                 "most 4 agent states):\n" + "\n".join(loop_lines(loops)))
     if demos:
         text += "\n\n" + demo_table(demos)
     with atomic_path(out / "summary.md") as tmp:

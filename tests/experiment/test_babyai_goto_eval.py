@@ -53,3 +53,20 @@ def test_epsilon_scores_are_summarized_and_tabled_beside_greedy(goto, tmp_path):
     table = (tmp_path / "summary.md").read_text().splitlines()
     assert "| success rate | success rate, epsilon-greedy, epsilon 0.05 |" in table[0]
     assert "| 0.30 ± 0.10 | 0.60 ± 0.10 |" in table[2]
+
+
+def test_the_final_loop_measure_is_summarized_per_policy(goto, tmp_path):
+    for seed, looped in enumerate([0.8, 0.6]):
+        run = tmp_path / f"some-seed{seed}" / "curve.json"
+        run.parent.mkdir()
+        point = dict(minutes=5.0, timesteps=1000, success_rate=0.5, goals_reached=0.5)
+        loops = {"greedy": dict(success_rate=0.5, failures=50, revisit=0.9, looped=looped),
+                 "epsilon 0.05": dict(success_rate=0.7, failures=30, revisit=0.5, looped=looped / 2)}
+        run.write_text(json.dumps(dict(variant="some", seed=seed, curve=[point], loops=loops)))
+    args = argparse.Namespace(variants=["some"], seeds=[0, 1], level="BabyAI-GoToLocal-v0", k_max=1, history=4)
+    goto.report(tmp_path, args)
+    text = (tmp_path / "summary.md").read_text()
+    assert ("- some, greedy: success 0.50 ± 0.00; 0.70 ± 0.10 of its failures end cycling through at most 4 agent "
+            "states (2 seeds)") in text
+    assert "- some, epsilon 0.05: success 0.70 ± 0.00; 0.35 ± 0.05 of its failures" in text
+    assert json.loads((tmp_path / "summary.json").read_text())["loops"]["some"][1]["greedy"]["looped"] == 0.6
