@@ -37,7 +37,7 @@ from stable_baselines3 import PPO
 from sb3_hir.experiment import markdown_table, seed_process
 from sb3_hir.extractors import KeySelectExtractor
 
-LEARNERS = {
+LEARNERS: dict[str, dict[str, Any] | None] = {
     "today": {},
     "grad1": dict(gradient_steps=1),
     "grad1-window4": dict(gradient_steps=1, history=4),
