@@ -456,27 +456,16 @@ def collect(out: Path, variants: list[str], seeds: list[int]) -> dict[str, list[
     return curves
 
 
-def collect_demo_records(out: Path, variants: list[str], seeds: list[int]) -> dict[str, list[dict[str, Any]]]:
-    """Per variant, the ``demos`` record of each seed's run that had demonstrations (episodes, steps, the bot's CPU
-    minutes)."""
+def collect_records(out: Path, variants: list[str], seeds: list[int], key: str) -> dict[str, list[dict[str, Any]]]:
+    """Per variant, the ``key`` record of each seed's ``curve.json`` that has one: ``demos`` (the bot's episodes,
+    steps and CPU minutes) or ``loops`` (:func:`final_loops`; runs recorded before it have none)."""
     records: dict[str, list[dict[str, Any]]] = {}
     for variant in variants:
         found = [record for seed in seeds if (p := out / f"{variant}-seed{seed}" / "curve.json").exists()
-                 and (record := json.loads(p.read_text()).get("demos"))]
+                 and (record := json.loads(p.read_text()).get(key))]
         if found:
             records[variant] = found
     return records
-
-
-def collect_loops(out: Path, variants: list[str], seeds: list[int]) -> dict[str, list[dict[str, Any]]]:
-    """Per variant, each seed's final :func:`final_loops` record (runs recorded before it have none)."""
-    loops: dict[str, list[dict[str, Any]]] = {}
-    for variant in variants:
-        found = [record for seed in seeds if (p := out / f"{variant}-seed{seed}" / "curve.json").exists()
-                 and (record := json.loads(p.read_text()).get("loops"))]
-        if found:
-            loops[variant] = found
-    return loops
 
 
 def loop_lines(loops: dict[str, list[dict[str, Any]]]) -> list[str]:
@@ -543,11 +532,11 @@ def report(out: Path, args: argparse.Namespace) -> None:
     # with the episodes the run trained on); runs recorded before the count have no "episodes"
     to_99 = {variant: [dict(episodes_to_99=c[-1].get("episodes_to_target"), episodes=c[-1]["episodes"])
                        for c in runs if "episodes" in c[-1]] for variant, runs in curves.items()}
-    demos = collect_demo_records(out, list(args.variants), list(args.seeds))
+    demos = collect_records(out, list(args.variants), list(args.seeds), "demos")
     randoms = [json.loads(p.read_text())["success_rate"] for seed in args.seeds
                if (p := out / f"random-seed{seed}.json").exists()]
     random_mean = float(np.mean(randoms)) if randoms else None
-    loops = collect_loops(out, list(args.variants), list(args.seeds))
+    loops = collect_records(out, list(args.variants), list(args.seeds), "loops")
     write_json(out / "summary.json", dict(level=args.level, seeds=list(args.seeds), summary=summary,
                                           random_success=randoms, demos=demos,
                                           episodes_to_99={v: r for v, r in to_99.items() if r}, loops=loops))
