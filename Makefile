@@ -43,8 +43,11 @@ install: $(VENV)/.installed $(VENV_CURRENT)/.installed
 # Both profiles run, at once (one per core of a 2-core runner; each suite is mostly single-threaded), even when one
 # fails; each one's output is printed whole after both end. pytest's "no tests collected" (5) counts as a failure.
 # The suites run as background jobs, which ignore SIGINT: the tests that Ctrl-C a subprocess restore it there.
-# The tests marked `ray` (they start Ray for Tune trials and sweeps, ~3 minutes) run in the dagger profile only: Ray's
-# scheduling does not depend on the profile's gymnasium or SB3, and the trial code they run is tested in both.
+# A test of a layer the profiles do not change runs in one of them (`--profile-run`, tests/conftest.py): the tests
+# marked `once(profile)` (the command line and the examples drive the library through its public API, which the rest
+# of the suite tests in both; the benchmark scripts' tiny runs choose theirs in tests/experiment/test_benchmarks_run.py)
+# and those marked `ray` (Ray's scheduling does not depend on the profile's gymnasium or SB3; the dagger profile unless
+# marked once(...)). Which profile takes which keeps the two, which run at once, ending together.
 test: install
 	@rc=0; logs=$$(mktemp -d); \
 	for venv in $(VENV) $(VENV_CURRENT); do \
@@ -52,7 +55,7 @@ test: install
 	  ( echo "== profile $$venv: $$($$venv/bin/python -c 'import gymnasium, stable_baselines3 as s, imitation; print("gymnasium", gymnasium.__version__, "SB3", s.__version__, "imitation", imitation.__version__)')"; \
 	    $$venv/bin/python -c 'import sb3_hir.dagger' || { echo "sb3_hir.dagger does not import in $$venv: its DAgger tests would skip" >&2; echo 1 > $$logs/$$n.import; }; \
 	    if [ $$venv = $(VENV_CURRENT) ]; then $$venv/bin/python -c 'import sbx' || { echo "sbx does not import in $$venv: its SBX tests would skip" >&2; echo 1 > $$logs/$$n.import; }; fi; \
-	    set --; if [ $$venv = $(VENV_CURRENT) ]; then set -- -m "not ray"; fi; \
+	    set -- --profile-run dagger; if [ $$venv = $(VENV_CURRENT) ]; then set -- --profile-run current; fi; \
 	    start=$$(date +%s); $$venv/bin/python -m pytest $(PYTEST_ARGS) "$$@"; r=$$?; \
 	    echo "== profile $$venv: pytest took $$(( $$(date +%s) - start ))s, exit code $$r"; echo $$r > $$logs/$$n.rc \
 	  ) > $$logs/$$n.log 2>&1 & \

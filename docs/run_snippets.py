@@ -1,8 +1,10 @@
 """Run every ```python block of the documentation's Markdown pages and README.md, each in a fresh interpreter.
 
 A page's Python snippets are promises: this script keeps them true. Each block runs on its own (no state carries
-over from the block before it) in a temporary working directory, with this checkout first on ``PYTHONPATH``, a
-non-interactive matplotlib backend and one torch thread. Snippets keep their own budgets small
+over from the block before it) in a process of its own, forked from a server that has imported torch, gymnasium and
+SB3 once (``tests/forked.py``; everything the snippet imports itself, sb3_hir included, is imported fresh), in a
+temporary working directory, with this checkout first on ``PYTHONPATH``, a non-interactive matplotlib backend and
+one torch thread. Snippets keep their own budgets small
 (``total_timesteps=200`` and the like); a block that is not meant to run (shell, output, a TOML fragment) is
 tagged ``bash``, ``text`` or ``toml``, never ``python``.
 
@@ -27,6 +29,9 @@ from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
 REPO = DOCS.parent
+sys.path.insert(0, str(REPO / "tests"))
+import forked  # noqa: E402  (the tests' process server, beside them)
+
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,})python\s*$")
 TIMEOUT_S = 180
 
@@ -71,8 +76,7 @@ def run(snippet: Snippet) -> tuple[Snippet, bool, float, str]:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="sb3-hir-snippet-") as cwd:
         try:
-            proc = subprocess.run([sys.executable, "-c", snippet.code], cwd=cwd, env=env, capture_output=True,
-                                  text=True, timeout=TIMEOUT_S)
+            proc = forked.run([sys.executable, "-c", snippet.code], cwd=cwd, env=env, timeout=TIMEOUT_S)
             ok, output = proc.returncode == 0, proc.stdout + proc.stderr
         except subprocess.TimeoutExpired as exc:
             ok, output = False, f"timed out after {TIMEOUT_S} s\n{exc.stdout or ''}{exc.stderr or ''}"

@@ -24,7 +24,30 @@ DAGGER_SKIP_REASON = (
 )
 
 
+PROFILES = ("dagger", "current")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--profile-run", choices=PROFILES, default=None,
+                     help="run as this profile of `make test`'s two: a test marked once(p) (or ray, which is "
+                          "once('dagger') unless marked otherwise) runs only where p is this profile")
+
+
+def once_profile(item: pytest.Item) -> str | None:
+    """The one profile of `make test` that runs ``item``, or None where both do."""
+    marker = item.get_closest_marker("once")
+    if marker is not None:
+        if not marker.args or marker.args[0] not in PROFILES:
+            raise pytest.UsageError(f"{item.nodeid}: once() takes one of {PROFILES}, got {marker.args}")
+        return str(marker.args[0])
+    return "dagger" if item.get_closest_marker("ray") is not None else None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    profile = config.getoption("--profile-run")
+    if profile is not None:
+        config.hook.pytest_deselected(items=[item for item in items if once_profile(item) not in (None, profile)])
+        items[:] = [item for item in items if once_profile(item) in (None, profile)]
     if has("imitation"):
         return
     skip = pytest.mark.skip(reason=DAGGER_SKIP_REASON)

@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forked
 import pytest
+
+# One profile runs these (tests/conftest.py): the examples drive the library through its public API.
+pytestmark = pytest.mark.once("dagger")
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -16,8 +20,7 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
 def run_example(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True, text=True, cwd=cwd,
-                          env=ENV, timeout=300)
+    proc = forked.run([sys.executable, str(EXAMPLES / script), *args], cwd=cwd, env=ENV, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
@@ -107,12 +110,12 @@ def test_rl_zoo3_trains_with_the_hir_buffer(tmp_path):
 
     from sb3_hir.buffers import HindsightInstructionReplayBuffer
 
-    proc = subprocess.run(
+    proc = forked.run(
         [sys.executable, "-m", "rl_zoo3.train", "--algo", "dqn", "--env", "sb3_hir/MazeRunner-v0",
          "--gym-packages", "sb3_hir", "-conf", str(EXAMPLES / "rl_zoo3" / "mazerunner_hir.py"), "-n", "200",
          "--env-kwargs", "maze_dim:7", "num_goals:2", "time_limit:20", "--eval-freq", "-1", "-f", str(tmp_path),
          "--seed", "0", "--vec-env", "dummy"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=300, env=ENV,
+        cwd=tmp_path, timeout=300, env=ENV,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (model_path,) = tmp_path.glob("dqn/sb3_hir-MazeRunner-v0_*/sb3_hir-MazeRunner-v0.zip")
@@ -130,12 +133,12 @@ def test_rl_zoo3_runs_its_own_fetchreach_her_config_with_only_the_class_swapped(
 
     gym.register_envs(gymnasium_robotics)
     env_id = max(e for e in gym.registry if e in ("FetchReach-v2", "FetchReach-v4"))
-    proc = subprocess.run(
+    proc = forked.run(
         [sys.executable, "-m", "rl_zoo3.train", "--algo", "sac", "--env", env_id, "--gym-packages",
          "gymnasium_robotics", "-conf", str(EXAMPLES / "rl_zoo3" / "fetchreach_her_dropin.py"), "-n", "300",
          "--hyperparams", "learning_starts:100", "--eval-freq", "-1", "-f", str(tmp_path), "--seed", "0",
          "--vec-env", "dummy"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=300, env=ENV,
+        cwd=tmp_path, timeout=300, env=ENV,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (model_path,) = tmp_path.glob(f"sac/{env_id}_*/{env_id}.zip")

@@ -34,6 +34,10 @@ from sb3_hir.extractors import KeySelectExtractor
 from sb3_hir.goals import ExactGoalSpec, ToleranceGoalSpec
 from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler
 
+# One profile runs these (tests/conftest.py): the buffer runs on numpy, numba, torch and SB3, the same
+# releases in both; gymnasium reaches it through spaces. The drop-in tests against SB3's run in both.
+pytestmark = pytest.mark.once("dagger")
+
 # -- construction ----------------------------------------------------------------------------------------
 
 

@@ -26,6 +26,10 @@ from sb3_hir import HerReplayBuffer
 from sb3_hir.buffers.demonstrations import stored_episodes
 from sb3_hir.episodes import Episode
 
+# One profile runs these (tests/conftest.py): the buffer runs on numpy, numba, torch and SB3, the same
+# releases in both; gymnasium reaches it through spaces. The drop-in tests against SB3's run in both.
+pytestmark = pytest.mark.once("dagger")
+
 
 def recorded(rng: np.random.Generator, n: int, k: int = 2, fall_rate: float = 0.2) -> tuple[list[Recorded], dict]:
     recs, falls = [], {}

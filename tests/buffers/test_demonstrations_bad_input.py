@@ -28,6 +28,10 @@ from sb3_hir.buffers.demonstrations import stored_episodes
 from sb3_hir.episodes import Episode
 from sb3_hir.testing import PointReachEnv
 
+# One profile runs these (tests/conftest.py): the buffer runs on numpy, numba, torch and SB3, the same
+# releases in both; gymnasium reaches it through spaces. The drop-in tests against SB3's run in both.
+pytestmark = pytest.mark.once("dagger")
+
 
 def wide_env(steps: int = 40) -> gym.Env:
     """A GoalEnv whose action space, ``Box(-2, 2)``, is not SB3's [-1, 1], so stored actions differ from the env's.

@@ -24,6 +24,10 @@ from sb3_hir.buffers.draws import (
 from sb3_hir.testing import check_draw_strategy
 from sb3_hir.testing.served_rows import fill, make_buffer
 
+# One profile runs these (tests/conftest.py): the buffer runs on numpy, numba, torch and SB3, the same
+# releases in both; gymnasium reaches it through spaces. The drop-in tests against SB3's run in both.
+pytestmark = pytest.mark.once("dagger")
+
 
 class NextStepDraw(DrawStrategy):
     """A correct one-goal strategy: the value achieved right after the transition, with its true first reach."""

@@ -19,6 +19,10 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir import HerReplayBuffer
 
+# One profile runs these (tests/conftest.py): the buffer runs on numpy, numba, torch and SB3, the same
+# releases in both; gymnasium reaches it through spaces. The drop-in tests against SB3's run in both.
+pytestmark = pytest.mark.once("dagger")
+
 VIEWS = ("_current_ep_start", "ep_start", "ep_length")
 
 

@@ -25,6 +25,10 @@ from sb3_hir.testing.served_rows import (
     stream_episodes,
 )
 
+# One profile runs these (tests/conftest.py): the buffer runs on numpy, numba, torch and SB3, the same
+# releases in both; gymnasium reaches it through spaces. The drop-in tests against SB3's run in both.
+pytestmark = pytest.mark.once("dagger")
+
 PAD = -4
 NOTHING = -3
 WILDCARD = -2

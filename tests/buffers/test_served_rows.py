@@ -17,6 +17,10 @@ from served_rows import CASES, GOLDEN, filled_buffer, served
 from sb3_hir.buffers import compiled
 from sb3_hir.relabel import HindsightInstructionRelabeler
 
+# One profile runs these (tests/conftest.py): the buffer runs on numpy, numba, torch and SB3, the same
+# releases in both; gymnasium reaches it through spaces. The drop-in tests against SB3's run in both.
+pytestmark = pytest.mark.once("dagger")
+
 needs_numba = pytest.mark.skipif(not compiled.AVAILABLE, reason="numba is not importable here")
 
 

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import forked
 import numpy as np
 import pytest
 from PIL import Image
@@ -24,6 +25,9 @@ from PIL import Image
 from sb3_hir import cli
 from sb3_hir.cli import common
 from sb3_hir.cli import train as train_command
+
+# One profile runs these (tests/conftest.py): the command line's layer does not change with the profile.
+pytestmark = pytest.mark.once("current")
 
 TINY_ENV = ["--maze-size", "7", "--goals", "2", "--time-limit", "20"]
 TINY_TRAIN = ["--timesteps", "240", "--n-envs", "2", "--eval-episodes", "2", "--eval-freq", "100", *TINY_ENV]
@@ -33,8 +37,7 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sb3_hir.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          env=ENV, timeout=300)
+    return forked.run([sys.executable, "-m", "sb3_hir.cli", *args], cwd=cwd, env=ENV, timeout=300)
 
 
 def eval_rows(progress_csv: Path) -> list[dict[str, str]]:

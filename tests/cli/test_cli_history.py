@@ -12,6 +12,9 @@ from sb3_hir import cli
 from sb3_hir.cli.common import algo_class
 from sb3_hir.extractors import HistoryExtractor, KeySelectExtractor
 
+# One profile runs these (tests/conftest.py): the command line's layer does not change with the profile.
+pytestmark = pytest.mark.once("current")
+
 
 @pytest.mark.parametrize(("algo", "extra", "encoder"), [("dqn", [], "gru"), ("sac", ["--continuous"], "conv")])
 def test_train_with_history_saves_a_history_model_that_render_replays(tmp_path, capsys, algo, extra, encoder):

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import forked
 import pytest
 
 from sb3_hir import cli, hookimpl, plugins
@@ -24,9 +25,12 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-            timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sb3_hir.cli", *args], capture_output=True, text=True,
-                          env=env or ENV, cwd=cwd, timeout=timeout)
+            timeout: float = 300, fresh: bool = False) -> subprocess.CompletedProcess[str]:
+    """``fresh``: a real interpreter, for what a forked one cannot show (the output of its first imports)."""
+    argv = [sys.executable, "-m", "sb3_hir.cli", *args]
+    if fresh:
+        return subprocess.run(argv, capture_output=True, text=True, env=env or ENV, cwd=cwd, timeout=timeout)
+    return forked.run(argv, env=env or ENV, cwd=cwd, timeout=timeout)
 
 
 def error_line(capsys: pytest.CaptureFixture[str]) -> str:
@@ -105,7 +109,7 @@ def test_a_headless_mujoco_run_keeps_its_results_and_draws_or_warns_once(tmp_pat
     proc = run_cli("train", "--env", "pointmaze-instruction", "--env-kwarg", "max_episode_steps=15",
                    "--env-kwarg", "num_goals=1", "--algo", "sac", "--relabel", "some", "--timesteps", "60",
                    "--n-envs", "1", "--eval-episodes", "1", "--eval-freq", "60", "--no-progress", "--out", str(out),
-                   env=env)
+                   env=env, fresh=True)  # MuJoCo's GL backend is chosen from the environment when it is imported
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (out / "results.md").is_file() and (out / "sac-some" / "model.zip").is_file()
     warnings_ = [line for line in proc.stderr.splitlines() if line.startswith("warning: no episode picture")]
@@ -243,10 +247,10 @@ def test_help_lists_installed_names_and_version_is_printed(capsys, monkeypatch):
 # -- 10. less noise -----------------------------------------------------------------------------------------
 def test_third_party_import_notices_stay_off_the_output_unless_verbose():
     bare = subprocess.run([sys.executable, "-c", "import gymnasium"], capture_output=True, text=True, env=ENV)
-    proc = run_cli("--help")
+    proc = run_cli("--help", fresh=True)
     assert proc.returncode == 0
     assert proc.stderr == "", proc.stderr
-    verbose = run_cli("--verbose", "--help")
+    verbose = run_cli("--verbose", "--help", fresh=True)
     assert verbose.returncode == 0
     if bare.stderr.strip():  # e.g. gymnasium-robotics 1.2's notice about Adroit envs
         assert bare.stderr.strip().splitlines()[0] in verbose.stderr

@@ -14,10 +14,10 @@ tiny run checks that a script still runs, not how a gymnasium release steps. A n
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+import forked
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,6 +130,5 @@ def test_benchmark_runs_at_a_tiny_budget(script, run, tmp_path):
     path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg",
            "SB3_HIR_JIT": "0"}
-    proc = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = forked.run([sys.executable, str(BENCHMARKS / script), *args], cwd=tmp_path, env=env, timeout=300)
     assert proc.returncode == 0, f"{script} {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-4000:]}"

@@ -68,6 +68,7 @@ def test_run_all_keeps_the_order_of_the_configs():
 
 
 @pytest.mark.ray
+@pytest.mark.once("current")  # its Ray trials in the current profile, the sweeps' in the dagger one
 @pytest.mark.skipif(not has("ray"), reason="Ray is the 'sweep' extra")
 def test_ray_trials_return_in_config_order_and_a_failure_names_its_config():
     with pytest.raises(RuntimeError, match=r"1 of 3 Ray Tune trials failed:\n  config 1 \{'x': -1\}: .*negative x -1"):

@@ -20,6 +20,18 @@ from sb3_hir.episodes import Episode
 sbx = pytest.importorskip("sbx", reason="SBX test: needs sbx-rl (the 'sbx' extra, installed in the current profile)")
 
 ALGOS = ["SAC", "TQC", "CrossQ", "TD3"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compile_once(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """JAX's persistent compilation cache, in a directory of this run: XLA's compile is most of an SBX test's CPU
+    time (CrossQ: about 60 s of 68 on a busy 2-core machine), and each algorithm's two buffers, its demonstration
+    test and its reload compile the same programs. The programs run are unchanged; only their compiling is shared."""
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", str(tmp_path_factory.mktemp("jax-cache")))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
 BUFFERS = {"sb3-her": SB3HerReplayBuffer, "sb3-hir": HerReplayBuffer}
 
 
