@@ -19,7 +19,7 @@ from sb3_hir.relabel import HindsightInstructionRelabeler
 
 # One profile runs these (tests/conftest.py): the buffer runs on numpy, numba, torch and SB3, the same
 # releases in both; gymnasium reaches it through spaces. The drop-in tests against SB3's run in both.
-pytestmark = pytest.mark.once("dagger")
+pytestmark = pytest.mark.once("current")
 
 TESTS = Path(__file__).resolve().parents[1]  # the shared helpers (served_rows)
 

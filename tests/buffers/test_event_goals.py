@@ -25,7 +25,7 @@ from sb3_hir.testing.served_rows import (
 
 # One profile runs these (tests/conftest.py): the buffer runs on numpy, numba, torch and SB3, the same
 # releases in both; gymnasium reaches it through spaces. The drop-in tests against SB3's run in both.
-pytestmark = pytest.mark.once("dagger")
+pytestmark = pytest.mark.once("current")
 
 NOTHING = -3
 JIT = [pytest.param(True, marks=pytest.mark.skipif(not compiled.AVAILABLE, reason="numba is not importable here")),

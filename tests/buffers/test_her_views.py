@@ -21,7 +21,7 @@ from sb3_hir import HerReplayBuffer
 
 # One profile runs these (tests/conftest.py): the buffer runs on numpy, numba, torch and SB3, the same
 # releases in both; gymnasium reaches it through spaces. The drop-in tests against SB3's run in both.
-pytestmark = pytest.mark.once("dagger")
+pytestmark = pytest.mark.once("current")
 
 VIEWS = ("_current_ep_start", "ep_start", "ep_length")
 

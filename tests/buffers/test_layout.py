@@ -23,7 +23,7 @@ from sb3_hir.buffers.layout import CompactLayout, SparseRows
 
 # One profile runs these (tests/conftest.py): the buffer runs on numpy, numba, torch and SB3, the same
 # releases in both; gymnasium reaches it through spaces. The drop-in tests against SB3's run in both.
-pytestmark = pytest.mark.once("dagger")
+pytestmark = pytest.mark.once("current")
 
 
 def assert_same_batches(full, compact, batch: int, seed: int) -> None:
