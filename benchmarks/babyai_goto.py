@@ -610,7 +610,8 @@ def report(out: Path, args: argparse.Namespace) -> None:
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    learners = [*([f"DQN + history {args.history}"] if set(summary) & set(DQN_VARIANTS) else []),
+    window = f"DQN + history {args.history}" if args.history else "DQN, no window"
+    learners = [*([window] if set(summary) & set(DQN_VARIANTS) else []),
                 *(["BC"] if "bc" in summary else []),
                 *(["RecurrentPPO"] if "ppo" in summary else []), *(["PPO"] if "ppo-mlp" in summary else [])]
     counts = sorted({int(r["episodes"]) for found in demos.values() for r in found})

@@ -27,6 +27,14 @@ DAGGER_SKIP_REASON = (
 PROFILES = ("dagger", "current")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The command lines' fork server (tests/forked.py) starts first: SB3's SubprocVecEnv would otherwise start
+    multiprocessing's one forkserver without the preload."""
+    import forked
+
+    forked.start()
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--profile-run", choices=PROFILES, default=None,
                      help="run as this profile of `make test`'s two: a test marked once(p) (or ray, which is "

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import traceback
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,13 @@ _state: dict[str, Any] = {}
 _lock = threading.Lock()
 
 
+def start() -> None:
+    """Start the server now, before anything else starts multiprocessing's one forkserver (SB3's
+    ``SubprocVecEnv`` does): a server started without the preload would serve every run cold. ``tests/conftest.py``
+    calls it when the session starts."""
+    _context()
+
+
 def _context() -> Any:
     with _lock:
         return _start()
@@ -42,8 +50,15 @@ def _context() -> Any:
 
 def _start() -> Any:
     if "ctx" not in _state:
+        from multiprocessing import forkserver
+
+        server = forkserver._forkserver  # type: ignore[attr-defined]
+        if server._forkserver_pid is not None and server._preload_modules != PRELOAD:
+            warnings.warn("multiprocessing's forkserver was started before forked.start(), without torch preloaded: "
+                          "forked runs pay their imports", stacklevel=3)
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(PRELOAD)
+        server.ensure_running()
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         probe = subprocess.run([sys.executable, "-c", "import sys, json; print(json.dumps(sys.path[1:]))"],
                                capture_output=True, text=True, env=env, check=True, cwd=tempfile.gettempdir())
