@@ -22,12 +22,10 @@ PYTEST_ARGS ?= tests plugins -q --durations=15
 # The package and the plugins go in one pip call: one resolution instead of one per plugin.
 define install_profile
 	$(PYTHON) -m venv $(1)
-	# CPU build of torch first: an unpinned torch pulls a CUDA build of several GB. --no-compile: pip would byte-compile
-	# every module of every package (torch's alone: 95 s against 26 s for its install without, on a busy 2-core
-	# machine); Python compiles the modules a run imports, once, when it first imports them.
-	$(1)/bin/python -m pip install --no-compile torch==2.13.0
-	$(1)/bin/python -m pip install --no-compile -c $(3) -e ".[$(2)]" $(foreach plugin,$(PLUGINS),-e "$(plugin)")
-	$(if $(4),$(1)/bin/python -m pip install --no-compile --no-deps -c $(3) $(4))
+	# CPU build of torch first: an unpinned torch pulls a CUDA build of several GB.
+	$(1)/bin/python -m pip install torch==2.13.0
+	$(1)/bin/python -m pip install -c $(3) -e ".[$(2)]" $(foreach plugin,$(PLUGINS),-e "$(plugin)")
+	$(if $(4),$(1)/bin/python -m pip install --no-deps -c $(3) $(4))
 	touch $(1)/.installed
 endef
 
@@ -92,7 +90,7 @@ typecheck: $(VENV)/.installed
 # The documentation site: warnings are errors, then every ```python block of docs/**/*.md runs in a fresh
 # interpreter (docs/run_snippets.py). The docs tools are pinned in docs/requirements.txt, installed into $(VENV).
 docs: $(VENV)/.installed
-	$(VENV)/bin/python -m pip install -q --no-compile -r docs/requirements.txt
+	$(VENV)/bin/python -m pip install -q -r docs/requirements.txt
 	@start=$$(date +%s); \
 	PYTHONPATH=$(CURDIR) $(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html || exit 1; \
 	PYTHONPATH=$(CURDIR) $(VENV)/bin/python docs/run_snippets.py || exit 1; \
