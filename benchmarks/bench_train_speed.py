@@ -13,7 +13,7 @@ exactly.
 Target (issue 26): the checkout >= 1.3x the baseline's env steps per second.
 
 Usage: ``python benchmarks/bench_train_speed.py [--ref b33c3dc | --baseline CHECKOUT] [--rounds 2] [--timesteps 30000]
-[--seed 0]``
+[--seed 0] [--eval-episodes 50]``
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def run(package_root: Path, args: argparse.Namespace, out: Path) -> dict[str, fl
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(package_root), os.environ.get("PYTHONPATH", "")]),
            "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "sb3_hir.cli", "train", "--relabel", "some", "--timesteps", str(args.timesteps),
-               "--seed", str(args.seed), "--no-progress", "--out", str(out)]
+               "--seed", str(args.seed), "--eval-episodes", str(args.eval_episodes), "--no-progress",
+               "--out", str(out)]
     done = subprocess.run(command, env=env, cwd=out.parent, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed in {package_root}:\n{done.stderr[-2000:]}")
@@ -59,9 +60,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--timesteps", type=int, default=30_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--eval-episodes", type=int, default=50,
+                        help="episodes per evaluation, on both sides (default 50, train's own default)")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
+    if args.eval_episodes < 1:
+        parser.error("--eval-episodes must be >= 1")
     ref = str(args.baseline) if args.baseline else subprocess.run(
         ["git", "rev-parse", "--short", args.ref], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,

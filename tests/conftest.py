@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
+from typing import Any
 
 # Small networks on shared 2-core machines: several torch threads fight over the cores and run many times
 # slower (a 6 s SAC test took 170 s), so the suite pins one thread, subprocesses included.
@@ -51,17 +53,49 @@ def once_profile(item: pytest.Item) -> str | None:
     return "dagger" if item.get_closest_marker("ray") is not None else None
 
 
+def ray_order(item: pytest.Item) -> int:
+    """Where ``item`` runs: Ray's tests last, so no other test forks a process beside the threads of the in-process
+    Ray that ``shared_ray`` leaves running; among them, those that need Ray down first, so it starts once."""
+    if item.get_closest_marker("ray") is None:
+        return 0
+    return 2 if "shared_ray" in getattr(item, "fixturenames", ()) else 1
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     profile = config.getoption("--profile-run")
     if profile is not None:
         config.hook.pytest_deselected(items=[item for item in items if once_profile(item) not in (None, profile)])
         items[:] = [item for item in items if once_profile(item) in (None, profile)]
+    items.sort(key=ray_order)  # stable: each group keeps the order it was collected in
     if has("imitation"):
         return
     skip = pytest.mark.skip(reason=DAGGER_SKIP_REASON)
     for item in items:
         if item.get_closest_marker("dagger") is not None:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def shared_ray(request: pytest.FixtureRequest) -> Any:
+    """A local Ray instance in this process, started by the first test that asks and kept for the next (the
+    session's end shuts it down): ``sb3_hir.experiment.runner.ray_session`` runs a sweep or trials on a Ray that is
+    running already, as it does for a user's, which saves each test Ray's start and stop (about 6 s)."""
+    import ray
+
+    if not ray.is_initialized():
+        # as the sweeps start theirs: trials' output stays in their logs, off the test's captured output
+        ray.init(address="local", include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+        request.config.add_cleanup(ray.shutdown)
+    return ray
+
+
+@pytest.fixture
+def no_ray() -> None:
+    """No Ray in this process: a test that starts its own (a cluster it connects to) stops the shared one."""
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
 
 
 @pytest.fixture(autouse=True)

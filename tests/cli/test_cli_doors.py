@@ -25,6 +25,10 @@ from sb3_hir.cli import train as train_command
 from sb3_hir.cli.common import ALGOS, algo_class
 from sb3_hir.hookspecs import HOOKS, hookimpl
 
+# The command line drives the library through its public API, which the rest of the suite tests in both profiles
+# (tests/conftest.py); its Ray test runs with the other Ray tests.
+pytestmark = pytest.mark.once("dagger")
+
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 TINY = ["--timesteps", "50", "--n-envs", "1", "--eval-episodes", "1", "--maze-size", "7", "--goals", "2",
@@ -188,7 +192,7 @@ def test_every_edge_of_a_sweep_is_checked_before_any_trial(tmp_path, capsys, no_
 
 
 @pytest.mark.ray
-def test_a_sweep_with_a_failed_trial_exits_non_zero_and_names_it(tmp_path, capsys):
+def test_a_sweep_with_a_failed_trial_exits_non_zero_and_names_it(tmp_path, capsys, shared_ray):
     out = tmp_path / "sweep"
     # 30 goals do not fit a 7x7 maze: only building that trial's env finds out
     argv = ["sweep", "--timesteps", "120", "--n-envs", "2", "--eval-episodes", "2", "--eval-freq", "60",

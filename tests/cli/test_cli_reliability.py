@@ -18,6 +18,10 @@ import pytest
 from sb3_hir import cli, hookimpl, plugins
 from sb3_hir.cli import common
 
+# The command line drives the library through its public API, which the rest of the suite tests in both profiles
+# (tests/conftest.py); the headless MuJoCo run, which depends on the profile's gymnasium, is in test_cli_mujoco.py.
+pytestmark = pytest.mark.once("dagger")
+
 TINY_ENV = ["--maze-size", "7", "--goals", "2", "--time-limit", "20"]
 TINY_TRAIN = ["--timesteps", "120", "--n-envs", "2", "--eval-episodes", "2", "--eval-freq", "60", "--no-progress",
               *TINY_ENV]
@@ -98,23 +102,6 @@ def test_the_env_s_declared_goal_spec_is_used_and_a_wrong_one_is_refused(capsys)
     assert "env 'pointmaze-instruction' and goal spec exact disagree" in line and "under the instruction" in line
     assert cli.main([*argv, "--goal-spec", "nearby"]) == 2
     assert "unknown goal spec 'nearby'; choose from:" in error_line(capsys)
-
-
-# -- 3. headless pictures -------------------------------------------------------------------------------------
-def test_a_headless_mujoco_run_keeps_its_results_and_draws_or_warns_once(tmp_path):
-    pytest.importorskip("sb3_hir_robotics")
-    env = {key: value for key, value in ENV.items() if key not in ("DISPLAY", "MUJOCO_GL", "PYOPENGL_PLATFORM",
-                                                                    "WAYLAND_DISPLAY")}
-    out = tmp_path / "run"
-    proc = run_cli("train", "--env", "pointmaze-instruction", "--env-kwarg", "max_episode_steps=15",
-                   "--env-kwarg", "num_goals=1", "--algo", "sac", "--relabel", "some", "--timesteps", "60",
-                   "--n-envs", "1", "--eval-episodes", "1", "--eval-freq", "60", "--no-progress", "--out", str(out),
-                   env=env, fresh=True)  # MuJoCo's GL backend is chosen from the environment when it is imported
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert (out / "results.md").is_file() and (out / "sac-some" / "model.zip").is_file()
-    warnings_ = [line for line in proc.stderr.splitlines() if line.startswith("warning: no episode picture")]
-    assert (out / "sac-some" / "episode.png").is_file() or len(warnings_) == 1
-    assert "Traceback" not in proc.stderr
 
 
 # -- 4. experts check their env --------------------------------------------------------------------------------

@@ -102,7 +102,7 @@ def test_a_space_with_a_fixed_algo_kwarg_of_the_same_key_or_without_optuna_is_re
 
 
 @pytest.mark.ray
-def test_a_local_sweep_writes_each_trial_s_run_and_the_summary(tmp_path):
+def test_a_local_sweep_writes_each_trial_s_run_and_the_summary(tmp_path, shared_ray):
     out = tmp_path / "sweep"
     # 130 steps: evaluations at 60 and 120, and the final one when training ends
     assert cli.main(["sweep", *TINY, "--timesteps", "130", "--relabel", "some", "--seeds", "0", "1", "--out",
@@ -152,7 +152,7 @@ def test_an_interrupted_sweep_resumes_without_rerunning_finished_trials(tmp_path
 
 
 @pytest.mark.ray
-def test_trials_run_on_both_nodes_of_a_two_node_cluster(tmp_path):
+def test_trials_run_on_both_nodes_of_a_two_node_cluster(tmp_path, no_ray):
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
@@ -170,7 +170,7 @@ def test_trials_run_on_both_nodes_of_a_two_node_cluster(tmp_path):
 
 
 @pytest.mark.ray
-def test_optuna_search_writes_the_best_configuration_as_a_train_command(tmp_path):
+def test_optuna_search_writes_the_best_configuration_as_a_train_command(tmp_path, shared_ray):
     out = tmp_path / "search"
     assert cli.main(["sweep", *TINY, "--search", "optuna", "--trials", "2", "--out", str(out)]) == 0
     best = (out / "best.txt").read_text().strip()
@@ -185,7 +185,7 @@ def test_optuna_search_writes_the_best_configuration_as_a_train_command(tmp_path
 
 
 @pytest.mark.ray
-def test_optuna_search_over_a_given_space_trains_with_its_algorithm_keywords(tmp_path):
+def test_optuna_search_over_a_given_space_trains_with_its_algorithm_keywords(tmp_path, shared_ray):
     out = tmp_path / "space"
     assert cli.main(["sweep", *TINY, "--relabel", "some", "--search", "optuna", "--trials", "2", "--space",
                      "algo.target_update_interval=choice:50,70", "--space", "algo.gamma=uniform:0.9:0.95",

@@ -68,7 +68,7 @@ RUNS: dict[str, list[str]] = {
     "bench_sbx_reach.py": ["--seeds", "0", "--max-steps", "200", "--eval-every", "100", "--eval-episodes", "1"],
     "bench_served_signal.py": ["--transitions", "8000", "--batches", "2"],  # its least: 10 episodes per env
     "bench_sweep.py": ["--runs", "1", "--concurrent", "1", "--timesteps", "100"],
-    "bench_train_speed.py": ["--baseline", "{ROOT}", "--rounds", "1", "--timesteps", "100"],
+    "bench_train_speed.py": ["--baseline", "{ROOT}", "--rounds", "1", "--timesteps", "100", "--eval-episodes", "2"],
     "bench_warm_start.py": ["--seeds", "0", "--budgets", "64", "--labels", "128", "--bc-batches", "2",
                             "--critic-warmup", "32", "--n-envs", "2", "--n-steps", "32", "--eval-episodes", "1",
                             "--maze-dim", "5", "--history", "4"],
