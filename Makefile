@@ -13,6 +13,10 @@ PYTHON ?= python3
 VENV ?= .venv
 VENV_CURRENT ?= .venv-current
 PLUGINS := $(wildcard plugins/*/)
+# Extra flags for the install's pip calls. CI passes --no-compile with bytecode writing on (.ci/run): Python then
+# compiles only the modules something imports, once, where pip would compile every module of every package. Leave it
+# empty where PYTHONDONTWRITEBYTECODE is set: nothing would write the .pyc files pip leaves out.
+PIP_FLAGS ?=
 # What `make test` hands pytest in each profile (the whole suite; narrow it while developing).
 PYTEST_ARGS ?= tests plugins -q --durations=15
 
@@ -23,9 +27,9 @@ PYTEST_ARGS ?= tests plugins -q --durations=15
 define install_profile
 	$(PYTHON) -m venv $(1)
 	# CPU build of torch first: an unpinned torch pulls a CUDA build of several GB.
-	$(1)/bin/python -m pip install torch==2.13.0
-	$(1)/bin/python -m pip install -c $(3) -e ".[$(2)]" $(foreach plugin,$(PLUGINS),-e "$(plugin)")
-	$(if $(4),$(1)/bin/python -m pip install --no-deps -c $(3) $(4))
+	$(1)/bin/python -m pip install $(PIP_FLAGS) torch==2.13.0
+	$(1)/bin/python -m pip install $(PIP_FLAGS) -c $(3) -e ".[$(2)]" $(foreach plugin,$(PLUGINS),-e "$(plugin)")
+	$(if $(4),$(1)/bin/python -m pip install $(PIP_FLAGS) --no-deps -c $(3) $(4))
 	touch $(1)/.installed
 endef
 
