@@ -55,6 +55,8 @@ RUNS: dict[str, list[str]] = {
     "bench_history.py": ["--seeds", "0", "--variants", "some-gru", "--budgets", "100", "--n-envs", "2",
                          "--eval-episodes", "1", "--learning-starts", "50", "--maze-dim", "5", "--goals", "1",
                          "--history", "4"],
+    "bench_her_dqn_grid.py": ["--seeds", "0", "--bits", "4", "--budgets", "150", "300", "--eval-episodes", "2",
+                              "--runs", "{TMP}/runs"],
     "bench_history_cost.py": ["--steps", "100", "--chunk", "50", "--history", "4"],
     "bench_history_dtype.py": ["--steps", "100", "--chunk", "50"],
     "bench_mazerunner.py": ["--steps", "100", "--vec-steps", "10", "--n-envs", "2", "--chunks", "2"],

@@ -1,0 +1,153 @@
+"""The HER drop-in against SB3's ``HerReplayBuffer`` on a DQN grid over BitFlipping, only the class swapped.
+
+The cells are every combination of BitFlipping's size (8, 11 and 14 bits) and three DQN settings: the learning rate
+(1e-4, SB3's default, and 1e-3), the target network's update interval (10000 steps, SB3's default, and 1000) and the
+exploration schedule (SB3's: ε from 1 to 0.05 over the first 10 % of the run; and a longer one: to 0.02 over 30 %).
+Everything else is SB3's DQN as it ships (``train_freq=4``, ``batch_size=32``, ``learning_starts=100``, one env)
+and HER's defaults (``n_sampled_goal=4``, ``future``), on both sides; ``buffer_size`` is the run's length, so no row
+is overwritten on either side. No other benchmark of the project uses these settings.
+
+Each run is scored at 5k, 10k, 20k and 30k env steps (one run per seed: DQN's exploration schedule spans the whole
+``learn`` call, so the budgets are read from a run of 30k steps) by ``--eval-episodes`` greedy episodes, each reset
+with its own seed (``sb3_hir.experiment.episode_evaluator``). Target (issue 56): at every (cell, budget), ours'
+mean success is at most 0.03 below HER's, or above it, over 5 seeds.
+
+Each finished run is kept as a JSON file in ``--runs`` (one per cell, side and seed, written atomically), so a grid
+cut short resumes where it stopped; ``--ray`` runs the missing ones as Ray Tune trials, one core each.
+
+Usage: ``python benchmarks/bench_her_dqn_grid.py [--seeds 0 1 2 3 4] [--bits 8 11 14] [--ray] [--table-only]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+from stable_baselines3 import DQN
+from stable_baselines3 import HerReplayBuffer as SB3HerReplayBuffer
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.envs import BitFlippingEnv
+
+import sb3_hir
+from sb3_hir.atomic import atomic_path
+from sb3_hir.experiment import BudgetCallback, episode_evaluator, markdown_table, mean_std
+from sb3_hir.experiment.runner import run_all
+
+SIDES: dict[str, type] = {"HER": SB3HerReplayBuffer, "ours": sb3_hir.HerReplayBuffer}
+BUDGETS = [5_000, 10_000, 20_000, 30_000]
+LEARNING_RATES = [1e-4, 1e-3]
+TARGET_UPDATES = [10_000, 1_000]
+#: name -> (exploration_fraction, exploration_final_eps)
+EXPLORATIONS = {"sb3": (0.1, 0.05), "long": (0.3, 0.02)}
+TOLERANCE = 0.03
+RUNS = Path(__file__).resolve().parent / "results" / "her_dqn_grid" / "runs"
+
+
+def cell_name(cell: dict[str, Any]) -> str:
+    return (f"bits{cell['n_bits']}-lr{cell['learning_rate']:g}-target{cell['target_update_interval']}-"
+            f"explore-{cell['exploration']}")
+
+
+def cells(bits: list[int]) -> list[dict[str, Any]]:
+    return [dict(n_bits=n, learning_rate=lr, target_update_interval=target, exploration=explore)
+            for n, lr, target, explore in itertools.product(bits, LEARNING_RATES, TARGET_UPDATES, EXPLORATIONS)]
+
+
+def run_path(runs: Path, config: dict[str, Any]) -> Path:
+    """Where a run is kept: its name holds everything that changes its result."""
+    budgets = "-".join(map(str, config["budgets"]))
+    return runs / (f"{cell_name(config['cell'])}-budgets{budgets}-eval{config['eval_episodes']}-{config['side']}-"
+                   f"seed{config['seed']}.json")
+
+
+def run(config: dict[str, Any]) -> dict[str, Any]:
+    """One run of ``config["side"]`` on ``config["cell"]``, kept in its file; ``{budget: success}`` and seconds."""
+    cell, seed, n_bits = config["cell"], config["seed"], config["cell"]["n_bits"]
+    th.manual_seed(seed)
+    fraction, final_eps = EXPLORATIONS[cell["exploration"]]
+    venv = make_vec_env(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), n_envs=1, seed=seed)
+    model = DQN("MultiInputPolicy", venv, replay_buffer_class=SIDES[config["side"]],
+                replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future"),
+                buffer_size=max(config["budgets"]), learning_rate=cell["learning_rate"],
+                target_update_interval=cell["target_update_interval"], exploration_fraction=fraction,
+                exploration_final_eps=final_eps, seed=seed, device="cpu")
+    score = episode_evaluator(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), config["eval_episodes"], seed)
+    callback = BudgetCallback(config["budgets"], score)
+    begin = time.perf_counter()
+    model.learn(total_timesteps=max(config["budgets"]), callback=callback)
+    out = {"scores": {str(b): v["success_rate"] for b, v in callback.results.items()},
+           "seconds": time.perf_counter() - begin}
+    path = Path(config["path"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(json.dumps({**config, **out}, indent=1))
+    return out
+
+
+def table(grid: list[dict[str, Any]], args: argparse.Namespace) -> tuple[list[list[str]], int, int]:
+    """One row per (cell, budget) with every seed of both sides on file; the rows held and those compared."""
+    rows, held, compared = [], 0, 0
+    for cell in grid:
+        found = {side: [run_path(args.runs, dict(cell=cell, side=side, seed=s, budgets=args.budgets,
+                                                 eval_episodes=args.eval_episodes)) for s in args.seeds]
+                 for side in SIDES}
+        if not all(p.is_file() for paths in found.values() for p in paths):
+            continue
+        scores = {side: [json.loads(p.read_text())["scores"] for p in paths] for side, paths in found.items()}
+        for budget in args.budgets:
+            her = np.asarray([s[str(budget)] for s in scores["HER"]])
+            ours = np.asarray([s[str(budget)] for s in scores["ours"]])
+            gap = float(ours.mean() - her.mean())
+            ok = gap >= -TOLERANCE
+            held, compared = held + ok, compared + 1
+            rows.append([cell_name(cell), str(budget), mean_std(her), mean_std(ours), f"{gap:+.3f}",
+                         "yes" if ok else "NO"])
+    return rows, held, compared
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--bits", type=int, nargs="+", default=[8, 11, 14], help="BitFlipping sizes (>= 2)")
+    parser.add_argument("--eval-episodes", type=int, default=100)
+    parser.add_argument("--budgets", type=int, nargs="+", default=BUDGETS,
+                        help="env steps at which each run is scored; a run lasts the largest")
+    parser.add_argument("--runs", type=Path, default=RUNS, help="where each finished run is kept (and resumed from)")
+    parser.add_argument("--ray", action="store_true", help="run the missing runs as Ray Tune trials")
+    parser.add_argument("--table-only", action="store_true", help="print the table of the kept runs; run nothing")
+    args = parser.parse_args()
+    if min(args.bits) < 2:
+        parser.error(f"--bits must be >= 2; got {args.bits}")
+    if args.eval_episodes < 1:
+        parser.error(f"--eval-episodes must be >= 1; got {args.eval_episodes}")
+    if min(args.budgets) < 1:
+        parser.error(f"--budgets must be >= 1; got {args.budgets}")
+    args.budgets = sorted(set(args.budgets))
+    grid = cells(args.bits)
+    todo = []
+    for cell, seed, side in itertools.product(grid, args.seeds, SIDES):
+        config = dict(cell=cell, side=side, seed=seed, eval_episodes=args.eval_episodes, budgets=args.budgets)
+        path = run_path(args.runs, config)
+        if not path.is_file():
+            todo.append({**config, "path": str(path)})
+    print(f"{len(grid)} cells x {len(SIDES)} sides x {len(args.seeds)} seeds; {len(todo)} runs to do", flush=True)
+    if not args.table_only:
+        for config, out in zip(todo, run_all(run, todo, use_ray=args.ray, name="her_dqn_grid"), strict=True):
+            print(f"{cell_name(config['cell'])} {config['side']} seed {config['seed']}: {out['scores']} "
+                  f"({out['seconds']:.0f} s)", flush=True)
+    rows, held, compared = table(grid, args)
+    print(f"\nSuccess (greedy, {args.eval_episodes} episodes) of SB3's HER and of sb3_hir's drop-in, "
+          f"{len(args.seeds)} seeds (mean ± std); held: ours >= HER - {TOLERANCE}")
+    print(markdown_table(["cell", "budget", "HER", "ours", "ours - HER", "held"], rows, "lrrrrl"))
+    print(f"{'PASS' if rows and held == compared else 'MISS'}  {held} of {compared} (cell, budget) pairs held; "
+          f"{len(rows) // len(args.budgets)} of {len(grid)} cells complete")
+
+
+if __name__ == "__main__":
+    main()
