@@ -16,9 +16,10 @@ import argparse
 import functools
 from typing import Any
 
+from research.maze import add_maze
+
 from sb3_hir.action_features import ActionFeaturesWrapper
 from sb3_hir.envs import MazeRunnerEnv
-from sb3_hir.experiment import arguments
 from sb3_hir.experiment.timing import SingleEnvTimer
 
 
@@ -30,7 +31,7 @@ def make(features: str | None, randomized_actions: bool, **kwargs: Any) -> Actio
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100_000, help="single-env steps per side")
-    arguments.add_maze(parser, maze_dim=11)
+    add_maze(parser, maze_dim=11)
     parser.add_argument("--randomized-actions", action="store_true", help="permute the moves every episode")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--chunks", type=int, default=40, help="alternating chunks the steps are split into")

@@ -1,6 +1,6 @@
 """Controls that change every episode: which Q head and which per-action features let DQN + HIR identify them?
 
-Every run is the moonshot's learner (:func:`sb3_hir.experiment.moonshot.build_model`: DQN, history window + GRU,
+Every run is the moonshot's learner (:func:`research.moonshot.build_model`: DQN, history window + GRU,
 HIR with n-step returns, the same hyperparameters) on MazeRunner with ``--steps`` planned steps; only the variant
 differs:
 
@@ -33,6 +33,7 @@ import time
 from typing import Any
 
 import torch as th
+from research.moonshot import build_model, evaluate, make_parser
 
 from sb3_hir.experiment import (
     BenchmarkSpec,
@@ -43,7 +44,6 @@ from sb3_hir.experiment import (
     run_benchmark,
     timed_run,
 )
-from sb3_hir.experiment.moonshot import build_model, evaluate, make_parser
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "fixed": dict(randomized_actions=False, q_head="standard", action_features="none"),

@@ -43,6 +43,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch as th
+from sb3_hir_robotics.fetch_push_expert import ScriptedPusher, push_env_id
+from sb3_hir_robotics.pointmaze_expert import make_env, maze_demos
 from stable_baselines3 import SAC
 from stable_baselines3.common.env_util import make_vec_env
 
@@ -51,8 +53,6 @@ from sb3_hir.atomic import atomic_path
 from sb3_hir.buffers.demonstrations import stored_episodes
 from sb3_hir.callbacks import evaluate_instruction_policy
 from sb3_hir.experiment import BudgetCallback, markdown_table, mean_std
-from sb3_hir.experiment.experts.fetch_push import ScriptedPusher, push_env_id
-from sb3_hir.experiment.experts.pointmaze import make_env, maze_demos
 
 ENV_ID = "PointMaze_UMaze-v3"
 SCALE = 2.0

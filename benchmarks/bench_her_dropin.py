@@ -77,6 +77,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch as th
+from sb3_hir_robotics.fetch_push_expert import push_demos, push_env_id
 from stable_baselines3 import DQN, SAC, HerReplayBuffer
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.envs import BitFlippingEnv
@@ -93,7 +94,6 @@ from sb3_hir.experiment import (
     markdown_table,
     mean_std,
 )
-from sb3_hir.experiment.experts.fetch_push import push_demos, push_env_id
 from sb3_hir.experiment.runner import run_all
 from sb3_hir.experiment.table import render_comparison
 

@@ -8,7 +8,7 @@ the replay buffer differs. Variants (``--variants``):
   hindsight instruction per sampled transition, ``goal_selection="future"``);
 * ``some-n3``: ``some`` with 3-step hindsight returns (``n_steps=3``, the algorithm's gamma);
 * ``some-relaxed`` / ``some-n3-relaxed``: ``some`` / ``some-n3`` with the relaxed reach rule
-  (:class:`sb3_hir.experiment.relaxed.RelaxedReachBuffer`: the instruction's last goal counts as reached at its first
+  (:class:`research.relaxed.RelaxedReachBuffer`: the instruction's last goal counts as reached at its first
   occurrence after the sampled transition, even if its value was passed before it), measured against the shipped
   rule (issue 35);
 * ``old-some`` / ``old-all``: the previous buffer, which drew one instruction per finished episode at ``add()``
@@ -45,6 +45,8 @@ from pathlib import Path
 from typing import Any
 
 import torch as th
+from research.maze import add_maze
+from research.relaxed import RelaxedReachBuffer
 from stable_baselines3 import DQN
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -62,7 +64,6 @@ from sb3_hir.experiment import (
     run_benchmark,
     timed_run,
 )
-from sb3_hir.experiment.relaxed import RelaxedReachBuffer
 from sb3_hir.extractors import KeySelectExtractor
 
 VARIANTS = ("none", "some", "all", "some-n3", "old-some", "old-all", "some-relaxed", "some-n3-relaxed")
@@ -148,7 +149,7 @@ def main() -> None:
     arguments.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     arguments.add_budgets(parser, [10_000, 20_000, 30_000], help=arguments.BUDGETS_HELP)
-    arguments.add_maze(parser, maze_dim=7, goals=3, time_limit=40)
+    add_maze(parser, maze_dim=7, goals=3, time_limit=40)
     arguments.add_n_envs(parser, 4)
     parser.add_argument("--step-reward", type=float, default=0.0,
                         help="MazeRunner's per-step reward (0: 0/1 rewards, -1: HER's -1/0 scale); the buffer "

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import torch as th
+from research.maze import add_maze
 from stable_baselines3 import DQN
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -106,7 +107,7 @@ def main() -> None:
     arguments.add_seeds(parser, [0, 1, 2])
     parser.add_argument("--variants", nargs="+", default=["some", "some-gru", "some-conv"], choices=VARIANTS)
     arguments.add_budgets(parser, [20_000, 40_000, 60_000])
-    arguments.add_maze(parser, maze_dim=9, goals=3, time_limit=100)
+    add_maze(parser, maze_dim=9, goals=3, time_limit=100)
     arguments.add_history(parser, 16, help="steps in the HistoryWrapper window")
     parser.add_argument("--hidden-size", type=int, default=64, help="HistoryExtractor encoding size")
     arguments.add_n_envs(parser, 8)

@@ -18,6 +18,7 @@ import argparse
 import time
 
 import numpy as np
+from research.maze import add_maze
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_hir.envs import MazeRunnerEnv
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=200_000, help="single-env steps per variant")
     parser.add_argument("--vec-steps", type=int, default=20_000, help="DummyVecEnv steps (x n_envs env steps)")
     arguments.add_n_envs(parser, 8)
-    arguments.add_maze(parser, maze_dim=11)
+    add_maze(parser, maze_dim=11)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--chunks", type=int, default=40, help="alternating chunks the steps are split into")
     args = parser.parse_args(argv)

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import torch as th
+from research.maze import add_maze
 from sb3_contrib import RecurrentPPO
 from stable_baselines3 import PPO
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -70,9 +71,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--timesteps", type=int, default=150_000, help="training steps per agent and seed")
     arguments.add_seeds(parser, [0, 1])
-    arguments.add_maze(parser, maze_dim=9)
+    add_maze(parser, maze_dim=9)
     parser.add_argument("--num-goals", type=int, default=2)
-    arguments.add_maze(parser, time_limit=80)
+    add_maze(parser, time_limit=80)
     parser.add_argument("--randomized-actions", action="store_true", help="permute the moves every episode")
     arguments.add_n_envs(parser, 8)
     parser.add_argument("--n-steps", type=int, default=128)

@@ -30,6 +30,7 @@ import torch as th
 from imitation.algorithms import bc
 from imitation.data import rollout
 from imitation.util import logger as imit_logger
+from research.maze import add_maze
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -149,7 +150,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     arguments.add_seeds(parser, [0, 1, 2])
     arguments.add_budgets(parser, [25_000, 50_000, 100_000])
-    arguments.add_maze(parser, maze_dim=9, goals=2, time_limit=100)
+    add_maze(parser, maze_dim=9, goals=2, time_limit=100)
     arguments.add_history(parser, 16)
     parser.add_argument("--encoder", default="gru", choices=["gru", "conv"])
     parser.add_argument("--labels", type=int, default=8_000, help="expert steps BC trains on (warm arm)")

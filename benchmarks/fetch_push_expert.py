@@ -1,4 +1,4 @@
-"""The success rate of the scripted FetchPush controller (:mod:`sb3_hir.experiment.experts.fetch_push`, which says
+"""The success rate of the scripted FetchPush controller (:mod:`sb3_hir_robotics.fetch_push_expert`, which says
 how it pushes), the demonstrations of ``bench_her_dropin.py --suite push``.
 
 On FetchPush-v4 it succeeds in 50 of 50 episodes (seeds 0-49): ``python benchmarks/fetch_push_expert.py``.
@@ -10,8 +10,7 @@ import argparse
 from typing import Any
 
 import numpy as np
-
-from sb3_hir.experiment.experts.fetch_push import push_demos, push_env_id
+from sb3_hir_robotics.fetch_push_expert import push_demos, push_env_id
 
 
 def main() -> None:

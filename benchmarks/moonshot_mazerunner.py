@@ -10,7 +10,7 @@ wall time and env steps) goes to ``--out`` as JSON and PNG, and each evaluation 
 
 Target (issue 12): >= 50 % full-instruction success within the hour.
 
-The learner lives in :mod:`sb3_hir.experiment.moonshot` (``moonshot_seeds.py`` and ``bench_controls.py`` run it
+The learner lives in :mod:`research.moonshot` (``moonshot_seeds.py`` and ``bench_controls.py`` run it
 too).
 
 Usage: ``python benchmarks/moonshot_mazerunner.py [--minutes 60] [--history 16] [--out moonshot]``;
@@ -23,8 +23,8 @@ import argparse
 import json
 from pathlib import Path
 
-from sb3_hir.experiment.moonshot import make_parser, save, train
-from sb3_hir.experiment.relaxed import RelaxedReachBuffer
+from research.moonshot import make_parser, save, train
+from research.relaxed import RelaxedReachBuffer
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """The moonshot over several seeds, with a memoryless control, as Ray Tune trials sharing the machine fairly.
 
-Each (variant, seed) is one run of ``moonshot_mazerunner.py``'s training (:mod:`sb3_hir.experiment.moonshot`:
+Each (variant, seed) is one run of ``moonshot_mazerunner.py``'s training (:mod:`research.moonshot`:
 same options, same wall-time limit, evaluations included, held-out evaluation every ``--eval-minutes``):
 ``history`` is the moonshot's DQN with its ``--history`` window and encoder, ``memoryless`` the same DQN and buffer
 without the window (``--history 0``), ``history-relaxed`` the ``history`` run under the relaxed reach rule
@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from research.moonshot import make_parser, train
+from research.relaxed import RelaxedReachBuffer
 
 from sb3_hir.atomic import atomic_path
 from sb3_hir.experiment import arguments, format_mean_std, markdown_table
-from sb3_hir.experiment.moonshot import make_parser, train
-from sb3_hir.experiment.relaxed import RelaxedReachBuffer
 from sb3_hir.experiment.runner import run_all
 
 VARIANTS = ("history", "memoryless", "history-relaxed")
@@ -44,7 +44,7 @@ def run_trial(config: dict[str, Any]) -> dict[str, Any]:
     """One (variant, seed): the moonshot's training, its curve returned (and written under its run directory)."""
     args = argparse.Namespace(**config["args"])
     if config["variant"] == "history-relaxed":
-        # the relaxed reach rule (sb3_hir.experiment.relaxed.RelaxedReachBuffer), measured against history
+        # the relaxed reach rule (research.relaxed.RelaxedReachBuffer), measured against history
         args.relaxed_draw = True
     if config["variant"] == "memoryless":
         args.history = 0

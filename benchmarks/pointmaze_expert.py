@@ -1,4 +1,4 @@
-"""The success rate of the scripted PointMaze controller (:mod:`sb3_hir.experiment.experts.pointmaze`, which says
+"""The success rate of the scripted PointMaze controller (:mod:`sb3_hir_robotics.pointmaze_expert`, which says
 how it steers), the demonstrations of ``bench_demos_box.py``.
 
 On PointMaze_UMaze-v3 (``continuing_task=False``, 100 steps, actions rescaled to ``[-2, 2]``) it succeeds in 46
@@ -13,8 +13,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-
-from sb3_hir.experiment.experts.pointmaze import make_env, maze_demos
+from sb3_hir_robotics.pointmaze_expert import make_env, maze_demos
 
 
 def main() -> None:

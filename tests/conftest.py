@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 # Small networks on shared 2-core machines: several torch threads fight over the cores and run many times
@@ -73,6 +77,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("dagger") is not None:
             item.add_marker(skip)
+
+
+#: the benchmark scripts' directory: its ``research`` package is the research code they share, not in the wheel.
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture
+def research() -> Callable[[str], ModuleType]:
+    """``research("relaxed")``: the module ``benchmarks/research/relaxed.py``, imported as the scripts import it."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    return lambda name: importlib.import_module(f"research.{name}")
 
 
 @pytest.fixture

@@ -230,3 +230,26 @@ def test_the_layer_check_reports_each_kind_of_violation():
     violations, _ = layer_violations({demonstrations: planted[demonstrations]}, [])
     assert violations == ["sb3_hir/buffers/demonstrations.py:2: sb3_hir.buffers.demonstrations imports "
                           "sb3_hir.dagger.storage (the buffers never import DAgger)"]
+
+
+#: research code that left the wheel (issue 56): where each lives now.
+RESEARCH = {
+    "sb3_hir/experiment/moonshot.py": "benchmarks/research/moonshot.py",
+    "sb3_hir/experiment/relaxed.py": "benchmarks/research/relaxed.py",
+    "sb3_hir/experiment/experts": "plugins/sb3-hir-robotics/sb3_hir_robotics/pointmaze_expert.py",
+}
+
+
+def test_the_wheel_holds_the_library_and_not_the_research_code():
+    """The wheel packs ``sb3_hir*`` (pyproject's packages.find): none of it is the benchmarks' research code, no
+    library module imports that code, and the maze options left the shared arguments."""
+    for old, new in RESEARCH.items():
+        assert not (ROOT / old).exists(), f"{old} is research code: it lives in {new}, out of the wheel"
+        assert (ROOT / new).exists(), new
+    for path in (ROOT / "sb3_hir").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert node.module.split(".")[0] not in ("research", "benchmarks"), f"{path} imports {node.module}"
+    from sb3_hir.experiment import arguments
+
+    assert not hasattr(arguments, "add_maze")

@@ -12,9 +12,11 @@ module, and ``sb3-hir sweep`` runs its trials through the same :mod:`~sb3_hir.ex
 * :mod:`~sb3_hir.experiment.table`: :func:`render_table`, :func:`markdown_table` (every table's pipes) and
   :func:`mean_std`, the one spelling of mean ± std;
 * :mod:`~sb3_hir.experiment.arguments`: the command line options the scripts share;
-* :mod:`~sb3_hir.experiment.timing`: the alternating-chunk env timer of the speed benchmarks;
-* :mod:`~sb3_hir.experiment.moonshot`: the moonshot's learner, which three benchmarks run;
-* :mod:`~sb3_hir.experiment.experts`: the scripted FetchPush and PointMaze experts behind their demonstrations.
+* :mod:`~sb3_hir.experiment.timing`: the alternating-chunk env timer of the speed benchmarks.
+
+Research code that only the scripts run (the moonshot's learner, the relaxed draw, the MazeRunner options) is not
+part of the library: it lives in ``benchmarks/research/``, out of the wheel; the scripted PointMaze and FetchPush
+experts are expert plugins of ``sb3-hir-robotics``.
 
 ``python -m sb3_hir.experiment render RECORDS.json`` prints the table of a records file.
 """

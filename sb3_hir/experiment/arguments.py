@@ -55,14 +55,6 @@ def add_n_envs(parser: argparse.ArgumentParser, default: int) -> None:
     parser.add_argument("--n-envs", type=int, default=default)
 
 
-def add_maze(parser: argparse.ArgumentParser, *, maze_dim: int | None = None, goals: int | None = None,
-             time_limit: int | None = None) -> None:
-    """The MazeRunner options given: ``--maze-dim``, ``--goals``, ``--time-limit`` (omitted ones are not added)."""
-    for flag, default in (("--maze-dim", maze_dim), ("--goals", goals), ("--time-limit", time_limit)):
-        if default is not None:
-            parser.add_argument(flag, type=int, default=default)
-
-
 def add_history(parser: argparse.ArgumentParser, default: int | Sequence[int], help: str | None = None) -> None:
     """``--history``: the HistoryWrapper window; a sequence default makes it a list of windows to compare."""
     if isinstance(default, int):

@@ -85,10 +85,22 @@ def check_expert(
 
 @register_check("expert")
 def _check_expert_component(factory: Callable[..., Any], options: PluginCheckOptions) -> None:
-    """A plugin's expert, created for the target env, keeps SB3's ``predict`` contract."""
-    planned_in = getattr(factory, "env", None)  # an env-state expert plans in its own env (EnvStateExpertFactory)
+    """A plugin's expert, created for the target env, keeps SB3's ``predict`` contract.
+
+    An expert made for one env family names it on its factory (``factory.env``): a registered env name (an
+    env-state expert plans in its own env, :class:`~sb3_hir.env_experts.EnvStateExpertFactory`), or a zero-argument
+    function making the env (a scripted controller of a gymnasium-robotics GoalEnv); it is checked there.
+    """
+    planned_in = getattr(factory, "env", None)
     if isinstance(planned_in, str):
         check_expert(factory, planned_in, seed=options.seed)
+        return
+    if callable(planned_in):
+        env = planned_in()
+        try:
+            check_expert(factory, env, seed=options.seed)
+        finally:
+            env.close()
         return
     with options.target_env() as target:
         check_expert(factory, target, seed=options.seed)

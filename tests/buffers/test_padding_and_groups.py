@@ -218,11 +218,11 @@ def test_without_the_groups_declared_an_and_reached_out_of_order_is_served_in_sl
             check_sample(stream, 32, spec, falls)
 
 
-def test_strategies_that_index_goals_in_slot_order_refuse_groups_and_padding():
+def test_strategies_that_index_goals_in_slot_order_refuse_groups_and_padding(research):
     with pytest.raises(ValueError, match=r"'exact-index' finds each goal after the previous slot's; .* 'window'"):
         make_buffer(3, goal_spec=padded_spec(), draw_strategy="exact-index")
     assert type(make_buffer(3, goal_spec=padded_spec())._draws).__name__ == "WindowDraw"
-    from sb3_hir.experiment.relaxed import RelaxedDraw
+    RelaxedDraw = research("relaxed").RelaxedDraw
 
     with pytest.raises(ValueError, match=r"RelaxedDraw ends an instruction at its last slot's reach; .* 'window'"):
         make_buffer(3, goal_spec=padded_spec(), draw_strategy=RelaxedDraw)

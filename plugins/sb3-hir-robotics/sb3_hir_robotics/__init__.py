@@ -1,12 +1,14 @@
 """sb3-hir plugin for gymnasium-robotics GoalEnvs.
 
 Contributes env ``"pointmaze-instruction"`` (k-goal instructions in PointMaze), env ``"goalenv"`` (any
-single-goal GoalEnv as a one-goal instruction) and goal spec ``"distance-threshold"`` (tolerance = the env's own
-success radius). Imports happen inside the hooks, so listing plugins does not import gymnasium-robotics.
+single-goal GoalEnv as a one-goal instruction), goal spec ``"distance-threshold"`` (tolerance = the env's own
+success radius) and the scripted experts ``"pointmaze-scripted"`` and ``"fetch-push-scripted"`` (DAgger teachers
+that read only the observation). Imports happen inside the hooks, so listing plugins does not import gymnasium-robotics.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sb3_hir import hookimpl
@@ -14,6 +16,9 @@ from sb3_hir import hookimpl
 __all__ = [
     "DistanceThresholdGoalSpec",
     "MazeGoalSampler",
+    "PointMazeExpert",
+    "ScriptedExpert",
+    "ScriptedPusher",
     "make_goal_env",
     "make_pointmaze_instruction",
 ]
@@ -23,6 +28,9 @@ _LAZY = {
     "MazeGoalSampler": "sb3_hir_robotics.maze",
     "make_goal_env": "sb3_hir_robotics.goalenv",
     "make_pointmaze_instruction": "sb3_hir_robotics.maze",
+    "PointMazeExpert": "sb3_hir_robotics.pointmaze_expert",
+    "ScriptedPusher": "sb3_hir_robotics.fetch_push_expert",
+    "ScriptedExpert": "sb3_hir_robotics.scripted_experts",
 }
 
 
@@ -65,3 +73,52 @@ def register_envs(register):
 @hookimpl
 def register_goal_specs(register):
     register("distance-threshold", _distance_threshold)
+
+
+def _pointmaze_env() -> Any:
+    """The env the PointMaze controller is checked in (``check_plugin``): UMaze, episodic, 100 steps."""
+    from sb3_hir_robotics.pointmaze_expert import make_env
+
+    return make_env()
+
+
+def _fetch_push_env() -> Any:
+    """The env the pusher is checked in (``check_plugin``): gymnasium-robotics' newest FetchPush."""
+    import gymnasium as gym
+
+    from sb3_hir_robotics.fetch_push_expert import push_env_id
+
+    return gym.make(push_env_id())
+
+
+def _checked_in(make_env: Callable[[], Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Names the env family an expert factory serves (``factory.env``): check_plugin checks it there, not in the
+    default MazeRunner (sb3_hir.testing.expert)."""
+
+    def mark(factory: Callable[..., Any]) -> Callable[..., Any]:
+        factory.__dict__["env"] = make_env
+        return factory
+
+    return mark
+
+
+@_checked_in(_pointmaze_env)
+def _pointmaze_scripted(venv: Any = None, **kwargs: Any) -> Any:
+    """PointMaze's scripted controller (a breadth-first path and a PD controller), from the observation alone."""
+    from sb3_hir_robotics.scripted_experts import pointmaze_expert
+
+    return pointmaze_expert(venv, **kwargs)
+
+
+@_checked_in(_fetch_push_env)
+def _fetch_push_scripted(venv: Any = None, **kwargs: Any) -> Any:
+    """FetchPush's scripted pusher (behind the object, down, push along the line to the goal)."""
+    from sb3_hir_robotics.scripted_experts import fetch_push_expert
+
+    return fetch_push_expert(venv, **kwargs)
+
+
+@hookimpl
+def register_experts(register):
+    register("pointmaze-scripted", _pointmaze_scripted)
+    register("fetch-push-scripted", _fetch_push_scripted)

@@ -18,9 +18,9 @@ of 50 episodes (seeds 0-49; the same on ``[-1, 1]``), 188 of 200 (seeds 0-199):
 [--scale 2.0]``. Every failure is a route of 6 cells (one end of the U to the other, 13 of the 200 episodes): the
 expert takes 100-111 steps on those (at most 89 on routes of 5 cells), against the limit of 100.
 
-It lives in the harness because benchmarks take its demonstrations (``bench_demos_box.py --env pointmaze``);
-the script
-``benchmarks/pointmaze_expert.py`` measures its success rate.
+Registered as the expert plugin ``"pointmaze-scripted"`` (a DAgger teacher, :mod:`sb3_hir_robotics.scripted_experts`);
+``bench_demos_box.py --env pointmaze`` takes its demonstrations, and ``benchmarks/pointmaze_expert.py`` measures its
+success rate.
 """
 
 from __future__ import annotations
@@ -54,13 +54,26 @@ class PointMazeExpert:
     def __init__(self, env: gym.Env, kp: float = KP, kd: float = KD, vmax: float = VMAX,
                  clearance: float = CLEARANCE) -> None:
         base: Any = env.unwrapped  # gymnasium-robotics' PointMaze (no types)
-        self.maze = base.maze
+        self._setup(base.maze, base.action_space, env.action_space, kp, kd, vmax, clearance)
+
+    @classmethod
+    def from_maze(cls, maze: Any, action_space: gym.Space, kp: float = KP, kd: float = KD, vmax: float = VMAX,
+                  clearance: float = CLEARANCE) -> PointMazeExpert:
+        """The expert of a maze read from a VecEnv's sub-env (``get_attr("maze")``), whose actions are given in
+        ``action_space``; the maze's own are PointMaze's force, ``[-1, 1]`` per axis."""
+        expert = cls.__new__(cls)
+        own = gym.spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float64)
+        cls._setup(expert, maze, own, action_space, kp, kd, vmax, clearance)
+        return expert
+
+    def _setup(self, maze: Any, own: gym.spaces.Box, space: gym.Space, kp: float, kd: float, vmax: float,
+               clearance: float) -> None:
+        self.maze = maze
         self.free = {(i, j) for i, row in enumerate(self.maze.maze_map) for j, cell in enumerate(row) if cell != 1}
-        self.base_low, self.base_high = base.action_space.low, base.action_space.high
-        space = env.action_space
+        self.base_low, self.base_high = own.low, own.high
         if not isinstance(space, gym.spaces.Box) or not np.isfinite([space.low, space.high]).all():
             raise ValueError(f"the expert needs a bounded Box action space, got {space}")
-        self.space = space
+        self.space: gym.spaces.Box = space
         self.kp, self.kd, self.vmax, self.clearance = kp, kd, vmax, clearance
 
     def cell(self, xy: np.ndarray) -> tuple[int, int]:

@@ -3,7 +3,7 @@
 Why here: three benchmarks run this one learner (``moonshot_mazerunner.py`` once, ``moonshot_seeds.py`` over seeds
 and variants, ``bench_controls.py`` per controls variant), and no benchmark imports another; the options, the
 model, the wall-clock training and the curve's files are written once. It is a benchmark recipe, not an API of
-the library: the user guide's learners are built from the public classes it uses.
+the library (so not in the wheel): the user guide's learners are built from the public classes it uses.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from stable_baselines3 import DQN
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
+from research.maze import add_maze
 from sb3_hir.action_features import ACTION_FEATURES_KEY, EFFECTS_KEY, ActionEffectWrapper, ActionFeaturesWrapper
 from sb3_hir.atomic import atomic_path
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
@@ -96,7 +97,7 @@ def make_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--eval-minutes", type=float, default=5.0)
     arguments.add_eval_episodes(parser, 100)
-    arguments.add_maze(parser, maze_dim=11, goals=3, time_limit=250)
+    add_maze(parser, maze_dim=11, goals=3, time_limit=250)
     parser.add_argument("--randomized-actions", action="store_true",
                         help="permute the moves every episode (the agent must identify its controls from context)")
     arguments.add_history(parser, 16)
@@ -112,7 +113,7 @@ def make_parser(description: str) -> argparse.ArgumentParser:
     arguments.add_learner(parser, gamma=0.98, learning_rate=5e-4, gradient_steps=4, exploration_fraction=0.15)
     parser.add_argument("--n-steps", type=int, default=3, help="n-step hindsight returns of the buffer")
     parser.add_argument("--relaxed-draw", action="store_true",
-                        help="relabel under the relaxed reach rule (sb3_hir.experiment.relaxed), to measure it")
+                        help="relabel under the relaxed reach rule (research.relaxed), to measure it")
     parser.add_argument("--demos", type=int, default=0,
                         help="shortest-path episodes in the buffer's demonstration region (collected on the clock)")
     parser.add_argument("--demo-ratio", type=float, default=0.5, help="share of each batch from --demos")
@@ -128,7 +129,7 @@ def build_model(args: argparse.Namespace, buffer_class: type | None = None) -> D
         (``--relaxed-draw`` runs pass the benchmark's relaxed-reach buffer, which the library does not ship).
     """
     if getattr(args, "relaxed_draw", False) and buffer_class is None:
-        raise ValueError("--relaxed-draw: pass the relaxed-reach buffer class (sb3_hir.experiment.relaxed)")
+        raise ValueError("--relaxed-draw: pass the relaxed-reach buffer class (research.relaxed)")
     venv = make_venv(args, args.seed, args.n_envs)
     features = getattr(args, "action_features", "none")
     table = {"none": None, "effects": EFFECTS_KEY, "env": ACTION_FEATURES_KEY}[features]

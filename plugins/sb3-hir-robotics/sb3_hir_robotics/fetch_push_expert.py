@@ -9,9 +9,9 @@ The gripper stays closed.
 
 On FetchPush-v4 it succeeds in 50 of 50 episodes (seeds 0-49): ``python benchmarks/fetch_push_expert.py``.
 
-It lives in the harness because several benchmarks take its demonstrations (``bench_her_dropin.py --suite
-push``, ``bench_demos_box.py --env push``); the script
-``benchmarks/fetch_push_expert.py`` measures its success rate.
+Registered as the expert plugin ``"fetch-push-scripted"`` (a DAgger teacher,
+:mod:`sb3_hir_robotics.scripted_experts`); ``bench_her_dropin.py --suite push`` and ``bench_demos_box.py --env push``
+take its demonstrations, and ``benchmarks/fetch_push_expert.py`` measures its success rate.
 """
 
 from __future__ import annotations
