@@ -64,7 +64,7 @@ from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, 
 from sb3_hir._validate import check_int, describe
 from sb3_hir.buffers.demonstrations import Demonstrations, DemonstrationSource, as_episodes, concat_samples
 from sb3_hir.buffers.draws import DrawStrategy, DrawView, FirstReachDraw, HerDraw, Relabeled, StoredDraws
-from sb3_hir.buffers.layout import CompactLayout, FullLayout
+from sb3_hir.buffers.layout import layout_factory
 from sb3_hir.buffers.legacy import adopt_parts, is_legacy, upgrade, upgrade_state
 from sb3_hir.buffers.options import (
     BufferOptions,
@@ -239,10 +239,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         #: the rows and every read of them (``storage``), observations stored twice, as SB3 stores them, or once
         #: (``layout``).
         spec = options.relabeler.goal_spec
-        storage = Storage(self.observations, self.next_observations, self.actions, self.rewards, self.dones,
-                          self.timeouts, self.infos, self._cursor, observation_space, self.obs_shape, spec.goals_key,
-                          spec.achieved_key)
-        storage.layout = CompactLayout(storage, spec.achieved_key) if options.compact else FullLayout()
+        storage = Storage.of_rows(self, self.infos, self._cursor, spec.goals_key, spec.achieved_key,
+                                  layout_factory(options.compact, spec.achieved_key))
         #: GoalEnv mode: ``observation`` / ``achieved_goal`` / ``desired_goal`` taken as they come (module docstring).
         self.goal_env = options.goal_env
         self.relabeler = options.relabeler
@@ -313,10 +311,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
                                 handle_timeout_termination=self.handle_timeout_termination)
         infos = np.empty((capacity, 1), dtype=object) if self.copy_info_dict else None
         spec = self.goal_spec
-        storage = Storage(rows.observations, rows.next_observations, rows.actions, rows.rewards, rows.dones,
-                          rows.timeouts, infos, rows, self.observation_space, self.obs_shape, spec.goals_key,
-                          spec.achieved_key)
-        storage.layout = CompactLayout(storage, spec.achieved_key) if self.optimize_memory_usage else FullLayout()
+        storage = Storage.of_rows(rows, infos, rows, spec.goals_key, spec.achieved_key,
+                                  layout_factory(self.optimize_memory_usage, spec.achieved_key))
         return self._source(rows, storage, copy.deepcopy(self._draw_template), np.random.default_rng(seed))
 
     def _demonstration_buffer(self, capacity: int, seed: int) -> Source:

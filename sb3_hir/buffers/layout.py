@@ -28,9 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from sb3_hir.buffers.storage import Storage, take_rows
+from sb3_hir.buffers.storage import LayoutFactory, Storage, take_rows
 
-__all__ = ["CompactLayout", "FullLayout", "SparseRows"]
+__all__ = ["CompactLayout", "FullLayout", "SparseRows", "layout_factory"]
+
+
+def layout_factory(compact: bool, achieved_key: str) -> LayoutFactory:
+    """How a new storage lays its observations out: once (:class:`CompactLayout`) or twice, as SB3 does."""
+    if compact:
+        return lambda storage: CompactLayout(storage, achieved_key)
+    return lambda storage: FullLayout()
 
 
 class FullLayout:

@@ -92,8 +92,8 @@ def upgrade_state(buffer: Any, state: dict[str, Any]) -> None:
     spec = state["relabeler"].goal_spec
     storage = Storage(state["observations"], state["next_observations"], state["actions"], state["rewards"],
                       state["dones"], state["timeouts"], state.get("infos"), state["_cursor"],
-                      state["observation_space"], state["obs_shape"], spec.goals_key, spec.achieved_key)
-    storage.layout = layout if layout is not None else FullLayout()
+                      state["observation_space"], state["obs_shape"], spec.goals_key, spec.achieved_key,
+                      layout if layout is not None else FullLayout())
     state["_parts"] = dict(storage=storage, index=state.pop("_index", None), draws=state.pop("_draws", None))
     state.pop("_view", None)
 

@@ -9,6 +9,7 @@ one flat axis (``row * n_envs + env``): one ``take`` per batch, no Python loop p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -17,7 +18,7 @@ from gymnasium import spaces
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import pack_goals
 
-__all__ = ["Cursor", "Layout", "Storage", "take_rows", "value_ids"]
+__all__ = ["Cursor", "Layout", "LayoutFactory", "Storage", "take_rows", "value_ids"]
 
 
 class Layout(Protocol):
@@ -44,6 +45,11 @@ class Layout(Protocol):
     def reset(self, storage: Any) -> None: ...
 
     def nbytes(self) -> int: ...
+
+
+#: builds a storage's layout from the storage itself (the compact layout takes keys out of the arrays it is given):
+#: :func:`sb3_hir.buffers.layout.layout_factory`.
+LayoutFactory = Callable[["Storage"], Layout]
 
 
 class Cursor:
@@ -78,12 +84,15 @@ class Storage:
     :param obs_shape: each key's shape of one observation.
     :param goals_key: key of the instruction (a GoalEnv's desired goal).
     :param achieved_key: key of the achieved value; every layout keeps its next observations.
+    :param layout: how the observations are stored: a factory built on this storage
+        (:func:`~sb3_hir.buffers.layout.layout_factory`), or the layout of a pickled buffer, taken as it is.
     """
 
     def __init__(self, observations: dict[str, np.ndarray], next_observations: dict[str, np.ndarray],
                  actions: np.ndarray, rewards: np.ndarray, dones: np.ndarray, timeouts: np.ndarray,
                  infos: np.ndarray | None, cursor: Any, observation_space: spaces.Dict,
-                 obs_shape: dict[str, tuple[int, ...]], goals_key: str, achieved_key: str) -> None:
+                 obs_shape: dict[str, tuple[int, ...]], goals_key: str, achieved_key: str,
+                 layout: Layout | LayoutFactory) -> None:
         self.buffer_size, self.n_envs = rewards.shape
         self.observations = observations
         self.next_observations = next_observations
@@ -97,7 +106,14 @@ class Storage:
         self.obs_shape = obs_shape
         self.goals_key = goals_key
         self.achieved_key = achieved_key
-        self.layout: Layout | None = None
+        self.layout: Layout = layout(self) if callable(layout) else layout
+
+    @classmethod
+    def of_rows(cls, rows: Any, infos: np.ndarray | None, cursor: Any, goals_key: str, achieved_key: str,
+                layout: Layout | LayoutFactory) -> Storage:
+        """The storage of an SB3 ``DictReplayBuffer``'s arrays (``rows``: the buffer, or one of its parts' own)."""
+        return cls(rows.observations, rows.next_observations, rows.actions, rows.rewards, rows.dones, rows.timeouts,
+                   infos, cursor, rows.observation_space, rows.obs_shape, goals_key, achieved_key, layout)
 
     @property
     def pos(self) -> int:
@@ -115,25 +131,25 @@ class Storage:
     # -- observations, through the layout --------------------------------------------------------------------------
     def obs_keys(self) -> list[str]:
         """The observation keys, in the observation space's order."""
-        return self.layout.keys(self)  # type: ignore[union-attr]
+        return self.layout.keys(self)
 
     def obs_rows(self, key: str, flat: np.ndarray) -> np.ndarray:
-        return self.layout.obs_rows(self, key, flat)  # type: ignore[union-attr]
+        return self.layout.obs_rows(self, key, flat)
 
     def next_rows(self, key: str, flat: np.ndarray) -> np.ndarray:
-        return self.layout.next_rows(self, key, flat)  # type: ignore[union-attr]
+        return self.layout.next_rows(self, key, flat)
 
     def obs_batch(self, flat: np.ndarray) -> dict[str, np.ndarray]:
         """Every key's observation at rows ``flat`` (what ``sample()`` serves)."""
-        return self.layout.obs_batch(self, flat)  # type: ignore[union-attr]
+        return self.layout.obs_batch(self, flat)
 
     def next_batch(self, flat: np.ndarray) -> dict[str, np.ndarray]:
         """Every key's next observation at rows ``flat``."""
-        return self.layout.next_batch(self, flat)  # type: ignore[union-attr]
+        return self.layout.next_batch(self, flat)
 
     def last_next(self, key: str) -> np.ndarray:
         """Every sub-env's newest stored next observation of ``key``, ``(n_envs, *shape)``."""
-        return self.layout.last_next(self, key)  # type: ignore[union-attr]
+        return self.layout.last_next(self, key)
 
     @property
     def achieved(self) -> np.ndarray:
@@ -168,19 +184,19 @@ class Storage:
     # -- what add() tells the layout --------------------------------------------------------------------------------
     def before_add(self, obs: dict[str, np.ndarray], running: np.ndarray) -> None:
         """Called before SB3's ``add`` stores row ``pos`` (``running``: sub-envs with an episode going on)."""
-        self.layout.before_add(self, obs, running)  # type: ignore[union-attr]
+        self.layout.before_add(self, obs, running)
 
     def after_add(self, next_obs: dict[str, np.ndarray], done: np.ndarray) -> None:
         """Called after SB3's ``add`` stored row ``pos - 1``, before the episodes that ended there are closed."""
-        self.layout.after_add(self, next_obs, done)  # type: ignore[union-attr]
+        self.layout.after_add(self, next_obs, done)
 
     def close(self, env_idx: int) -> None:
         """The running episode of ``env_idx`` ends at the newest row without a ``done`` from the env (a splice)."""
-        self.layout.close(self, env_idx)  # type: ignore[union-attr]
+        self.layout.close(self, env_idx)
 
     def reset(self) -> None:
         """The buffer's ``reset`` (SB3 resets the cursor)."""
-        self.layout.reset(self)  # type: ignore[union-attr]
+        self.layout.reset(self)
 
 
 def take_rows(array: np.ndarray, flat: np.ndarray) -> np.ndarray:
