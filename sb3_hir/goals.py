@@ -161,13 +161,13 @@ class GoalSpec(ABC):
     def ordered(self) -> bool:
         """Whether every instruction is ``k`` goals reached in slot order (no padding, no groups declared): the
         case the exact-value index and the compiled first-reach draws serve."""
-        return getattr(self, "pad_value", None) is None and getattr(self, "groups_key", None) is None
+        return self.pad_value is None and self.groups_key is None
 
     def is_padding(self, goals: np.ndarray) -> np.ndarray:
         """Whether each goal (shape ``(..., *goal_shape)``) is :attr:`pad_value`: a slot that holds no goal (all False
         when the spec declares none)."""
         goals = np.asarray(goals)
-        if getattr(self, "pad_value", None) is None:
+        if self.pad_value is None:
             return np.zeros(goals.shape[: goals.ndim - self.goal_ndim], dtype=bool)
         return (goals == self.pad_value).all(axis=self._goal_axes)
 
@@ -284,7 +284,7 @@ class GoalSpec(ABC):
         if levels is not None and levels.shape[1] != math.prod(goal_shape):
             raise ValueError(f"description_levels masks {levels.shape[1]} components, but a goal of "
                              f"observation_space[{self.goals_key!r}] has {math.prod(goal_shape)} ({goal_shape})")
-        groups_key = getattr(self, "groups_key", None)
+        groups_key = self.groups_key
         if groups_key is not None:
             if groups_key not in observation_space.spaces:
                 raise ValueError(f"observation_space is missing the goal spec's groups_key {groups_key!r}; keys "
@@ -304,9 +304,9 @@ class GoalSpec(ABC):
         """Refuse a declared value that integer goals (or achieved values) cannot hold: numpy would cast it, and a
         wildcard 2.5 stored as 2 asks for column 2."""
         values = {"mask_value": (self.mask_value, self.goals_key),
-                  "wildcard_value": (getattr(self, "wildcard_value", None), self.goals_key),
-                  "pad_value": (getattr(self, "pad_value", None), self.goals_key),
-                  "nothing_value": (getattr(self, "nothing_value", None), self.achieved_key)}
+                  "wildcard_value": (self.wildcard_value, self.goals_key),
+                  "pad_value": (self.pad_value, self.goals_key),
+                  "nothing_value": (self.nothing_value, self.achieved_key)}
         for name, (value, key) in values.items():
             dtype = np.dtype(observation_space[key].dtype)
             if value is None or dtype.kind not in "iu":
@@ -326,8 +326,8 @@ class GoalSpec(ABC):
             + ("" if self.wildcard_value is None else f", wildcard_value={self.wildcard_value!r}")
             + ("" if self.description_levels is None else f", description_levels={self.description_levels.tolist()}")
             + (", same_step_goals=True" if self.same_step_goals else "")
-            + ("" if getattr(self, "pad_value", None) is None else f", pad_value={self.pad_value!r}")
-            + ("" if getattr(self, "groups_key", None) is None else f", groups_key={self.groups_key!r}")
+            + ("" if self.pad_value is None else f", pad_value={self.pad_value!r}")
+            + ("" if self.groups_key is None else f", groups_key={self.groups_key!r}")
             + ")"
         )
 
@@ -414,22 +414,22 @@ def indexable_by_value(spec: GoalSpecProtocol, observation_space: spaces.Dict) -
     return (
         isinstance(spec, ExactGoalSpec)
         and type(spec).reached is ExactGoalSpec.reached
-        and getattr(spec, "wildcard_value", None) is None  # a partial description is reached by several values
-        and not getattr(spec, "same_step_goals", False)  # the index finds reaches strictly after the previous one
+        and spec.wildcard_value is None  # a partial description is reached by several values
+        and not spec.same_step_goals  # the index finds reaches strictly after the previous one
         and spec.ordered  # it finds each goal after the previous slot's: no padding, no unordered groups
         and achieved_dtype.kind in "biu"
         and goals_dtype.kind in "biu"
     )
 
 
-def padding_mask(spec: object, goals: np.ndarray) -> np.ndarray:
+def padding_mask(spec: GoalSpecProtocol, goals: np.ndarray) -> np.ndarray:
     """``spec.is_padding(goals)``, or no padding for a goal spec plugin that only keeps the protocol
     (:class:`~sb3_hir.protocols.GoalSpecProtocol` asks for no ``is_padding``)."""
     method = getattr(spec, "is_padding", None)
     if method is not None:
         return method(goals)
     goals = np.asarray(goals)
-    return np.zeros(goals.shape[: goals.ndim - int(getattr(spec, "goal_ndim", 1))], dtype=bool)
+    return np.zeros(goals.shape[: goals.ndim - spec.goal_ndim], dtype=bool)
 
 
 def instruction_complete(spec: object, goals: np.ndarray) -> np.ndarray:

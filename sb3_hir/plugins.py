@@ -69,6 +69,8 @@ KNOWN_PROVIDERS: dict[tuple[str, str], str] = {
     ("env", "goalenv"): "sb3-hir-robotics",
     ("env", "pointmaze-instruction"): "sb3-hir-robotics",
     ("goal_spec", "distance-threshold"): "sb3-hir-robotics",
+    ("expert", "pointmaze-scripted"): "sb3-hir-robotics",
+    ("expert", "fetch-push-scripted"): "sb3-hir-robotics",
     ("relabeler", "final-goal"): "sb3-hir-example",
     ("beta_schedule", "cosine"): "sb3-hir-example",
     ("draw_strategy", "near-future"): "sb3-hir-example",

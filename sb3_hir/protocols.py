@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from sb3_hir.episodes import Episode
 
 __all__ = [
+    "GOAL_SPEC_FLAGS",
     "BetaScheduleProtocol",
     "DrawStrategyProtocol",
     "EventGoalSpecProtocol",
@@ -46,6 +47,20 @@ class GoalSpecProtocol(Protocol):
     goal_reward: float
     step_reward: float
     goal_ndim: int
+    #: The semantics flags (:class:`sb3_hir.goals.GoalSpec` documents each and declares their defaults,
+    #: :data:`GOAL_SPEC_FLAGS`): event goals (``nothing_value``), partial descriptions (``wildcard_value``,
+    #: ``description_levels``), several goals per step (``same_step_goals``), instructions of up to k goals
+    #: (``pad_value``) and goal groups (``groups_key``); ``ordered``: none of the last two, every instruction k goals
+    #: in slot order. Every part of sb3-hir reads them as attributes.
+    nothing_value: float | None
+    wildcard_value: float | None
+    description_levels: np.ndarray | None
+    same_step_goals: bool
+    pad_value: float | None
+    groups_key: str | None
+
+    @property
+    def ordered(self) -> bool: ...
 
     def reached(self, achieved: np.ndarray, goal: np.ndarray) -> np.ndarray: ...
 
@@ -62,11 +77,9 @@ class EventGoalSpecProtocol(GoalSpecProtocol, Protocol):
     """A goal spec whose goals are events: one that declares a ``nothing_value`` also says which values describe
     nothing (:meth:`sb3_hir.goals.GoalSpec.is_nothing`).
 
-    Optional, so not checked by the resolvers (a plugin spec without events need not define either); the code asks
-    :func:`declares_nothing` before it calls ``is_nothing``.
+    Optional, so not checked by the resolvers (a plugin spec without events need not define ``is_nothing``); the
+    code asks :func:`declares_nothing` before it calls it.
     """
-
-    nothing_value: float | None
 
     def is_nothing(self, values: np.ndarray) -> np.ndarray: ...
 
@@ -78,19 +91,31 @@ class LevelsGoalSpecProtocol(GoalSpecProtocol, Protocol):
     Optional, so not checked by the resolvers; the code asks :func:`declares_levels` before it calls ``generalize``.
     """
 
-    description_levels: np.ndarray | None
-
     def generalize(self, goals: np.ndarray, drawn: np.ndarray, rng: np.random.Generator) -> np.ndarray: ...
+
+
+#: :class:`GoalSpecProtocol`'s semantics flags and the value each takes in a spec that declares nothing of them
+#: (:class:`sb3_hir.goals.GoalSpec`'s defaults): what :func:`sb3_hir.resolvers.resolve_goal_spec` gives a spec
+#: written against the protocol before the flags were part of it.
+GOAL_SPEC_FLAGS: dict[str, Any] = {
+    "nothing_value": None,
+    "wildcard_value": None,
+    "description_levels": None,
+    "same_step_goals": False,
+    "pad_value": None,
+    "groups_key": None,
+    "ordered": True,
+}
 
 
 def declares_nothing(spec: GoalSpecProtocol) -> TypeGuard[EventGoalSpecProtocol]:
     """Whether ``spec`` declares a nothing value (event goals), and so defines ``is_nothing``."""
-    return getattr(spec, "nothing_value", None) is not None
+    return spec.nothing_value is not None
 
 
 def declares_levels(spec: GoalSpecProtocol) -> TypeGuard[LevelsGoalSpecProtocol]:
     """Whether ``spec`` declares levels of description, and so defines ``generalize``."""
-    return getattr(spec, "description_levels", None) is not None
+    return spec.description_levels is not None
 
 
 @runtime_checkable
@@ -177,7 +202,8 @@ def missing_members(obj: Any, protocol: type) -> list[str]:
 def _protocol_attrs(protocol: type) -> set[str]:
     """Python < 3.12 keeps no ``__protocol_attrs__``: the annotated and defined names of the protocol body."""
     names = set(getattr(protocol, "__annotations__", {}))
-    names |= {n for n, v in vars(protocol).items() if callable(v) and not n.startswith("_")}
+    members = vars(protocol).items()
+    names |= {n for n, v in members if (callable(v) or isinstance(v, property)) and not n.startswith("_")}
     if "__call__" in vars(protocol):
         names.add("__call__")
     return names

@@ -68,24 +68,24 @@ class InstructionRelabeler(ABC):
         :return: int64 array of shape ``(k,)``, strictly increasing over its non-negative prefix (non-decreasing with
             ``same_step_goals``) for ordered instructions.
         """
-        groups_key = getattr(self.goal_spec, "groups_key", None)
+        groups_key = self.goal_spec.groups_key
         if groups is None and groups_key is not None:
             raise ValueError(f"groups must be the episode's ({self.num_goals},) goal groups (its {groups_key!r} "
                              "observation, relabeler.episode_groups(episode)): the goal spec declares groups_key "
                              f"{groups_key!r}, and slot order would reach a group's goals in the wrong order")
         goals = np.asarray(goals)
         achieved = self.goal_spec.achieved_values(achieved, goals.shape[1:])
-        if groups is not None or not getattr(self.goal_spec, "ordered", True):
+        if groups is not None or not self.goal_spec.ordered:
             real = ~padding_mask(self.goal_spec, goals)
             hit = self.goal_spec.reached(achieved[1:, None], goals[None]) & real
             return reach_in_groups(hit[None], slot_groups(None if groups is None else np.asarray(groups)[None],
                                                           real[None]),
-                                   bool(getattr(self.goal_spec, "same_step_goals", False)))[0]
+                                   bool(self.goal_spec.same_step_goals))[0]
         steps = np.full(len(goals), -1, dtype=np.int64)
         # hit[t - 1, j]: observation t reaches goal j; one broadcast call for the whole episode.
         hit = self.goal_spec.reached(achieved[1:, None], goals[None])
         start = 0  # row of the first observation to check: the one after the previous goal's step
-        again = int(bool(getattr(self.goal_spec, "same_step_goals", False)))  # 1: the same row is checked again
+        again = int(bool(self.goal_spec.same_step_goals))  # 1: the same row is checked again
         for j in range(len(goals)):
             column = hit[start:, j]
             if column.size == 0:
@@ -131,7 +131,7 @@ class InstructionRelabeler(ABC):
 
     def episode_groups(self, episode: Episode) -> np.ndarray | None:
         """``(k,)`` the episode's goal groups (its first ``groups_key`` observation), None for ordered goals."""
-        key = getattr(self.goal_spec, "groups_key", None)
+        key = self.goal_spec.groups_key
         if key is None:
             return None
         if key not in episode.observations:
@@ -172,7 +172,7 @@ class InstructionRelabeler(ABC):
         new_goals_obs = new_goals_obs.astype(goals_obs.dtype, copy=False)
 
         gained = np.diff(counts)
-        rewards = (gained * spec.goal_reward + getattr(spec, "step_reward", 0.0)).astype(np.float32)
+        rewards = (gained * spec.goal_reward + spec.step_reward).astype(np.float32)
         terminated = counts[1:] == int(real.sum())
         truncated = np.zeros(new_length, dtype=bool)
         if new_length == length:

@@ -10,10 +10,12 @@ contract are is decided here.
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from sb3_hir.plugins import UnknownComponentError, get
 from sb3_hir.protocols import (
+    GOAL_SPEC_FLAGS,
     BetaScheduleProtocol,
     DrawStrategyProtocol,
     ExpertProtocol,
@@ -67,7 +69,28 @@ def resolve_goal_spec(goal_spec: Any, argument: str = "goal_spec", **kwargs: Any
     if goal_spec is None:
         raise ValueError(f"{argument} must be {accepted}; got None")
     built = _build("goal_spec", argument, goal_spec, kwargs)
+    _complete_flags(built, argument)
     return _checked(built, GoalSpecProtocol, argument, accepted, goal_spec)
+
+
+def _complete_flags(spec: Any, argument: str) -> None:
+    """A spec written against the protocol before its semantics flags (``GOAL_SPEC_FLAGS``) were part of it gets
+    their defaults (no events, no wildcard, one goal per step, no padding, no groups, slot order), with a
+    ``DeprecationWarning``: from sb3-hir 0.3 such a spec is refused. A spec that cannot take them is refused now."""
+    missing = [name for name in GOAL_SPEC_FLAGS if not hasattr(spec, name)]
+    if not missing or not all(hasattr(spec, name) for name in ("reached", "goals_key")):
+        return  # complete, or not a goal spec at all (the protocol check names what it lacks)
+    try:
+        for name in missing:
+            setattr(spec, name, GOAL_SPEC_FLAGS[name])
+    except (AttributeError, TypeError) as error:
+        raise ValueError(f"{argument}: {type(spec).__name__} lacks {', '.join(missing)} (GoalSpecProtocol's "
+                         f"semantics flags) and cannot take their defaults ({error}); declare them, or subclass "
+                         "sb3_hir.goals.GoalSpec, which declares them") from None
+    warnings.warn(f"{argument}: {type(spec).__name__} lacks {', '.join(missing)} (GoalSpecProtocol's semantics "
+                  "flags); it is served with their defaults (no events, no wildcard, no padding or groups, goals in "
+                  "slot order). Declare them, or subclass sb3_hir.goals.GoalSpec, which declares them: from "
+                  "sb3-hir 0.3 a goal spec without them is refused", DeprecationWarning, stacklevel=3)
 
 
 def resolve_relabeler(
@@ -101,7 +124,7 @@ def resolve_relabeler(
 def _takes_groups(relabeler: Any, argument: str) -> Any:
     """Refuse, at construction, a relabeler whose ``reach_steps(achieved, goals)`` cannot take the groups its goal
     spec declares: the buffer would otherwise fail with a TypeError at the first ended episode."""
-    key = getattr(relabeler.goal_spec, "groups_key", None)
+    key = relabeler.goal_spec.groups_key
     if key is None:
         return relabeler
     try:

@@ -568,7 +568,9 @@ def test_a_protocol_only_goal_spec_still_replays_relabels_and_passes_the_env_che
     from sb3_hir.envs import MazeRunnerEnv
     from sb3_hir.testing import check_instruction_env
 
-    plain = HindsightInstructionRelabeler(3, "some", ProtocolOnlySpec())
+    with pytest.warns(DeprecationWarning, match=r"ProtocolOnlySpec lacks nothing_value, .*, ordered .*from sb3-hir "
+                                                r"0\.3 a goal spec without them is refused"):
+        plain = HindsightInstructionRelabeler(3, "some", ProtocolOnlySpec())
     exact = HindsightInstructionRelabeler(3, "some", ExactGoalSpec())
     env = MazeRunnerEnv(maze_dim=7, num_goals=3, time_limit=30)
     for seed in range(5):
@@ -580,3 +582,33 @@ def test_a_protocol_only_goal_spec_still_replays_relabels_and_passes_the_env_che
             np.testing.assert_array_equal(mine.rewards, theirs.rewards)
             np.testing.assert_array_equal(mine.terminated, theirs.terminated)
     check_instruction_env(MazeRunnerEnv(maze_dim=7, num_goals=3, time_limit=30), relabeler=plain, n_episodes=3)
+
+
+def test_the_protocol_declares_the_semantics_flags_and_a_spec_that_cannot_take_them_is_refused():
+    """GoalSpecProtocol lists the flags every part of sb3-hir reads as attributes; GoalSpec declares them all, a
+    protocol-only spec gets their defaults (above), and one that cannot hold them is refused, naming them."""
+    from sb3_hir.protocols import GOAL_SPEC_FLAGS, GoalSpecProtocol, missing_members
+    from sb3_hir.resolvers import resolve_goal_spec
+
+    assert set(GOAL_SPEC_FLAGS) <= set(missing_members(object(), GoalSpecProtocol))
+    assert missing_members(ExactGoalSpec(), GoalSpecProtocol) == []
+    assert {name: getattr(ExactGoalSpec(), name) for name in GOAL_SPEC_FLAGS} == GOAL_SPEC_FLAGS
+
+    class Frozen:
+        __slots__ = ("achieved_key", "goal_ndim", "goal_reward", "goals_key", "mask_value", "step_reward")
+
+        def __init__(self):
+            self.goals_key, self.achieved_key, self.mask_value = "goals", "achieved", -1
+            self.goal_reward, self.step_reward, self.goal_ndim = 1.0, 0.0, 1
+
+        reached = ProtocolOnlySpec.reached
+        is_masked = ProtocolOnlySpec.is_masked
+        validate_space = ProtocolOnlySpec.validate_space
+        achieved_values = ProtocolOnlySpec.achieved_values
+
+    with pytest.raises(ValueError, match=r"^goal_spec: Frozen lacks nothing_value, wildcard_value, .*ordered "
+                                         r"\(GoalSpecProtocol's semantics flags\) and cannot take their defaults"):
+        resolve_goal_spec(Frozen())
+    with pytest.warns(DeprecationWarning):
+        spec = resolve_goal_spec(ProtocolOnlySpec())
+    assert {name: getattr(spec, name) for name in GOAL_SPEC_FLAGS} == GOAL_SPEC_FLAGS

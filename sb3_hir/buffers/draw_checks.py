@@ -55,7 +55,7 @@ def check_goals_in_space(relabeled: Relabeled, view: DrawView, space: spaces.Spa
         return
     b, j = (int(i) for i in np.argwhere(outside.reshape(len(goals), goals.shape[1], -1).any(axis=-1))[0])
     key, goal = spec.goals_key, goals[b, j]
-    nothing = getattr(spec, "nothing_value", None)
+    nothing = spec.nothing_value
     hint = (f"declare it as the goal spec's nothing_value (e.g. {type(spec).__name__}(nothing_value="
             f"{np.asarray(goal).ravel()[0].item()!r}, ...)), so such a step is never drawn"
             if nothing is None else f"the spec declares nothing_value={nothing!r}; widen the space or fix the env")
@@ -100,7 +100,7 @@ class DrawWatch:
             self.dry = 0
             return
         self.warned = True
-        nothing = getattr(view.goal_spec, "nothing_value", None)
+        nothing = view.goal_spec.nothing_value
         cause = ("every drawn instruction holds a goal that is the goal spec's nothing_value "
                  f"({nothing!r}: a step that achieved nothing, e.g. 'final' on event goals whose episodes end on such "
                  "a step), or ends before its transition (its last goal reached at or before it)"

@@ -304,7 +304,7 @@ def choose_draws(options: BufferOptions) -> tuple[str, dict[str, Any]]:
     if not callable(getattr(relabeler, "draw_goal_steps", None)):
         return "stored", dict(draws_per_episode=options.draws_per_episode)
     builtin = has_builtin_draw(relabeler)
-    levels = getattr(options.relabeler.goal_spec, "description_levels", None) is not None
+    levels = options.relabeler.goal_spec.description_levels is not None
     if builtin and options.num_goals == 1 and not (levels and not options.goal_env):
         if options.goal_env:  # GoalEnvs draw as HER does: no first-reach index
             return "her", {}

@@ -231,7 +231,7 @@ class Serving:
         masks = np.arange(num_goals)[None, :] < np.arange(num_goals + 1)[:, None]
         self.slot_masks = masks.reshape(masks.shape + (1,) * len(goal_shape))
         #: every instruction is k goals in slot order (else: padding or groups, masked and ended per slot).
-        self.ordered = bool(getattr(goal_spec, "ordered", True))
+        self.ordered = bool(goal_spec.ordered)
 
     def env_changed(self) -> None:
         """The buffer got a (new) env: nothing to redo in instruction mode."""

@@ -312,7 +312,9 @@ def usage_error(exc: ValueError | TypeError, label: str) -> UsageError:
 def instruction_keys(spec: Any) -> list[str]:
     """Observation keys of the instruction beyond the goals that the policy must see: the groups of a goal spec that
     declares them (goals of one group may be reached in either order)."""
-    key = getattr(spec, "groups_key", None)
+    if spec is None or isinstance(spec, str):  # a name: the buffer resolves it; such a spec declares no groups here
+        return []
+    key = spec.groups_key
     return [key] if key else []
 
 

@@ -74,7 +74,7 @@ def check_draw_strategy(
     for layout in memory_layouts:
         check_choice(layout, "memory_layouts", ("full", "compact"))
     spec = None if goal_spec is None else resolve_goal_spec(goal_spec)
-    if getattr(spec, "pad_value", None) is not None or getattr(spec, "groups_key", None) is not None:
+    if spec is not None and (spec.pad_value is not None or spec.groups_key is not None):
         raise ValueError("goal_spec: the check's episodes have no padding or goal groups; give a spec without "
                          f"pad_value and groups_key, got {spec!r}")
     name = strategy if isinstance(strategy, str) else describe(strategy)

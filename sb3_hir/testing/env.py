@@ -176,7 +176,7 @@ def _check_success(rollout: Rollout, episode: Episode, spec: GoalSpec, num_goals
 
 def _check_no_nothing_goal(rollout: Rollout, episode: Episode, spec: GoalSpec) -> None:
     """An instruction never asks for the spec's ``nothing_value``: no step can reach it."""
-    if getattr(spec, "nothing_value", None) is None:
+    if spec.nothing_value is None:
         return
     bad = np.argwhere(spec.is_nothing(episode.observations[spec.goals_key]))
     if len(bad):
@@ -199,7 +199,7 @@ def _check_achieved_in_goal_space(env: gym.Env, rollout: Rollout, episode: Episo
     achieved = spec.achieved_values(episode.observations[spec.achieved_key], goal_shape)
     low, high = space.low.min(axis=0), space.high.max(axis=0)
     outside = ((achieved < low) | (achieved > high)).reshape(len(achieved), -1).any(axis=1)
-    if getattr(spec, "nothing_value", None) is not None:  # a protocol-only spec declares no nothing value
+    if spec.nothing_value is not None:  # a protocol-only spec declares no nothing value
         outside &= ~spec.is_nothing(achieved)
     if outside.any():
         step = int(np.argmax(outside))
@@ -219,7 +219,7 @@ def _check_instruction_form(rollout: Rollout, episode: Episode, spec: GoalSpec) 
         fail(_CHECK, where(rollout.index, rollout.seed, 0),
              f"observation[{spec.goals_key!r}] = {show(goals[0])}: padding (pad_value={spec.pad_value!r}) must follow "
              "the last real goal, and an instruction must hold at least one goal")
-    key = getattr(spec, "groups_key", None)
+    key = spec.groups_key
     if key is None:
         return
     groups = np.asarray(episode.observations[key])
@@ -291,7 +291,7 @@ def _counterfactual_instructions(relabeler: Any, episode: Episode, rng: np.rando
     own = episode.instruction(spec.goals_key)
     real = int((~padding_mask(spec, own)).sum())
     # Steps that achieved something: an instruction never holds the nothing value (no step can reach it).
-    nothing = getattr(spec, "nothing_value", None)
+    nothing = spec.nothing_value
     goal_steps = np.arange(1, len(achieved))
     if nothing is not None:
         goal_steps = goal_steps[~spec.is_nothing(achieved[1:])]

@@ -47,7 +47,7 @@ def make_buffer(k: int, size: int = 64, n_envs: int = 1, **kwargs) -> HindsightI
     kwargs.setdefault("relabel_ratio", 1.0)
     kwargs.setdefault("seed", 0)
     spec = kwargs.get("goal_spec")
-    groups_key = getattr(spec, "groups_key", None) if isinstance(spec, GoalSpec) else None
+    groups_key = spec.groups_key if isinstance(spec, GoalSpec) else None
     return HindsightInstructionReplayBuffer(size, make_space(k, groups_key=groups_key), spaces.Discrete(5),
                                             device="cpu", n_envs=n_envs, **kwargs)
 
@@ -74,7 +74,7 @@ def simulate(path: np.ndarray, goals: np.ndarray, fall: bool = False, spec: Goal
     """
     spec = spec or ExactGoalSpec()
     k = len(goals)
-    same_step = bool(getattr(spec, "same_step_goals", False))
+    same_step = bool(spec.same_step_goals)
     real = [not bool(padding_mask(spec, goals[j])) for j in range(k)]
     group = [int(g) for g in groups] if groups is not None else list(range(k))
     order = sorted({group[j] for j in range(k) if real[j]})
@@ -115,7 +115,7 @@ def simulate(path: np.ndarray, goals: np.ndarray, fall: bool = False, spec: Goal
         "goals": np.stack(goal_obs).astype(np.int32),
         "achieved": path[: length + 1, None, :].astype(np.int32),
     }
-    groups_key = getattr(spec, "groups_key", None)
+    groups_key = spec.groups_key
     if groups_key is not None:
         observations[groups_key] = np.tile(np.asarray(group if groups is not None else range(k), np.int32),
                                            (length + 1, 1))
@@ -232,7 +232,7 @@ def check_served(stream: Stream, sample: DictReplayBufferSamples, spec: GoalSpec
         if info.relabeled[b]:
             assert info.t[b] == t and stream.added[id(rec)] == len(ep), f"{at}: not a row of a finished episode"
             fall = (falls or {}).get(id(rec), False)
-            groups_key = getattr(spec, "groups_key", None)
+            groups_key = None if spec is None else spec.groups_key
             groups = None if groups_key is None else ep.observations[groups_key][0]
             oracle = simulate(ep.observations["achieved"][:, 0], info.goals[b], fall=fall, spec=spec,
                               groups=groups).episode
@@ -288,7 +288,7 @@ def random_recorded(rng: np.random.Generator, num_goals: int, fall_rate: float =
     the reset achieve nothing."""
     fall = bool(rng.random() < fall_rate)
     path = random_path(rng, int(rng.integers(2, max_length)))
-    nothing = getattr(spec, "nothing_value", None)
+    nothing = None if spec is None else spec.nothing_value
     if nothing is not None:
         hit = rng.random(len(path)) < 0.5
         hit[0] = False

@@ -98,12 +98,12 @@ def admissible(view: DrawView, t: np.ndarray, goals: np.ndarray, reach: np.ndarr
     (:meth:`~sb3_hir.goals.GoalSpec.is_nothing`, the one statement of that rule, at every level of description).
     Every draw path asks this, the compiled draw's kernel included (``draw_rounds``)."""
     spec = view.goal_spec
-    if getattr(spec, "ordered", True):
+    if spec.ordered:
         inside = ~((reach[:, -1] > 0) & (reach[:, -1] <= t))
     else:  # padding or groups: the instruction ends at its last real goal's reach (sb3_hir.reach)
         end = instruction_end(reach, ~spec.is_padding(goals))
         inside = ~((end > 0) & (end <= t))
-    if getattr(spec, "nothing_value", None) is not None:
+    if spec.nothing_value is not None:
         inside &= ~spec.is_nothing(goals).any(axis=1)
     return inside
 
@@ -274,7 +274,7 @@ class DrawStrategy:
                                     f"{getattr(keep, 'shape', '')}")
         bad = (reach < -1) | (reach == 0) | (reach > rows.length[:, None])
         spec = view.goal_spec
-        if k > 1 and getattr(spec, "ordered", True):  # in order: a reached goal after a reached one, not before it
+        if k > 1 and spec.ordered:  # in order: a reached goal after a reached one, not before it
             bad[:, 1:] |= (reach[:, 1:] > 0) & ((reach[:, :-1] <= 0) | (reach[:, 1:] < reach[:, :-1]))
         elif k > 1:  # padding and groups: a padding slot is never reached
             bad |= spec.is_padding(goals) & (reach != -1)
@@ -337,7 +337,7 @@ class DrawStrategy:
         assert view.index is not None, "the episode index is built with the buffer, before any draw"
         flat_rows = view.buffer_size * view.n_envs
         own_goals = view.instructions.reshape(flat_rows, -1)
-        nothing = getattr(view.goal_spec, "nothing_value", None)
+        nothing = view.goal_spec.nothing_value
         # The nothing value as one achieved row in the goals' dtype (the kernel's output dtype), or a 0-length row.
         nothing_row = (np.empty(0, own_goals.dtype) if nothing is None
                        else np.full(view.achieved.reshape(flat_rows, -1).shape[1], nothing, own_goals.dtype))

@@ -39,7 +39,7 @@ class ExactIndexDraw(GoalStepsDraw):
         super().__init__(builtin)
 
     def setup(self, view: DrawView) -> None:
-        if not getattr(view.goal_spec, "ordered", True):
+        if not view.goal_spec.ordered:
             raise ValueError("draw_strategy 'exact-index' finds each goal after the previous slot's; a goal spec with "
                              "padding (pad_value) or groups (groups_key) is served by 'window'")
         if not view.exact_values:

@@ -57,14 +57,14 @@ class FirstReachDraw(DrawStrategy):
         if getattr(view.relabeler, "strategy", None) not in ("some", "all", "none"):
             raise ValueError("draw_strategy 'first-reach' follows the relabeler's strategy ('some', 'all' or 'none'); "
                              f"{type(view.relabeler).__name__} has none")
-        if getattr(view.goal_spec, "description_levels", None) is not None:
+        if view.goal_spec.description_levels is not None:
             raise ValueError("draw_strategy 'first-reach' indexes the first reach of exact achieved values; the goal "
                              "spec's description_levels relabel at other levels: use 'window'")
         if self.exact_values is None:
             self.exact_values = view.exact_values
         #: event goals (the goal spec declares ``nothing_value``): a step that achieved nothing is never drawn, and
         #: admission does not depend on the coin (see :meth:`instructions`).
-        self.events = getattr(view.goal_spec, "nothing_value", None) is not None
+        self.events = view.goal_spec.nothing_value is not None
 
     def use_compiled(self, on: bool) -> None:
         super().use_compiled(on)

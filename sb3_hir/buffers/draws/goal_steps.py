@@ -29,7 +29,7 @@ __all__ = ["GoalStepsDraw"]
 
 
 def _has_levels(view: DrawView) -> bool:
-    return getattr(view.goal_spec, "description_levels", None) is not None
+    return view.goal_spec.description_levels is not None
 
 
 class GoalStepsDraw(DrawStrategy):
@@ -51,7 +51,7 @@ class GoalStepsDraw(DrawStrategy):
                              f"{type(view.relabeler).__name__} lacks: use 'stored'")
         if self.builtin is None:
             self.builtin = view.builtin_relabeler
-        self.events = getattr(view.goal_spec, "nothing_value", None) is not None
+        self.events = view.goal_spec.nothing_value is not None
         if self.events:
             self.fields = (*type(self).fields, *EVENT_FIELDS)
         self.use_compiled(self.compiled)
@@ -106,7 +106,7 @@ class GoalStepsDraw(DrawStrategy):
     @staticmethod
     def _own_steps(view: DrawView, rows: Candidates) -> np.ndarray:
         """The own reach steps as ``draw_goal_steps`` takes them: -2 on padding slots (goal spec's ``pad_value``)."""
-        if getattr(view.goal_spec, "pad_value", None) is None:
+        if view.goal_spec.pad_value is None:
             return rows.own_steps
         return np.where(view.goal_spec.is_padding(rows.own_goals), -2, rows.own_steps)
 

@@ -138,7 +138,7 @@ class DrawView:
     def own_groups(self, start: np.ndarray, env_idx: np.ndarray) -> np.ndarray | None:
         """``(B, k)`` the goal groups (goal spec's ``groups_key``) of the episodes starting in rows ``start``, None
         when the spec declares none (every goal its own group, in slot order)."""
-        key = getattr(self.goal_spec, "groups_key", None)
+        key = self.goal_spec.groups_key
         if key is None:
             return None
         groups = self._storage.obs_rows(key, np.asarray(start) * self.n_envs + env_idx)
