@@ -80,10 +80,14 @@ def _complete_flags(spec: Any, argument: str) -> None:
     missing = [name for name in GOAL_SPEC_FLAGS if not hasattr(spec, name)]
     if not missing or not all(hasattr(spec, name) for name in ("reached", "goals_key")):
         return  # complete, or not a goal spec at all (the protocol check names what it lacks)
+    done: list[str] = []
     try:
         for name in missing:
             setattr(spec, name, GOAL_SPEC_FLAGS[name])
+            done.append(name)
     except (AttributeError, TypeError) as error:
+        for name in done:  # a refused spec is left as it came
+            delattr(spec, name)
         raise ValueError(f"{argument}: {type(spec).__name__} lacks {', '.join(missing)} (GoalSpecProtocol's "
                          f"semantics flags) and cannot take their defaults ({error}); declare them, or subclass "
                          "sb3_hir.goals.GoalSpec, which declares them") from None

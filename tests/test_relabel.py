@@ -609,6 +609,13 @@ def test_the_protocol_declares_the_semantics_flags_and_a_spec_that_cannot_take_t
     with pytest.raises(ValueError, match=r"^goal_spec: Frozen lacks nothing_value, wildcard_value, .*ordered "
                                          r"\(GoalSpecProtocol's semantics flags\) and cannot take their defaults"):
         resolve_goal_spec(Frozen())
+    class Partial(Frozen):  # takes the first two flags, then refuses the rest: the refused spec keeps neither
+        __slots__ = ("nothing_value", "wildcard_value")
+
+    partial = Partial()
+    with pytest.raises(ValueError, match=r"^goal_spec: Partial lacks nothing_value, wildcard_value, "):
+        resolve_goal_spec(partial)
+    assert not hasattr(partial, "nothing_value") and not hasattr(partial, "wildcard_value")
     with pytest.warns(DeprecationWarning):
         spec = resolve_goal_spec(ProtocolOnlySpec())
     assert {name: getattr(spec, name) for name in GOAL_SPEC_FLAGS} == GOAL_SPEC_FLAGS
