@@ -235,7 +235,7 @@ def fill_hir(buffer: HindsightInstructionReplayBuffer, data: dict[str, Any], n: 
         index.num_adds = first + length
         buffer.pos = (first + length) % buffer.buffer_size
         index.episode_start[0] = first
-        index.end_episode(0)
+        buffer._online.end_episode(0)
     elapsed = time.perf_counter() - start
     buffer.pos = n % buffer.buffer_size
     buffer.full = n >= buffer.buffer_size

@@ -34,13 +34,11 @@ ALLOWED_PRIVATE: list[tuple[str, str, str]] = [
     ("sb3_hir/episodes.py", "_max_episode_steps",
      "gymnasium's TimeLimit keeps its limit there (env.spec is None for an env built without gym.make)"),
     # issue 56's debt: parts that still reach into the buffer or a sibling package (to go with the restructuring)
-    ("sb3_hir/buffers/legacy.py", "_draw_template", "old pickles are upgraded by writing the buffer's parts"),
-    ("sb3_hir/buffers/legacy.py", "_online", "old pickles are upgraded by writing the buffer's parts"),
-    ("sb3_hir/buffers/legacy.py", "_serving", "old pickles are upgraded by writing the buffer's parts"),
-    ("sb3_hir/buffers/demonstrations.py", "_demonstration_source", "Demonstrations.add builds its owner's source"),
-    ("sb3_hir/buffers/demonstrations.py", "_online", "demonstrations are checked against the owner's online rows"),
+    ("sb3_hir/buffers/legacy.py", "_online",
+     "a 0.1 pickle held its demonstrations as a nested buffer, whose online rows become the region"),
     ("sb3_hir/testing/env.py", "_episode_goal_arrays", "the counterfactual check reads the relabeler's goal arrays"),
     ("benchmarks/bench_buffer.py", "_index", "the benchmark times the episode index apart from the buffer"),
+    ("benchmarks/bench_buffer.py", "_online", "the benchmark times the episode index apart from the buffer"),
     ("benchmarks/bench_buffer.py", "_current_ep_start", "the benchmark times the episode index apart from the buffer"),
 ]
 

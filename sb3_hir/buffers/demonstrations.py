@@ -19,7 +19,6 @@ that were executed, not the expert's labels, since those are what moved the env.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 import os
@@ -35,50 +34,48 @@ from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_hir._validate import check_int, check_number, check_space_values, describe
-from sb3_hir.buffers.draws import DrawView
-from sb3_hir.buffers.serving import Served
-from sb3_hir.buffers.source import Source
+from sb3_hir.buffers.source import Source, SourceBuilder
 from sb3_hir.episodes import TIMEOUT_INFO_KEY, Episode
 from sb3_hir.extras import require
 
 __all__ = [
-    "DemonstrationSource", "Demonstrations", "as_episodes", "concat_samples", "prepare_episode", "stored_episodes",
-    "to_buffer_units", "to_env_units",
+    "DemonstrationSource", "Demonstrations", "StoredSpaces", "as_episodes", "concat_samples", "prepare_episode",
+    "stored_episodes", "to_buffer_units", "to_env_units",
 ]
 
 #: What ``add_demonstrations`` takes: one source or an iterable of them.
 DemonstrationSource = Any
 
 
-class DemonstrationOwner(Protocol):
-    """What the demonstrations read of the buffer they belong to: its spaces, generator and env, and how it builds
-    a source of rows."""
+class StoredSpaces(Protocol):
+    """What a demonstration is checked against: the spaces the buffer stores (a
+    :class:`~sb3_hir.buffers.source.SourceBuilder` or the buffer)."""
 
     observation_space: spaces.Dict
-    obs_shape: dict[str, tuple[int, ...]]
     action_space: spaces.Space
-    action_dim: int
-    rng: np.random.Generator
-    env: Any
 
-    def _demonstration_source(self, capacity: int, seed: int) -> Source: ...
+    @property
+    def obs_shape(self) -> dict[str, tuple[int, ...]]: ...
+
+    @property
+    def action_dim(self) -> int: ...
 
 
 class Demonstrations:
     """The demonstration region of a replay buffer: a second source of rows, served as ``ratio`` of each batch.
 
     :param ratio: share of each sampled batch served from the demonstrations (0: stored, never served).
+    :param sources: builds the region's source with the buffer's settings (and checks episodes against its spaces).
     """
 
-    def __init__(self, ratio: float) -> None:
+    def __init__(self, ratio: float, sources: SourceBuilder) -> None:
         self.ratio = ratio
+        self.sources = sources
         #: the rows holding the demonstrations (one env, never wrapped); None until the first is added.
         self.source: Source | None = None
         self.num_episodes = 0
         #: whether ``count`` warned that ``ratio > 0`` serves nothing, since nothing was added (once per buffer).
         self.warned_empty = False
-        #: what the last ``sample()`` served from them (``last_demonstration_info`` of the buffer).
-        self.last_sample: Served | None = None
 
     @property
     def ratio(self) -> float:
@@ -95,32 +92,32 @@ class Demonstrations:
     def __len__(self) -> int:
         return self.num_episodes
 
-    def add(self, episodes: list[Episode], owner: DemonstrationOwner) -> None:
-        """Store ``episodes``, all or none: every one is checked against ``owner``'s spaces first, and they are
+    def add(self, episodes: list[Episode], rng: np.random.Generator) -> None:
+        """Store ``episodes``, all or none: every one is checked against the buffer's spaces first, and they are
         stored into a staged copy that replaces the region only once all are in, so a rejected call leaves the
-        region, its counters and ``owner``'s generator as they were."""
-        prepared = [prepare_episode(episode, owner, number) for number, episode in enumerate(episodes)]
+        region, its counters and ``rng`` (the buffer's generator, which seeds a new region's) as they were."""
+        prepared = [prepare_episode(episode, self.sources, number) for number, episode in enumerate(episodes)]
         if not prepared:
             return
-        state = owner.rng.bit_generator.state
+        state = rng.bit_generator.state
         try:
-            staged = self._staged(self.num_transitions + sum(len(episode) for episode in prepared), owner)
+            staged = self._staged(self.num_transitions + sum(len(episode) for episode in prepared), rng)
             for episode in prepared:
                 add_episode(staged, episode)
         except BaseException:
-            owner.rng.bit_generator.state = state
+            rng.bit_generator.state = state
             raise
         self.source = staged
         self.num_episodes += len(prepared)
 
-    def _staged(self, needed: int, owner: DemonstrationOwner) -> Source:
+    def _staged(self, needed: int, rng: np.random.Generator) -> Source:
         """A copy of the region with room for ``needed`` transitions: the same capacity if they fit, else a larger
         one holding the stored episodes again (the region never wraps)."""
         source = self.source
         if source is not None and needed <= source.storage.buffer_size:
-            return copy.deepcopy(source, {id(owner): owner})  # the owner (the view's settings) is shared, not copied
+            return self.sources.copy(source)
         capacity = max(needed, 2 * (0 if source is None else source.storage.buffer_size))
-        staged = owner._demonstration_source(capacity, int(owner.rng.integers(2**31 - 1)))
+        staged = self.sources.demonstrations(capacity, int(rng.integers(2**31 - 1)))
         for episode in [] if source is None else stored_episodes(source, env_units=False):
             add_episode(staged, episode)
         return staged
@@ -128,11 +125,11 @@ class Demonstrations:
     def count(self, batch_size: int, rng: np.random.Generator, online_empty: bool) -> int:
         """How many of ``batch_size`` rows the demonstrations serve: all of them while the online part is empty."""
         if self.source is None or self.ratio == 0.0:
-            if self.source is None and self.ratio > 0.0 and not online_empty and not self.__dict__.get("warned_empty"):
+            if self.source is None and self.ratio > 0.0 and not online_empty and not self.warned_empty:
                 self.warned_empty = True
                 warnings.warn(f"demo_ratio is {self.ratio:g} but no demonstrations were added: every batch comes from "
                               "the online storage; add them with add_demonstrations() before learning, or set "
-                              "demo_ratio=0", UserWarning, stacklevel=4)
+                              "demo_ratio=0", UserWarning, stacklevel=5)
             return 0
         if online_empty:
             return batch_size
@@ -140,23 +137,8 @@ class Demonstrations:
         whole = math.floor(expected)
         return whole + int(rng.random() < expected - whole)
 
-    def adopt(self, owner: Any) -> None:
-        """After loading: a region pickled as a nested buffer (before the demonstrations were a source of the owner)
-        becomes a source over that buffer's rows, drawn with the owner's settings and generator."""
-        nested = self.__dict__.pop("buffer", None)
-        self.__dict__.pop("make_buffer", None)
-        self.__dict__.setdefault("last_sample", None)
-        if "source" not in self.__dict__:
-            self.source = None
-            if nested is not None:
-                source = nested._online
-                source.view = DrawView(owner, source.storage, nested.rng)
-                source.view.index = source.index
-                source.index.view = source.view
-                self.source = source
 
-
-def prepare_episode(episode: Episode, buffer: DemonstrationOwner, number: int) -> Episode:
+def prepare_episode(episode: Episode, buffer: StoredSpaces, number: int) -> Episode:
     """``episode`` checked against ``buffer``'s spaces and with its actions in the buffer's units.
 
     Raises ``ValueError`` naming the demonstration, the field and what the buffer accepts. Box actions are scaled
@@ -168,7 +150,7 @@ def prepare_episode(episode: Episode, buffer: DemonstrationOwner, number: int) -
     return dataclasses.replace(episode, actions=to_buffer_units(actions, buffer.action_space))
 
 
-def check_episode(episode: Episode, buffer: DemonstrationOwner, number: int) -> None:
+def check_episode(episode: Episode, buffer: StoredSpaces, number: int) -> None:
     """Raise ``ValueError`` naming the demonstration, the key and what the buffer stores, unless ``episode`` fits:
     keys, shapes and values (finite, integral for integer keys, actions in the action space), rewards and infos."""
     name = f"demonstrations[{number}]"
@@ -260,6 +242,7 @@ def stored_episodes(source: Source, env_units: bool = True) -> list[Episode]:
     for end in ends.tolist():
         episode = storage.episode(0, np.arange(start, end + 1))
         if env_units:
+            assert source.rows is not None, "a demonstration region holds its rows"
             episode = dataclasses.replace(episode, actions=to_env_units(episode.actions, source.rows.action_space))
         episodes.append(episode)
         start = end + 1

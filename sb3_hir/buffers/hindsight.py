@@ -47,7 +47,6 @@ relabeling)::
 
 from __future__ import annotations
 
-import copy
 import math
 import warnings
 from operator import attrgetter
@@ -62,32 +61,42 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
 
 from sb3_hir._validate import check_int, describe
-from sb3_hir.buffers.demonstrations import Demonstrations, DemonstrationSource, as_episodes, concat_samples
-from sb3_hir.buffers.draws import DrawStrategy, DrawView, FirstReachDraw, HerDraw, Relabeled, StoredDraws
-from sb3_hir.buffers.layout import layout_factory
-from sb3_hir.buffers.legacy import adopt_parts, is_legacy, upgrade, upgrade_state
+from sb3_hir.buffers.demonstrations import Demonstrations, DemonstrationSource, as_episodes
+from sb3_hir.buffers.draws import DrawStrategy, FirstReachDraw, HerDraw, Relabeled, StoredDraws
+from sb3_hir.buffers.legacy import upgrade
+from sb3_hir.buffers.mixture import Mixture
 from sb3_hir.buffers.options import (
     BufferOptions,
-    build_index,
-    choose_draws,
     choose_serving,
+    draw_strategy_for,
     resolve_options,
     resolve_terminate_on_success,
 )
-from sb3_hir.buffers.reward_checks import batch_rewards, note_batch_call
-from sb3_hir.buffers.serving import SampleInfo, Served
-from sb3_hir.buffers.source import Source
-from sb3_hir.buffers.storage import Cursor, Storage
+from sb3_hir.buffers.reward_checks import GoalEnvRewards
+from sb3_hir.buffers.serving import SampleInfo
+from sb3_hir.buffers.source import SourceBuilder
+from sb3_hir.buffers.storage import Cursor
 from sb3_hir.contract import INFO_GOAL_SPEC
 from sb3_hir.goals import GoalSpec
-from sb3_hir.protocols import GoalSpecProtocol, RelabelerProtocol
 from sb3_hir.relabel import InstructionRelabeler
-from sb3_hir.resolvers import resolve_draw_strategy, resolve_goal_spec
+from sb3_hir.resolvers import resolve_goal_spec
 
 __all__ = ["HindsightInstructionReplayBuffer", "SampleInfo"]
 
 #: The relabeled pairs' type under its earlier name, which buffers pickled before the layout by concept reference.
 _Relabeled = Relabeled
+
+
+def _mixture_counter(name: str, doc: str) -> property:
+    """A count the mixture keeps, as a settable attribute of the buffer."""
+
+    def get(self: Any) -> int:
+        return getattr(self._mixture, name)
+
+    def set(self: Any, value: int) -> None:
+        setattr(self._mixture, name, check_int(value, name, 0))
+
+    return property(get, set, doc=doc)
 
 
 class HindsightInstructionReplayBuffer(DictReplayBuffer):
@@ -183,9 +192,6 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         from them, so a model can be trained on demonstrations alone.
     """
 
-    relabeler: RelabelerProtocol
-    goal_spec: GoalSpecProtocol
-    env: VecEnv | None
     #: the drop-in for SB3's ``HerReplayBuffer``, which SB3 hands the env: GoalEnv errors speak HER's terms.
     _her_drop_in: ClassVar[bool] = False
 
@@ -231,106 +237,124 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         )
         DictReplayBuffer.__init__(self, buffer_size, observation_space, action_space, device=device, n_envs=n_envs,
                                   handle_timeout_termination=options.handle_timeout_termination)
-        self.env = env
         self.optimize_memory_usage = options.compact
-        self.copy_info_dict = options.copy_info_dict
-        #: per-row infos for compute_reward (HER's ``copy_info_dict``); None when not copied.
-        self.infos = np.empty((self.buffer_size, self.n_envs), dtype=object) if self.copy_info_dict else None
-        #: the rows and every read of them (``storage``), observations stored twice, as SB3 stores them, or once
-        #: (``layout``).
-        spec = options.relabeler.goal_spec
-        storage = Storage.of_rows(self, self.infos, self._cursor, spec.goals_key, spec.achieved_key,
-                                  layout_factory(options.compact, spec.achieved_key))
-        #: GoalEnv mode: ``observation`` / ``achieved_goal`` / ``desired_goal`` taken as they come (module docstring).
-        self.goal_env = options.goal_env
-        self.relabeler = options.relabeler
-        self.goal_spec = options.relabeler.goal_spec
+        #: the constructor's arguments as the buffer's parts use them, decided once (``options.BufferOptions``).
+        self.options = options
+        #: the seed of the online rows' generator (relabeled rows and their draws); None draws it from ``np.random``.
+        self.seed = int(np.random.randint(0, 2**31 - 1)) if seed is None else seed
+        self._build(options, env, terminate_on_success, draw_strategy, draw_strategy_kwargs, demo_ratio)
         #: whether the first ``add`` still has to compare the spec with the one the env returns in its infos (the
         #: spec was neither given nor read from an env: SB3 builds buffers without it).
         self._spec_unconfirmed = goal_spec is None and env is None and not isinstance(relabeler, InstructionRelabeler)
-        self.num_goals = options.num_goals
-        self.goal_shape = options.goal_shape
-        self.relabel_ratio = relabel_ratio = options.relabel_ratio
-        self.goal_selection = options.goal_selection
-        self.n_steps = options.n_steps
-        self.gamma = options.gamma
-        self.draws_per_episode = options.draws_per_episode
-        self.max_redraws = options.max_redraws
-        # HER's public attributes, for code that reads them (rl-zoo3, users' callbacks).
-        self.n_sampled_goal = None if relabel_ratio >= 1.0 else round(relabel_ratio / (1.0 - relabel_ratio))
-        self.her_ratio = relabel_ratio
-        self.goal_selection_strategy = KEY_TO_GOAL_STRATEGY[options.goal_selection]
-        if seed is None:
-            seed = int(np.random.randint(0, 2**31 - 1))
-        self.seed = seed
-        self.rng = np.random.default_rng(seed)
-        #: None: decided from the env's compute_terminated probe or the recorded episodes (terminates_on_success).
-        self.terminate_on_success = resolve_terminate_on_success(
-            terminate_on_success, options, action_space, env, observation_space
-        )
-        self.has_success_test = options.has_success_test
-        #: the draw strategy, chosen once (``sb3_hir.buffers.draws``), unbound: each source binds a copy of it.
-        self._draw_template = self._choose_draws(options, draw_strategy, draw_strategy_kwargs)
-        #: the online rows as the sampler's source: this buffer's storage, its episode index and draw strategy.
-        self._online = self._source(self, storage, copy.deepcopy(self._draw_template))
-        self._serving = choose_serving(options, self.device, self, type(self).__name__)
-        #: transitions served so far, and how many of them relabeled (see ``served_relabeled_share``).
-        self.num_served = 0
-        self.num_served_relabeled = 0
-        self._last_sample: Served | None = None
-        #: the demonstrations: a second source, apart from the circular storage (``demonstrations``).
-        self.demonstrations = Demonstrations(demo_ratio)
-        self.num_served_demos = 0
 
-    # The online source's parts, under the names the buffer's tests and diagnostics read.
-    _storage = property(attrgetter("_online.storage"))
-    _index = property(attrgetter("_online.index"))
-    _draws = property(attrgetter("_online.draws"))
-    _view = property(attrgetter("_online.view"))
+    def _build(self, options: BufferOptions, env: VecEnv | None, terminate_on_success: bool | None,
+               draw_strategy: Any, draw_strategy_kwargs: dict[str, Any] | None, demo_ratio: float) -> None:
+        """The parts, each built from the options: the env's rewards, the sources (online rows and demonstrations,
+        built in one place) and the mixture that samples them."""
+        #: per-row infos for compute_reward (HER's ``copy_info_dict``); None when not copied.
+        self.infos = np.empty((self.buffer_size, self.n_envs), dtype=object) if options.copy_info_dict else None
+        #: the env and its ``compute_reward`` (GoalEnv mode), apart from the buffer so the serving never holds it.
+        self._env = GoalEnvRewards(env, options.copy_info_dict, type(self).__name__)
+        rng = np.random.default_rng(self.seed)
+        termination = resolve_terminate_on_success(terminate_on_success, options, self.action_space, env,
+                                                   self.observation_space)
+        draws = draw_strategy_for(options, draw_strategy, draw_strategy_kwargs)
+        #: builds every source of rows with these settings (``source.SourceBuilder``).
+        self._sources = SourceBuilder(options, self.observation_space, self.action_space, self.device, draws,
+                                      termination)
+        online = self._sources.online(self, self.infos, self._cursor, rng)
+        serving = choose_serving(options, self.device, self._env, type(self).__name__)
+        #: ``sample()`` over the online rows and the demonstrations (``mixture``).
+        self._mixture = Mixture(online, Demonstrations(demo_ratio, self._sources), serving, options.relabel_ratio)
+
+    # The parts, under the names the buffer's tests and diagnostics read.
+    _online = property(attrgetter("_mixture.online"))
+    _serving = property(attrgetter("_mixture.serving"))
+    _storage = property(attrgetter("_mixture.online.storage"))
+    _index = property(attrgetter("_mixture.online.index"))
+    _draws = property(attrgetter("_mixture.online.draws"))
+    _view = property(attrgetter("_mixture.online.view"))
+    demonstrations = property(attrgetter("_mixture.demonstrations"),
+                              doc="The demonstrations: a second source, apart from the circular storage.")
+
+    # The options, under the names SB3's HER and earlier versions of this buffer give them (read-only: the parts were
+    # built from them).
+    goal_env = property(attrgetter("options.goal_env"), doc="GoalEnv mode (see the module docstring).")
+    relabeler = property(attrgetter("options.relabeler"))
+    goal_spec = property(attrgetter("options.relabeler.goal_spec"))
+    num_goals = property(attrgetter("options.num_goals"))
+    goal_shape = property(attrgetter("options.goal_shape"))
+    goal_selection = property(attrgetter("options.goal_selection"))
+    n_steps = property(attrgetter("options.n_steps"))
+    gamma = property(attrgetter("options.gamma"))
+    draws_per_episode = property(attrgetter("options.draws_per_episode"))
+    max_redraws = property(attrgetter("options.max_redraws"))
+    has_success_test = property(attrgetter("options.has_success_test"))
+    copy_info_dict = property(attrgetter("options.copy_info_dict"))
+    num_served = _mixture_counter("num_served", "Transitions served so far (settable, e.g. to 0).")
+    num_served_relabeled = _mixture_counter("num_served_relabeled", "Of them, those served under a hindsight draw.")
+    num_served_demos = _mixture_counter("num_served_demos", "Of them, those served from the demonstrations.")
+
+    @property
+    def relabel_ratio(self) -> float:
+        """Share of sampled transitions served under a hindsight draw (settable)."""
+        return self._mixture.relabel_ratio
+
+    @relabel_ratio.setter
+    def relabel_ratio(self, value: float) -> None:
+        self._mixture.relabel_ratio = value
+
+    @property
+    def her_ratio(self) -> float:
+        """HER's name for ``relabel_ratio``."""
+        return self._mixture.relabel_ratio
+
+    @property
+    def n_sampled_goal(self) -> int | None:
+        """HER's argument for ``relabel_ratio``: ``relabel_ratio / (1 - relabel_ratio)`` (None at 1)."""
+        ratio = self._mixture.relabel_ratio
+        return None if ratio >= 1.0 else round(ratio / (1.0 - ratio))
+
+    @property
+    def goal_selection_strategy(self) -> GoalSelectionStrategy:
+        """HER's :class:`~stable_baselines3.her.GoalSelectionStrategy` for ``goal_selection``."""
+        return KEY_TO_GOAL_STRATEGY[self.options.goal_selection]
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The online rows' generator (seeded by ``seed``): every relabeled row's draw comes from it."""
+        return self._mixture.online.view.rng
+
+    @rng.setter
+    def rng(self, generator: np.random.Generator) -> None:
+        if not isinstance(generator, np.random.Generator):
+            raise ValueError(f"rng must be a numpy Generator (np.random.default_rng(seed)); got {generator!r}")
+        self._mixture.online.view.rng = generator
+
+    @property
+    def env(self) -> VecEnv | None:
+        """The training VecEnv (HER's attribute): GoalEnv mode calls its ``compute_reward``."""
+        return self._env.env
+
+    @property
+    def terminate_on_success(self) -> bool | None:
+        """GoalEnv mode: True or False, or None to decide from the recorded episodes (settable)."""
+        return self._sources.termination.setting if self._sources.termination is not None else None
+
+    @terminate_on_success.setter
+    def terminate_on_success(self, value: bool | None) -> None:
+        assert self._sources.termination is not None
+        self._sources.termination.setting = value
 
     @property
     def draw_strategy(self) -> DrawStrategy:
         """The draw strategy serving the online rows (read-only): the object chosen or built from ``draw_strategy``,
         so users can see which one the defaults picked and read its state (e.g. ``admitted``)."""
-        return self._online.draws
+        return self._mixture.online.draws
 
-    def _source(self, rows: DictReplayBuffer, storage: Storage, draws: DrawStrategy,
-                rng: np.random.Generator | None = None) -> Source:
-        """A source of rows for the sampler: ``storage`` (written by ``rows.add``), indexed and drawn from by
-        ``draws`` (a new object, bound here) with this buffer's settings and ``rng`` (None: this buffer's)."""
-        view = DrawView(self, storage, rng)
-        draws.bind(view)
-        view.index = build_index(self.goal_env, self.has_success_test, storage, draws, view)
-        return Source(rows, storage, view.index, draws, view)
-
-    def _demonstration_source(self, capacity: int, seed: int) -> Source:
-        """An empty source for ``capacity`` demonstration transitions of one env: a plain ``DictReplayBuffer``'s
-        rows (never wrapped), this buffer's layout, a copy of its draw strategy, a generator of its own seeded with
-        ``seed`` (so the online rows' draws do not depend on whether demonstrations are mixed in)."""
-        rows = DictReplayBuffer(capacity, self.observation_space, self.action_space, device=self.device, n_envs=1,
-                                handle_timeout_termination=self.handle_timeout_termination)
-        infos = np.empty((capacity, 1), dtype=object) if self.copy_info_dict else None
-        spec = self.goal_spec
-        storage = Storage.of_rows(rows, infos, rows, spec.goals_key, spec.achieved_key,
-                                  layout_factory(self.optimize_memory_usage, spec.achieved_key))
-        return self._source(rows, storage, copy.deepcopy(self._draw_template), np.random.default_rng(seed))
-
-    def _demonstration_buffer(self, capacity: int, seed: int) -> Source:
-        """The region builder of buffers pickled before the demonstrations were a source: their pickles name this
-        method, and loading drops it (``Demonstrations.adopt``)."""
-        return self._demonstration_source(capacity, seed)
-
-    def _choose_draws(self, options: BufferOptions, draw_strategy: Any = None,
-                      draw_strategy_kwargs: dict[str, Any] | None = None) -> DrawStrategy:
-        """The draw strategy: the one asked for, else the built-in one for these options
-        (:func:`~sb3_hir.buffers.options.choose_draws`), resolved by name as a plugin's is."""
-        if draw_strategy is None:
-            if draw_strategy_kwargs:
-                raise ValueError("draw_strategy_kwargs needs draw_strategy (a name or a DrawStrategy class); got "
-                                 f"draw_strategy=None with {sorted(draw_strategy_kwargs)}")
-            name, kwargs = choose_draws(options)
-            return resolve_draw_strategy(name, **kwargs)
-        return resolve_draw_strategy(draw_strategy, kwargs=draw_strategy_kwargs)
+    def _demonstration_buffer(self, capacity: int, seed: int) -> Any:
+        """The region builder that buffers pickled by sb3-hir 0.1 name (so they unpickle); loading drops it."""
+        return self._sources.demonstrations(capacity, seed)
 
     # SB3's write cursor, held by the storage (``storage.Cursor``): ``DictReplayBuffer.add`` advances it here.
     @property
@@ -354,25 +378,15 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self._cursor.full = value
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled without the env (VecEnvs often cannot be pickled); ``set_env`` gives it back, as for HER."""
-        state = self.__dict__.copy()
-        state["env"] = None
-        return state
+        """Pickled without the env (VecEnvs often cannot be pickled: ``GoalEnvRewards`` drops it)."""
+        return self.__dict__.copy()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        state.pop("last_sample_info", None)  # an attribute in sb3-hir 0.1.0, a property since
-        upgrade_state(self, state)  # pickled before the storage owned the rows and the sources held the parts
+        """A state pickled by an earlier version is made today's first (``legacy.upgrade``); the env is given back
+        by ``set_env``, as for HER."""
+        if "options" not in state:
+            state = upgrade(type(self).__name__, state)
         self.__dict__.update(state)
-        if is_legacy(state):  # pickled before the layout by concept: the components are built from its state
-            upgrade(self, state, self._choose_draws)
-        self.env = None
-        if "_online" not in state:
-            adopt_parts(self)
-        self.__dict__.setdefault("_last_sample", None)
-        self.__dict__.setdefault("num_served_demos", 0)
-        if "demonstrations" not in state:  # pickled before demonstrations: none stored, none can be added
-            self.demonstrations = Demonstrations(0.0)
-        self.demonstrations.adopt(self)
         self._serving.env_changed()  # the env given back may not be the one checked
 
     def set_env(self, env: VecEnv) -> None:
@@ -382,7 +396,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             raise ValueError("Trying to set env of already initialized environment.")
         if env is not None and not isinstance(env, VecEnv):
             raise ValueError(f"env must be a VecEnv (the training env, as SB3 passes it); got {type(env).__name__}")
-        self.env = env
+        self._env.set_env(env)
         self._serving.env_changed()
 
     @property
@@ -409,9 +423,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         super().reset()
         self._index.restart(self.n_envs)
         self._storage.reset()
-        self.num_served = 0
-        self.num_served_relabeled = 0
-        self.num_served_demos = 0
+        self._mixture.reset_counts()
 
     def add_demonstrations(self, demonstrations: DemonstrationSource) -> int:
         """Store whole demonstration episodes apart from the circular storage; returns how many were added.
@@ -430,7 +442,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         if not episodes:
             warnings.warn("add_demonstrations got no episodes: nothing was added", UserWarning, stacklevel=2)
             return 0
-        self.demonstrations.add(episodes, self)
+        self.demonstrations.add(episodes, self.rng)
         if self.demo_ratio == 0.0:
             warnings.warn("demo_ratio is 0: the demonstrations are stored but not served; set demo_ratio "
                           "(replay_buffer_kwargs or buffer.demo_ratio)", UserWarning, stacklevel=2)
@@ -451,7 +463,10 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             self._confirm_spec(infos)
         if self._online.index.num_adds and not self._continues(obs):
             self._close_spliced_episodes(obs)
-        self._online.add(obs, next_obs, action, reward, done, infos)
+        online = self._mixture.online
+        online.before_write(obs, infos)
+        DictReplayBuffer.add(self, obs, next_obs, action, reward, done, infos)
+        online.after_write(next_obs, done)
 
     def _check_add(self, obs: dict[str, np.ndarray], next_obs: dict[str, np.ndarray], action: np.ndarray,
                    reward: np.ndarray, done: np.ndarray, infos: list[dict[str, Any]]) -> None:
@@ -530,7 +545,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             self.dones[prev, env_idx] = 1.0
             self.timeouts[prev, env_idx] = 1.0
             storage.close(int(env_idx))
-            self._index.end_episode(int(env_idx))
+            self._online.end_episode(int(env_idx))
 
     def truncate_last_trajectory(self) -> None:
         """Close every running episode as truncated (HER's API, which SB3's ``load_replay_buffer`` calls).
@@ -552,41 +567,13 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             if self.handle_timeout_termination:  # as HER: otherwise the truncation is served as a termination
                 self.timeouts[prev, env_idx] = 1.0
             self._storage.close(env_idx)
-            self._index.end_episode(env_idx)
+            self._online.end_episode(env_idx)
 
     # -- sampling ---------------------------------------------------------------------------------
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples:  # type: ignore[override]
         """A batch from the two sources: the online rows first, then ``demo_ratio`` of it from the demonstrations
-        (if any), both relabeled and served alike."""
-        check_int(batch_size, "batch_size", 1)
-        online, demos = self._online, self.demonstrations
-        upper = online.upper
-        num_demos = demos.count(batch_size, self.rng, online_empty=upper == 0)
-        if upper == 0 and not num_demos:
-            raise ValueError("cannot sample from an empty replay buffer")
-        if not num_demos:
-            return self._sample_source(online, batch_size, env)
-        assert demos.source is not None
-        demo_part = self._sample_source(demos.source, num_demos, env, online=False)
-        self.num_served_demos += num_demos
-        if num_demos == batch_size:
-            self._last_sample = None
-            return demo_part
-        return concat_samples(self._sample_source(online, batch_size - num_demos, env), demo_part)
-
-    def _sample_source(self, source: Source, batch_size: int, env: VecNormalize | None, online: bool = True
-                       ) -> DictReplayBufferSamples:
-        """``batch_size`` rows of one source: relabeled and recorded ones."""
-        upper = source.upper
-        rng = source.view.rng
-        num_relabel = int(rng.binomial(batch_size, self.relabel_ratio)) if self.relabel_ratio > 0 else 0
-        relabeled = source.draw(num_relabel) if num_relabel else None
-        num_recorded = batch_size - (0 if relabeled is None else len(relabeled.flat))
-        # The recorded part draws exactly as DictReplayBuffer does (np.random, seeded by SB3).
-        n_envs = source.storage.n_envs
-        rows = np.random.randint(0, upper, size=num_recorded)
-        envs = np.random.randint(0, high=n_envs, size=(num_recorded,))
-        return self._serve(source, rows * n_envs + envs, relabeled, env, online)
+        (if any), both relabeled and served alike (``mixture``)."""
+        return self._mixture.sample(batch_size, env)
 
     def _get_samples(  # type: ignore[override]
         self,
@@ -594,49 +581,24 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         env: VecNormalize | None = None,
     ) -> DictReplayBufferSamples:
         """Rows ``batch_inds`` served as recorded (with random sub-envs), as ``DictReplayBuffer`` serves them."""
-        env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
-        return self._serve(self._online, np.asarray(batch_inds) * self.n_envs + env_indices, None, env)
-
-    def _serve(self, source: Source, recorded_flat: np.ndarray, relabeled: Relabeled | None,
-               env: VecNormalize | None, online: bool = True) -> DictReplayBufferSamples:
-        """Serve one source's recorded rows and relabeled pairs as one batch (``serving``), and count them."""
-        samples, served = self._serving.serve(source.storage, recorded_flat, relabeled, env)
-        if online:
-            self._last_sample = served
-        else:
-            self.demonstrations.last_sample = served
-        self.num_served += len(served.flat)
-        self.num_served_relabeled += len(served.flat) - served.num_recorded
-        return samples
+        return self._mixture.sample_recorded(batch_inds, env)
 
     @property
     def last_sample_info(self) -> SampleInfo | None:
         """What the last ``sample()`` served from the online storage (built on access: sampling itself does not pay
         for it); :attr:`last_demonstration_info` tells the demonstrations' rows."""
-        last = self.__dict__.get("_last_sample")
+        last = self._mixture.last_online
         return None if last is None else last.info(self.num_goals, self.goal_shape, self.n_envs)
 
     @property
     def last_demonstration_info(self) -> SampleInfo | None:
         """What the last ``sample()`` served from the demonstrations (rows of their one-env region)."""
-        last = self.demonstrations.last_sample
+        last = self._mixture.last_demonstrations
         return None if last is None else last.info(self.num_goals, self.goal_shape, 1)
 
     def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, infos: Any) -> np.ndarray:
         """The env's ``compute_reward`` on a batch (HER's call: the first sub-env's method), as float32."""
-        if self.env is None:
-            raise RuntimeError(
-                "HindsightInstructionReplayBuffer needs the env to compute rewards for a GoalEnv: SB3 passes it at "
-                "construction and load_replay_buffer() calls set_env(env); for a buffer used by hand pass env=... "
-                "or call set_env(env)"
-            )
-        try:
-            rewards = self.env.env_method("compute_reward", achieved_goal, desired_goal, infos, indices=[0])[0]
-        except Exception as error:
-            if not getattr(self._serving, "reward_checked", True):  # the env's first call: it may not expect a batch
-                note_batch_call(error, self.env, achieved_goal)
-            raise
-        return batch_rewards(rewards, achieved_goal, self.env)
+        return self._env.compute_reward(achieved_goal, desired_goal, infos)
 
     @property
     def jit(self) -> bool:
@@ -669,12 +631,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
     @property
     def terminates_on_success(self) -> bool:
-        """Whether a relabeled success is served as terminal (GoalEnv mode; see ``terminate_on_success``)."""
-        if self.terminate_on_success is not None:
-            return bool(self.terminate_on_success)
-        # GoalEnvs without compute_terminated (SB3's BitFlippingEnv, highway-env's parking) end on success; one
-        # recorded episode that goes on after reaching its own goal shows this one does not, from then on.
-        return self.episodes_going_on_after_goal == 0
+        """Whether a relabeled success is served as terminal (GoalEnv mode; see ``terminate_on_success`` and
+        ``termination``)."""
+        return self._sources.termination is not None and self._sources.termination.terminates
 
     #: GoalEnv mode: recorded episodes that ended on their own goal's first reach, and that went on after reaching it
     #: (counted by the episode index when they end).

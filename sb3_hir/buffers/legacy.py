@@ -1,61 +1,136 @@
-"""Buffers pickled before the buffer was laid out by concept: their state made today's.
+"""One versioned upgrade: the state of a buffer pickled by an earlier version, made today's.
 
-SB3's ``save_replay_buffer`` pickles the buffer's ``__dict__``. It used to hold the episode index (``_meta``,
-``_field``, ``_row_head``, ...) and the draw mode as flags (``batched_draws``, ``exact_index``, ...) on the buffer
-itself; :func:`upgrade` builds the draw strategy, the episode index and the serving from them, so a saved buffer
-loads and serves on as before (the same draws: its generator and episode index carry over;
-``tests/buffers/test_legacy_pickles.py`` loads buffers pickled at cf051ef, the last commit with that layout).
+SB3's ``save_replay_buffer`` pickles the buffer's ``__dict__``. Today it holds SB3's arrays, the cursor, the options
+(:class:`~sb3_hir.buffers.options.BufferOptions`), the sources' builder, the mixture and the env's rewards. Three
+earlier states load:
+
+1. **0.1, flat** (commit cf051ef and before): the episode index (``_meta``, ``_field``, ...) and the draw mode as
+   flags on the buffer itself. The draw strategy and the index are built again from them.
+2. **0.1, by concept** (commit a8ff4f8 and before): the layout and the cursor on the buffer, the index and the draw
+   strategy as parts of it, the demonstrations as a nested buffer.
+3. **0.2** (commit c3075a3 and before): the sources holding the parts, with views that read the buffer, and the
+   settings and counters copied onto the buffer.
+
+:func:`upgrade` takes any of them to the parts every state shares (the online rows' storage, index and draw strategy,
+the serving, the demonstration region), then builds today's state from those parts and the options read from the
+settings, the same way whatever the version. The generator and the index carry over, so a loaded buffer draws on as
+it would have (``tests/buffers/test_legacy_pickles.py``, ``test_concept_pickles.py``, ``test_source_pickles.py``).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from typing import Any
 
+from sb3_hir.buffers.demonstrations import Demonstrations
 from sb3_hir.buffers.draws import DrawStrategy, DrawView, StoredDraws
+from sb3_hir.buffers.episode_index import EpisodeIndex
 from sb3_hir.buffers.layout import FullLayout
-from sb3_hir.buffers.options import BufferOptions, build_index, choose_serving, rebuilt_serving
-from sb3_hir.buffers.serving import Served
-from sb3_hir.buffers.source import Source
+from sb3_hir.buffers.mixture import Mixture
+from sb3_hir.buffers.options import BufferOptions, choose_serving, draw_strategy_for
+from sb3_hir.buffers.reward_checks import GoalEnvRewards
+from sb3_hir.buffers.serving import GoalEnvServing, Served
+from sb3_hir.buffers.source import Source, SourceBuilder
 from sb3_hir.buffers.storage import Cursor, Storage
+from sb3_hir.buffers.termination import SuccessTermination
+from sb3_hir.goals import indexable_by_value
 
-__all__ = ["adopt_parts", "is_legacy", "upgrade", "upgrade_state"]
+__all__ = ["upgrade", "version"]
 
-#: What the earlier layout kept on the buffer and today's keeps in its components (or derives).
-_LEGACY_KEYS = (
-    "_meta", "_field", "_id_mask", "_row_head", "_episode_start", "_num_adds", "_draw_goals", "_draw_reach",
-    "_admitted", "_warned_too_long", "_warned_reward_scale", "episodes_ending_at_goal", "episodes_going_on_after_goal",
-    "batched_draws", "exact_index", "builtin_draws", "single_index", "has_success_test", "_strategy_code",
-    "_slot_masks", "jit", "_single_cfg", "_reach_cfg", "_exact_cfg", "_warm_kernels",
+#: SB3's own attributes of a ``DictReplayBuffer`` (``pos`` and ``full`` live in the cursor since 0.2).
+SB3_KEYS = (
+    "buffer_size", "observation_space", "action_space", "obs_shape", "action_dim", "device", "n_envs",
+    "optimize_memory_usage", "observations", "next_observations", "actions", "rewards", "dones", "timeouts",
+    "handle_timeout_termination",
 )
 
 
-def is_legacy(state: dict[str, Any]) -> bool:
-    """Whether a pickled buffer's state has the earlier layout."""
-    return "_meta" in state
+def version(state: dict[str, Any]) -> int:
+    """Which state a pickled buffer has: 1 (0.1, flat), 2 (0.1, by concept), 3 (0.2) or 4 (today's)."""
+    if "options" in state:
+        return 4
+    if "_online" in state:
+        return 3
+    return 1 if "_meta" in state else 2
 
 
-def upgrade(buffer: Any, state: dict[str, Any], choose_draws: Callable[[BufferOptions], DrawStrategy]) -> None:
-    """Give ``buffer`` (its ``__dict__`` updated from the legacy ``state``) today's components, chosen as its class
-    chooses them (``choose_draws``), with the episode index and the draws' state carried over."""
-    goal_env = state.get("goal_env", False)  # GoalEnv mode's keys came later (absent: instruction mode)
-    options = BufferOptions(
-        goal_env=goal_env, relabeler=state["relabeler"], has_success_test=state.get("has_success_test", True),
-        num_goals=state["num_goals"], goal_shape=tuple(state["goal_shape"]), exact_values=state["exact_index"],
+def upgrade(owner: str, state: dict[str, Any]) -> dict[str, Any]:
+    """Today's state from an earlier ``state`` (module docstring); ``owner`` is the buffer's class name, for the
+    messages of the env's rewards."""
+    cursor = state["_cursor"] if "_cursor" in state else Cursor(state["pos"], state["full"])
+    storage, index, draws = _online_parts(state, cursor)
+    options = _options(state, index)
+    if index is None:  # version 1: the index and the draw strategy are built again from the flat state
+        draws, index = _flat_index(state, options, storage)
+    assert draws is not None
+    env_rewards = GoalEnvRewards(None, options.copy_info_dict, owner)
+    sources = SourceBuilder(options, state["observation_space"], state["action_space"], state["device"],
+                            _unbound_copy(draws), state.get("terminate_on_success"))
+    sources.termination = SuccessTermination(state.get("terminate_on_success"), index)
+    online = sources.rebuilt(None, storage, index, draws, state["rng"])
+    demos, last_demos = _demonstrations(state, sources)
+    mixture = Mixture(online, demos, _serving(state, options, env_rewards, owner), options.relabel_ratio)
+    _carry_counts(state, mixture)
+    mixture.last_demonstrations = last_demos
+    today = {key: state[key] for key in SB3_KEYS if key in state}
+    today.update(_cursor=cursor, options=options, seed=state.get("seed"), infos=state.get("infos"), _env=env_rewards,
+                 _sources=sources, _mixture=mixture, _spec_unconfirmed=state.get("_spec_unconfirmed", False))
+    return today
+
+
+def _online_parts(state: dict[str, Any], cursor: Cursor) -> tuple[Storage, EpisodeIndex | None, DrawStrategy | None]:
+    """The online rows' storage, index and draw strategy as pickled (index and strategy None in version 1)."""
+    if "_online" in state:
+        online = state["_online"]
+        return online.storage, _plain_index(online.index), online.draws
+    storage = state.get("_storage")
+    if not isinstance(storage, Storage):  # before the storage owned the rows
+        spec = state["relabeler"].goal_spec
+        layout = state.get("_layout")
+        storage = Storage(state["observations"], state["next_observations"], state["actions"], state["rewards"],
+                          state["dones"], state["timeouts"], state.get("infos"), cursor, state["observation_space"],
+                          state["obs_shape"], spec.goals_key, spec.achieved_key,
+                          layout if layout is not None else FullLayout())
+    index = state.get("_index")
+    return storage, None if index is None else _plain_index(index), state.get("_draws")
+
+
+def _plain_index(index: EpisodeIndex) -> EpisodeIndex:
+    """An index pickled when it held its view and draw strategy, without them (the source holds those now)."""
+    vars(index).pop("view", None)
+    vars(index).pop("draws", None)
+    return index
+
+
+def _options(state: dict[str, Any], index: EpisodeIndex | None) -> BufferOptions:
+    """The options an earlier buffer was built with, read back from the settings it kept as attributes."""
+    relabeler = state["relabeler"]
+    has_test = state.get("has_success_test", getattr(index, "has_success_test", True))
+    return BufferOptions(
+        goal_env=state.get("goal_env", False), relabeler=relabeler, has_success_test=has_test,
+        num_goals=state["num_goals"], goal_shape=tuple(state["goal_shape"]),
+        exact_values=indexable_by_value(relabeler.goal_spec, state["observation_space"]),
         relabel_ratio=state["relabel_ratio"], goal_selection=state["goal_selection"], n_steps=state["n_steps"],
         gamma=state["gamma"], draws_per_episode=state["draws_per_episode"], max_redraws=state["max_redraws"],
         copy_info_dict=state.get("copy_info_dict", False),
         handle_timeout_termination=state["handle_timeout_termination"],
+        compact=bool(state.get("optimize_memory_usage", False)),
     )
-    draws = choose_draws(options)
-    parts = vars(buffer)["_parts"]
-    view = DrawView(buffer, parts["storage"])
-    draws.bind(view)
+
+
+def _flat_index(state: dict[str, Any], options: BufferOptions, storage: Storage
+                ) -> tuple[DrawStrategy, EpisodeIndex]:
+    """Version 1: the draw strategy chosen as today's buffer chooses it, and its index filled from the flat state."""
+    draws = draw_strategy_for(options)
+    builder = SourceBuilder(options, state["observation_space"], state["action_space"], state["device"], draws,
+                            None)
+    index = builder.index_for(storage)
+    draws.bind(DrawView(options, storage, index, state["rng"]))
     if any(name not in state["_field"] for name in draws.fields):  # saved before event goals had index fields
         draws.fields = type(draws).fields
         vars(draws)["events"] = False  # drawn over all steps, as then; steps that achieved nothing stay inadmissible
-    index = build_index(goal_env, options.has_success_test, parts["storage"], draws, view)
+    index.with_fields(tuple(draws.fields))
+    draws.allocate(DrawView(options, storage, index, state["rng"]), index.meta.dtype)
     for name, column in index.field.items():  # the earlier layout holds every field of today's (and maybe more)
         index.meta[..., column] = state["_meta"][..., state["_field"][name]]
     index.row_head[:] = state["_row_head"]
@@ -68,53 +143,55 @@ def upgrade(buffer: Any, state: dict[str, Any], choose_draws: Callable[[BufferOp
     if isinstance(draws, StoredDraws):
         draws.goals, draws.reach = state["_draw_goals"], state["_draw_reach"]
     draws.admitted = state.get("_admitted", 1.0)
+    return draws, index
+
+
+def _serving(state: dict[str, Any], options: BufferOptions, env_rewards: GoalEnvRewards, owner: str) -> Any:
+    """The pickled serving (its draws' reward check state kept), or one chosen again where it read its settings from
+    the buffer; a GoalEnv serving asks the env's rewards, not the buffer."""
+    serving = state.get("_serving")
+    if serving is None or not hasattr(serving, "windows"):
+        return choose_serving(options, state["device"], env_rewards, owner)
+    if isinstance(serving, GoalEnvServing):
+        serving.env_rewards = env_rewards
+    return serving
+
+
+def _demonstrations(state: dict[str, Any], sources: SourceBuilder) -> tuple[Demonstrations, Served | None]:
+    """The demonstration region over today's view, and what it served last: as pickled (version 3), from the nested
+    buffer that held it (version 2, already loaded by its own upgrade), or empty (none could be added then)."""
+    demos = state.get("demonstrations")
+    if demos is None:
+        return Demonstrations(0.0, sources), None
+    nested = vars(demos).pop("buffer", None)
+    vars(demos).pop("make_buffer", None)
+    last = vars(demos).pop("last_sample", None)
+    source = vars(demos).get("source")
+    if nested is not None:
+        # The nested buffer's own arrays hold the region; SB3's add() on it writes them (its cursor is the storage's).
+        source = Source(nested, nested._online.storage, nested._online.index, nested._online.draws,
+                        nested._online.view)
+        source.view.rng = nested.rng
+    if source is not None:
+        rng = source.view.rng if source.view.rng is not None else state["rng"]
+        source = sources.rebuilt(source.rows, source.storage, _plain_index(source.index), source.draws, rng)
+    vars(demos).update(source=source, sources=sources)
+    vars(demos).setdefault("warned_empty", False)
+    vars(demos).setdefault("num_episodes", 0)
+    return demos, last
+
+
+def _carry_counts(state: dict[str, Any], mixture: Mixture) -> None:
+    """What was served so far, and last."""
+    mixture.num_served = state.get("num_served", 0)
+    mixture.num_served_relabeled = state.get("num_served_relabeled", 0)
+    mixture.num_served_demos = state.get("num_served_demos", 0)
     last = state.get("_last_sample")
-    vars(buffer).update(
-        _serving=choose_serving(options, buffer.device, buffer, type(buffer).__name__),
-        _last_sample=None if last is None else Served(*last),
-    )
-    parts.update(draws=draws, index=index)
-    for key in _LEGACY_KEYS:
-        vars(buffer).pop(key, None)
+    mixture.last_online = Served(*last) if isinstance(last, tuple) and not isinstance(last, Served) else last
 
 
-def upgrade_state(buffer: Any, state: dict[str, Any]) -> None:
-    """A state pickled before the storage owned the rows (commit a8ff4f8 and earlier), made today's in place: the
-    cursor and the storage with its layout; the parts the online source now holds are kept aside (``_parts``) for
-    :func:`adopt_parts`, once the state is the buffer's."""
-    state.pop("_reward_checked", None)  # the serving's since
-    state.pop("_settings", None)  # how the demonstrations' nested buffer was built
-    if "_cursor" not in state:
-        state["_cursor"] = Cursor(state.pop("pos"), state.pop("full"))
-    if "_online" in state:
-        return
-    layout = state.pop("_layout", None)
-    spec = state["relabeler"].goal_spec
-    storage = Storage(state["observations"], state["next_observations"], state["actions"], state["rewards"],
-                      state["dones"], state["timeouts"], state.get("infos"), state["_cursor"],
-                      state["observation_space"], state["obs_shape"], spec.goals_key, spec.achieved_key,
-                      layout if layout is not None else FullLayout())
-    state["_parts"] = dict(storage=storage, index=state.pop("_index", None), draws=state.pop("_draws", None))
-    state.pop("_view", None)
-
-
-def adopt_parts(buffer: Any) -> None:
-    """The online source of a buffer pickled before the sources held the parts (:func:`upgrade_state`), its draw
-    strategy's unbound template, and its serving with its own settings."""
-    parts = vars(buffer).pop("_parts")
-    storage, index, draws = parts["storage"], parts["index"], parts["draws"]
-    view = DrawView(buffer, storage)
-    view.index = index
-    index.view, index.storage = view, storage
-    buffer.has_success_test = getattr(index, "has_success_test", True)
-    buffer._draw_template = unbound_copy(draws)
-    buffer._online = Source(buffer, storage, index, draws, view)
-    if not hasattr(buffer._serving, "windows"):  # it read its settings from the buffer
-        buffer._serving = rebuilt_serving(buffer)
-
-
-def unbound_copy(draws: DrawStrategy) -> DrawStrategy:
-    """A bound strategy as a new one: its settings, none of its per-buffer state."""
+def _unbound_copy(draws: DrawStrategy) -> DrawStrategy:
+    """A bound strategy as a new one, the template of later sources: its settings, none of its per-buffer state."""
     fresh = copy.deepcopy(draws)
     fresh.bound, fresh.admitted = False, 1.0
     if hasattr(fresh, "cfg"):

@@ -5,7 +5,7 @@ settings, and its own. :func:`resolve_options` checks those that decide the mode
 once (``seed``, ``demo_ratio`` and the draw strategy are checked by the parts they configure) and makes the decisions
 that follow from them and from the observation space: GoalEnv or instruction mode, the relabeler and its goal spec,
 the instruction's length and goal shape. :func:`resolve_terminate_on_success` decides whether relabeled successes
-terminate (GoalEnv mode); :func:`choose_draws` picks the draw strategy, :func:`build_index` the episode index and
+terminate (GoalEnv mode); :func:`choose_draws` picks the draw strategy and
 :func:`choose_serving` the serving, once: the buffer then runs them without asking again.
 """
 
@@ -21,8 +21,7 @@ from gymnasium import spaces
 
 from sb3_hir import resolvers
 from sb3_hir._validate import check_choice, check_int, check_number
-from sb3_hir.buffers.draws import DrawStrategy, DrawView
-from sb3_hir.buffers.episode_index import EpisodeIndex, GoalEnvEpisodeIndex
+from sb3_hir.buffers.draws import DrawStrategy
 from sb3_hir.buffers.goal_env import (
     ACHIEVED_GOAL,
     DESIRED_GOAL,
@@ -36,13 +35,12 @@ from sb3_hir.buffers.goal_env import (
     resolve_relabel_ratio,
 )
 from sb3_hir.buffers.serving import EnvRewards, GoalEnvServing, NSteps, OneStep, Serving
-from sb3_hir.buffers.storage import Storage
 from sb3_hir.goals import ExactGoalSpec, indexable_by_value
 from sb3_hir.protocols import RelabelerProtocol
 from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler, has_builtin_draw
 
 __all__ = [
-    "BufferOptions", "build_index", "choose_draws", "choose_serving", "default_terminate_on_success", "rebuilt_serving",
+    "BufferOptions", "choose_draws", "choose_serving", "default_terminate_on_success", "draw_strategy_for",
     "resolve_options",
     "resolve_terminate_on_success",
 ]
@@ -92,32 +90,33 @@ def resolve_memory_layout(memory_layout: str | None, optimize_memory_usage: bool
 
 def resolve_options(
     observation_space: spaces.Dict,
-    env: Any,
-    owner: str,
-    drop_in: bool,
+    env: Any = None,
+    owner: str = "HindsightInstructionReplayBuffer",
+    drop_in: bool = False,
     *,
     buffer_size: int,
-    n_envs: int,
-    optimize_memory_usage: bool,
+    n_envs: int = 1,
+    optimize_memory_usage: bool = False,
     memory_layout: str | None = None,
-    handle_timeout_termination: bool,
-    n_sampled_goal: int | None,
-    goal_selection_strategy: Any,
-    copy_info_dict: bool,
-    terminate_on_success: bool | None,
-    relabeler: Any,
-    strategy: str | None,
-    goal_spec: Any,
-    relabel_ratio: float | None,
-    goal_selection: str | None,
-    n_steps: int,
-    gamma: float,
-    relabeler_kwargs: dict[str, Any] | None,
-    draws_per_episode: int,
-    max_redraws: int,
+    handle_timeout_termination: bool = True,
+    n_sampled_goal: int | None = None,
+    goal_selection_strategy: Any = None,
+    copy_info_dict: bool = False,
+    terminate_on_success: bool | None = False,
+    relabeler: Any = "hindsight-instruction",
+    strategy: str | None = None,
+    goal_spec: Any = None,
+    relabel_ratio: float | None = None,
+    goal_selection: str | None = None,
+    n_steps: int = 1,
+    gamma: float = 0.99,
+    relabeler_kwargs: dict[str, Any] | None = None,
+    draws_per_episode: int = 4,
+    max_redraws: int = 8,
 ) -> BufferOptions:
     """Every argument checked once, and the mode with its relabeler; ``owner`` names the buffer class in messages,
-    ``drop_in`` is whether it is the drop-in for SB3's ``HerReplayBuffer`` (which SB3 hands the env)."""
+    ``drop_in`` is whether it is the drop-in for SB3's ``HerReplayBuffer`` (which SB3 hands the env). The defaults
+    are the buffer's, so a caller (the CLI) can check ``replay_buffer_kwargs`` without building a buffer."""
     ratio = resolve_relabel_ratio(relabel_ratio, n_sampled_goal)
     selection = resolve_goal_selection(goal_selection, goal_selection_strategy)
     check_number(gamma, "gamma", 0.0, 1.0)
@@ -323,18 +322,16 @@ def choose_serving(options: BufferOptions, device: th.device, env_rewards: EnvRe
     return Serving(options.relabeler.goal_spec, options.num_goals, options.goal_shape, windows, device)
 
 
-def rebuilt_serving(buffer: Any) -> Serving:
-    """The serving of a buffer pickled before the serving took its settings (it read them from the buffer)."""
-    windows = NSteps(buffer.n_steps, buffer.gamma) if buffer.n_steps > 1 else OneStep()
-    if buffer.goal_env:
-        return GoalEnvServing(buffer.goal_spec, windows, buffer.device, buffer, type(buffer).__name__)
-    return Serving(buffer.goal_spec, buffer.num_goals, buffer.goal_shape, windows, buffer.device)
-
-
-def build_index(goal_env: bool, has_success_test: bool, storage: Storage, draws: DrawStrategy, view: DrawView
-                ) -> EpisodeIndex:
-    """The episode index of the buffer's mode (``has_success_test``: GoalEnv mode can find first reaches), laid out
-    for the draw strategy's fields."""
-    if goal_env:
-        return GoalEnvEpisodeIndex(storage, draws, view, has_success_test)
-    return EpisodeIndex(storage, draws, view)
+def draw_strategy_for(options: BufferOptions, draw_strategy: Any = None,
+                      draw_strategy_kwargs: dict[str, Any] | None = None) -> DrawStrategy:
+    """The draw strategy: the one asked for, else the built-in one for these options (:func:`choose_draws`),
+    resolved by name as a plugin's is."""
+    if draw_strategy is None:
+        if draw_strategy_kwargs:
+            raise ValueError("draw_strategy_kwargs needs draw_strategy (a name or a DrawStrategy class); got "
+                             f"draw_strategy=None with {sorted(draw_strategy_kwargs)}")
+        name, kwargs = choose_draws(options)
+        chosen: Any = resolvers.resolve_draw_strategy(name, **kwargs)
+    else:
+        chosen = resolvers.resolve_draw_strategy(draw_strategy, kwargs=draw_strategy_kwargs)
+    return chosen

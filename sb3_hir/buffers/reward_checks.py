@@ -15,6 +15,7 @@ import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
 
 __all__ = [
+    "GoalEnvRewards",
     "batch_rewards",
     "check_recorded_rewards",
     "env_class_name",
@@ -142,3 +143,44 @@ def _describe(value: Any) -> str:
         return f"a {type(value).__name__} of {len(value)} items"
     text = repr(value)
     return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+class GoalEnvRewards:
+    """The env's ``compute_reward`` as HER calls it (one batched call on the first sub-env), what GoalEnv serving
+    asks for relabeled rewards (``serving.EnvRewards``). It holds the env, so the serving never holds the buffer; it
+    is pickled without it (VecEnvs often cannot be pickled), and ``set_env`` gives it back.
+
+    :param env: the training VecEnv, or None until ``set_env``.
+    :param copy_info_dict: whether the rows' infos are stored (and handed to ``compute_reward``).
+    :param owner: the buffer's class name, for the messages.
+    """
+
+    def __init__(self, env: Any, copy_info_dict: bool, owner: str) -> None:
+        self.env = env
+        self.copy_info_dict = copy_info_dict
+        self.owner = owner
+        #: whether a call has succeeded with the current env (a failing first call is told it got a batch).
+        self.answered = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "env": None, "answered": False}
+
+    def set_env(self, env: Any) -> None:
+        self.env = env
+        self.answered = False
+
+    def compute_reward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, infos: Any) -> np.ndarray:
+        """The env's ``compute_reward`` on a batch, as float32 ``(B,)``."""
+        if self.env is None:
+            raise RuntimeError(
+                f"{self.owner} needs the env to compute rewards for a GoalEnv: SB3 passes it at construction and "
+                "load_replay_buffer() calls set_env(env); for a buffer used by hand pass env=... or call set_env(env)"
+            )
+        try:
+            rewards = self.env.env_method("compute_reward", achieved_goal, desired_goal, infos, indices=[0])[0]
+        except Exception as error:
+            if not self.answered:  # the env's first call: it may not expect a batch
+                note_batch_call(error, self.env, achieved_goal)
+            raise
+        self.answered = True
+        return batch_rewards(rewards, achieved_goal, self.env)

@@ -18,7 +18,7 @@ from gymnasium import spaces
 from sb3_hir.episodes import Episode
 from sb3_hir.goals import pack_goals
 
-__all__ = ["Cursor", "Layout", "LayoutFactory", "Storage", "take_rows", "value_ids"]
+__all__ = ["Cursor", "Layout", "LayoutFactory", "Storage", "goal_groups", "take_rows", "value_ids"]
 
 
 class Layout(Protocol):
@@ -202,6 +202,17 @@ class Storage:
 def take_rows(array: np.ndarray, flat: np.ndarray) -> np.ndarray:
     """Rows ``flat`` of a ``(buffer_size, n_envs, ...)`` array, indexing rows and envs as one axis."""
     return array.reshape(-1, *array.shape[2:]).take(flat, axis=0)
+
+
+def goal_groups(storage: Storage, spec: Any, num_goals: int, start: np.ndarray, env_idx: np.ndarray
+                ) -> np.ndarray | None:
+    """``(B, k)`` the goal groups (the goal spec's ``groups_key``) of the episodes starting in rows ``start``, None
+    when the spec declares none (every goal its own group, in slot order)."""
+    key = spec.groups_key
+    if key is None:
+        return None
+    groups = storage.obs_rows(key, np.asarray(start) * storage.n_envs + env_idx)
+    return np.asarray(groups, dtype=np.int64).reshape(len(groups), num_goals)
 
 
 def value_ids(achieved: np.ndarray, own_goals: np.ndarray, goal_ndim: int) -> tuple[np.ndarray, np.ndarray]:

@@ -27,6 +27,7 @@ from sb3_hir._validate import ArgumentError, check_number
 from sb3_hir.atomic import atomic_path
 from sb3_hir.buffers import HindsightInstructionReplayBuffer
 from sb3_hir.buffers.demonstrations import as_episodes, expert_episodes
+from sb3_hir.buffers.options import resolve_options
 from sb3_hir.callbacks import InstructionEvalCallback
 from sb3_hir.cli.algo_kwargs import algo_kwargs, check_range
 from sb3_hir.cli.common import (
@@ -340,7 +341,8 @@ def build_model(args: argparse.Namespace, algo_name: str, relabel: str, spec: An
 
 
 def check_buffers(args: argparse.Namespace, algo_name: str, relabels: list[str], spec: Any, venv: Any) -> None:
-    """Every run's replay buffer, built small before the first run starts: its own checks refuse bad options up front.
+    """Every run's replay buffer options, checked before the first run starts, by the resolver the buffer runs
+    (``resolve_options``; the demonstrations' share as the region checks it), without allocating a buffer.
 
     Without it ``--relabel none some --relabel-ratio 2`` would train the ``none`` run (which builds no relabeling
     buffer) before the ``some`` run's buffer refuses the ratio.
@@ -349,9 +351,12 @@ def check_buffers(args: argparse.Namespace, algo_name: str, relabels: list[str],
         kwargs = model_kwargs(args, algo_name, relabel, spec)
         if "replay_buffer_class" not in kwargs:
             continue
+        options = dict(kwargs["replay_buffer_kwargs"])
+        demo_ratio, _seed = options.pop("demo_ratio", 0.0), options.pop("seed", None)
         try:
-            kwargs["replay_buffer_class"](2 * venv.num_envs, venv.observation_space, venv.action_space,
-                                          n_envs=venv.num_envs, **kwargs["replay_buffer_kwargs"])
+            check_number(demo_ratio, "demo_ratio", 0.0, 1.0, hint="the share of each batch from demonstrations")
+            resolve_options(venv.observation_space, None, kwargs["replay_buffer_class"].__name__,
+                            buffer_size=2 * venv.num_envs, n_envs=venv.num_envs, **options)
         except ValueError as exc:
             raise usage_error(exc, f"{algo_name}-{relabel}") from exc
 

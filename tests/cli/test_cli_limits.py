@@ -160,6 +160,12 @@ def test_buffer_options_are_checked_by_the_buffer_before_any_run_directory(argv,
 
 
 def test_a_bad_buffer_option_is_refused_before_a_run_that_does_not_use_it_trains(tmp_path, capsys, monkeypatch):
+    from sb3_hir.buffers import HindsightInstructionReplayBuffer
+
+    def built(*args, **kwargs):  # the options are checked by the resolver the buffer runs, not by a throwaway buffer
+        raise AssertionError("check_buffers built a replay buffer")
+
+    monkeypatch.setattr(HindsightInstructionReplayBuffer, "__init__", built)
     monkeypatch.chdir(tmp_path)
     assert cli.main(["train", *TINY_TRAIN, "--relabel", "none", "some", "--history", "0",
                      "--relabel-ratio", "2"]) == 2

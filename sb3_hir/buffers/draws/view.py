@@ -2,8 +2,9 @@
 
 A strategy draws hindsight instructions for stored transitions; it needs the sizes, the relabeling settings, the
 generator, the episode index and the achieved values, not SB3's arrays, the layout or the serving. The view forwards
-exactly those, the rows read through the buffer's :class:`~sb3_hir.buffers.storage.Storage`, at each access, so a
-strategy sees a loaded or regrown buffer as it is.
+exactly those: the settings from the buffer's :class:`~sb3_hir.buffers.options.BufferOptions`, the rows read through
+its source's :class:`~sb3_hir.buffers.storage.Storage` at each access (so a strategy sees a regrown region as it is),
+that source's episode index and generator. It never holds the buffer.
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sb3_hir.buffers.storage import Storage, take_rows
+from sb3_hir.buffers.storage import Storage, goal_groups, take_rows
 from sb3_hir.episodes import Episode
-from sb3_hir.goals import GoalSpec, indexable_by_value
+from sb3_hir.goals import GoalSpec
 from sb3_hir.relabel import InstructionRelabeler, has_builtin_draw
 
 if TYPE_CHECKING:
     from sb3_hir.buffers.episode_index import EpisodeIndex
+    from sb3_hir.buffers.options import BufferOptions
+    from sb3_hir.buffers.termination import SuccessTermination
 
 __all__ = ["DrawView"]
 
@@ -29,23 +32,34 @@ class DrawView:
     Rows are indexed as in SB3, ``(buffer_size, n_envs)``; a *flat* index is ``row * n_envs + env``. An episode's
     step ``s`` (1-based) is the transition stored in row ``(start + s - 1) % buffer_size``.
 
-    :param buffer: the :class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer` whose settings and generator the
-        strategy uses.
+    :param options: the buffer's settings, decided once (:class:`~sb3_hir.buffers.options.BufferOptions`).
     :param storage: the rows it draws from: the buffer's own, or its demonstrations' (a second source).
-    :param rng: the generator of this source's draws; None: the buffer's.
+    :param index: the episode index of these rows: integers per row (``meta``, columns named by ``field``): ``id``,
+        ``t`` (the step within its episode), ``len`` (0 while running), ``own`` (in the episode's rows ``start + j``:
+        its own goal j's reach step), ``end``, and the strategy's own ``fields``.
+    :param rng: the generator of this source's draws: every random choice of a draw comes from it, so a seeded buffer
+        draws the same.
+    :param termination: whether a relabeled success is served as terminal, decided as the buffer decides it
+        (:class:`~sb3_hir.buffers.termination.SuccessTermination`); None: never.
     """
 
-    __slots__ = ("_buffer", "_rng", "_storage", "index")
+    __slots__ = ("_options", "_storage", "_termination", "index", "rng")
 
-    def __init__(self, buffer: Any, storage: Storage, rng: np.random.Generator | None = None) -> None:
-        self._buffer = buffer
+    def __init__(self, options: BufferOptions, storage: Storage, index: EpisodeIndex, rng: np.random.Generator,
+                 termination: SuccessTermination | None = None) -> None:
+        self._options = options
         self._storage = storage
-        self._rng = rng
-        #: the episode index of these rows (set once it is built, since it reads this view): integers per row
-        #: (``meta``, columns named by ``field``): ``id``, ``t`` (the step within its episode), ``len`` (0 while
-        #: running), ``own`` (in the episode's rows ``start + j``: its own goal j's reach step), ``end``, and the
-        #: strategy's own ``fields``.
-        self.index: EpisodeIndex | None = None  # type: ignore[assignment]
+        self.index = index
+        self.rng = rng
+        self._termination = termination
+
+    def __setstate__(self, state: Any) -> None:
+        """A view pickled by sb3-hir 0.2 read the buffer (``_buffer``); the buffer's upgrade builds a new one
+        (``legacy``), so such a state is kept only as far as today's slots hold it."""
+        slots = dict((state[1] if isinstance(state, tuple) else state) or {})
+        slots.setdefault("rng", slots.get("_rng"))
+        for name in self.__slots__:
+            object.__setattr__(self, name, slots.get(name))
 
     # -- sizes and settings ----------------------------------------------------------------------------------------
     @property
@@ -60,52 +74,48 @@ class DrawView:
     @property
     def num_goals(self) -> int:
         """``k``, the goals per instruction (1 for GoalEnvs)."""
-        return self._buffer.num_goals
+        return self._options.num_goals
 
     @property
     def goal_shape(self) -> tuple[int, ...]:
-        return self._buffer.goal_shape
+        return self._options.goal_shape
 
     @property
     def goal_spec(self) -> GoalSpec:
         """The success test (``reached``) and the keys of the goals and the achieved values."""
-        return self._buffer.goal_spec
+        spec: Any = self._options.relabeler.goal_spec  # a GoalSpec, or a plugin's that has its methods
+        return spec
 
     @property
     def relabeler(self) -> InstructionRelabeler:
         """The relabeler: its ``strategy`` (``"some"``, ``"all"``, ``"none"``), ``draw_goal_steps``, ``reach_steps``."""
-        return self._buffer.relabeler
+        relabeler: Any = self._options.relabeler  # resolved as the relabeler plugins are
+        return relabeler
 
     @property
     def goal_selection(self) -> str:
         """``"future"``, ``"episode"`` or ``"final"``."""
-        return self._buffer.goal_selection
+        return self._options.goal_selection
 
     @property
     def n_steps(self) -> int:
         """Transitions per served window (n-step returns)."""
-        return self._buffer.n_steps
+        return self._options.n_steps
 
     @property
     def max_redraws(self) -> int:
         """Rounds of redrawing for pairs that are not admissible."""
-        return self._buffer.max_redraws
-
-    @property
-    def rng(self) -> np.random.Generator:
-        """The source's generator (the buffer's, or one seeded from it): every random choice of a draw comes from it,
-        so a seeded buffer draws the same."""
-        return self._buffer.rng if self._rng is None else self._rng
+        return self._options.max_redraws
 
     @property
     def terminates_on_success(self) -> bool:
         """Whether a relabeled success is served as terminal (GoalEnv mode decides it from the env)."""
-        return self._buffer.terminates_on_success
+        return self._termination is not None and self._termination.terminates
 
     @property
     def goal_env(self) -> bool:
         """GoalEnv mode (one goal, the env's ``compute_reward``) rather than instruction mode."""
-        return bool(self._buffer.goal_env)
+        return self._options.goal_env
 
     # -- the episode index and the stored values ------------------------------------------------------------------
     @property
@@ -128,7 +138,7 @@ class DrawView:
     def achieved_at(self, rows: np.ndarray, env_idx: np.ndarray | int) -> np.ndarray:
         """Achieved values after the transitions in ``rows`` of sub-envs ``env_idx``: ``(*rows.shape,
         *goal_shape)``."""
-        return self._storage.achieved_at(rows, env_idx, self._buffer.goal_shape)
+        return self._storage.achieved_at(rows, env_idx, self._options.goal_shape)
 
     def own_goals(self, start: np.ndarray, env_idx: np.ndarray) -> np.ndarray:
         """``(B, k, *goal_shape)`` the recorded instruction of the episodes starting in rows ``start``."""
@@ -138,11 +148,7 @@ class DrawView:
     def own_groups(self, start: np.ndarray, env_idx: np.ndarray) -> np.ndarray | None:
         """``(B, k)`` the goal groups (goal spec's ``groups_key``) of the episodes starting in rows ``start``, None
         when the spec declares none (every goal its own group, in slot order)."""
-        key = self.goal_spec.groups_key
-        if key is None:
-            return None
-        groups = self._storage.obs_rows(key, np.asarray(start) * self.n_envs + env_idx)
-        return np.asarray(groups, dtype=np.int64).reshape(len(groups), self.num_goals)
+        return goal_groups(self._storage, self.goal_spec, self.num_goals, start, env_idx)
 
     def episode(self, env_idx: int, rows: np.ndarray) -> Episode:
         """The stored episode of sub-env ``env_idx`` in ``rows``, as an :class:`~sb3_hir.episodes.Episode`
@@ -153,7 +159,7 @@ class DrawView:
     @property
     def exact_values(self) -> bool:
         """Goals are integers compared by exact equality, so reaches can be found by value (an index)."""
-        return indexable_by_value(self.goal_spec, self._buffer.observation_space)
+        return self._options.exact_values
 
     @property
     def builtin_relabeler(self) -> bool:
