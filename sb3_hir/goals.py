@@ -94,50 +94,14 @@ class GoalSpec(ABC):
         pad_value: float | None = None,
         groups_key: str | None = None,
     ) -> None:
-        for name, key in (("goals_key", goals_key), ("achieved_key", achieved_key)):
-            if not isinstance(key, str) or not key:
-                raise ValueError(f"{name} must be a non-empty str, got {key!r}")
-        if goals_key == achieved_key:
-            raise ValueError(f"goals_key and achieved_key must differ, both are {goals_key!r}")
+        _check_keys(goals_key, achieved_key)
         if isinstance(mask_value, bool) or not isinstance(mask_value, (int, float, np.number)):
             raise ValueError(f"mask_value must be a number, got {mask_value!r}")
-        if nothing_value is not None and (isinstance(nothing_value, bool)
-                                          or not isinstance(nothing_value, (int, float, np.number))
-                                          or not np.isfinite(nothing_value)):
-            raise ValueError(f"nothing_value must be a finite number or None, got {nothing_value!r}")
-        if nothing_value is not None and nothing_value == mask_value:
-            raise ValueError(f"nothing_value must differ from mask_value ({mask_value!r}): a masked goal is a reached "
-                             "one, a nothing value is a step that reached none")
-        if wildcard_value is not None and (isinstance(wildcard_value, bool)
-                                           or not isinstance(wildcard_value, (int, float, np.number))
-                                           or not np.isfinite(wildcard_value)):
-            raise ValueError(f"wildcard_value must be a finite number or None, got {wildcard_value!r}")
-        if wildcard_value is not None and not type(self).honours_wildcard:
-            raise ValueError(f"wildcard_value: {type(self).__name__} cannot honour a wildcard (its reached() does not "
-                             "read one), so a partial goal would be judged as a whole; use ExactGoalSpec, or a spec "
-                             "whose reached() does (honours_wildcard = True)")
-        if wildcard_value is not None and wildcard_value in (mask_value, nothing_value):
-            raise ValueError(f"wildcard_value must differ from mask_value ({mask_value!r}) and nothing_value "
-                             f"({nothing_value!r}); got {wildcard_value!r}")
-        levels = None
-        if description_levels is not None:
-            if wildcard_value is None:
-                raise ValueError("description_levels needs wildcard_value: the components a level drops become it")
-            levels = _masks(description_levels)
-            if (levels is None or levels.ndim != 2 or levels.dtype != bool or not len(levels)
-                    or not levels.any(axis=1).all()):
-                raise ValueError("description_levels must be a non-empty sequence of equal-length bool masks over a "
-                                 f"goal's components, each keeping at least one; got {description_levels!r}")
-        if pad_value is not None and (isinstance(pad_value, bool) or not isinstance(pad_value, (int, float, np.number))
-                                      or not np.isfinite(pad_value)):
-            raise ValueError(f"pad_value must be a finite number or None, got {pad_value!r}")
-        if pad_value is not None and pad_value in (mask_value, nothing_value, wildcard_value):
-            raise ValueError(f"pad_value must differ from mask_value ({mask_value!r}), nothing_value "
-                             f"({nothing_value!r}) and wildcard_value ({wildcard_value!r}); got {pad_value!r}")
-        if groups_key is not None and (not isinstance(groups_key, str) or not groups_key
-                                       or groups_key in (goals_key, achieved_key)):
-            raise ValueError(f"groups_key must be None or a non-empty str other than goals_key ({goals_key!r}) and "
-                             f"achieved_key ({achieved_key!r}); got {groups_key!r}")
+        _check_nothing_value(nothing_value, mask_value)
+        _check_wildcard_value(wildcard_value, mask_value, nothing_value, type(self))
+        levels = _description_masks(description_levels, wildcard_value)
+        _check_pad_value(pad_value, mask_value, nothing_value, wildcard_value)
+        _check_groups_key(groups_key, goals_key, achieved_key)
         check_number(goal_reward, "goal_reward")
         check_number(step_reward, "step_reward")
         check_int(goal_ndim, "goal_ndim", 0)
@@ -330,6 +294,79 @@ class GoalSpec(ABC):
             + ("" if self.groups_key is None else f", groups_key={self.groups_key!r}")
             + ")"
         )
+
+
+def _check_keys(goals_key: str, achieved_key: str) -> None:
+    """The instruction's and the achieved value's observation keys: two different non-empty strings."""
+    for name, key in (("goals_key", goals_key), ("achieved_key", achieved_key)):
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"{name} must be a non-empty str, got {key!r}")
+    if goals_key == achieved_key:
+        raise ValueError(f"goals_key and achieved_key must differ, both are {goals_key!r}")
+
+
+def _finite_or_none(value: Any) -> bool:
+    """Whether a special goal value (``nothing_value``, ``wildcard_value``, ``pad_value``) is None or a finite
+    number (a bool is no number here)."""
+    return value is None or (not isinstance(value, bool) and isinstance(value, (int, float, np.number))
+                             and bool(np.isfinite(value)))
+
+
+def _check_nothing_value(nothing_value: float | None, mask_value: float) -> None:
+    """``nothing_value``: None or a finite number other than ``mask_value`` (a masked goal is a reached one)."""
+    if not _finite_or_none(nothing_value):
+        raise ValueError(f"nothing_value must be a finite number or None, got {nothing_value!r}")
+    if nothing_value is not None and nothing_value == mask_value:
+        raise ValueError(f"nothing_value must differ from mask_value ({mask_value!r}): a masked goal is a reached "
+                         "one, a nothing value is a step that reached none")
+
+
+def _check_wildcard_value(wildcard_value: float | None, mask_value: float, nothing_value: float | None,
+                          spec_type: type[GoalSpec]) -> None:
+    """``wildcard_value``: None, or a finite number distinct from the other special values that ``spec_type``'s
+    ``reached()`` honours (a spec that would ignore it refuses it)."""
+    if not _finite_or_none(wildcard_value):
+        raise ValueError(f"wildcard_value must be a finite number or None, got {wildcard_value!r}")
+    if wildcard_value is not None and not spec_type.honours_wildcard:
+        raise ValueError(f"wildcard_value: {spec_type.__name__} cannot honour a wildcard (its reached() does not "
+                         "read one), so a partial goal would be judged as a whole; use ExactGoalSpec, or a spec "
+                         "whose reached() does (honours_wildcard = True)")
+    if wildcard_value is not None and wildcard_value in (mask_value, nothing_value):
+        raise ValueError(f"wildcard_value must differ from mask_value ({mask_value!r}) and nothing_value "
+                         f"({nothing_value!r}); got {wildcard_value!r}")
+
+
+def _description_masks(description_levels: Sequence[Sequence[bool]] | None, wildcard_value: float | None
+                       ) -> np.ndarray | None:
+    """``description_levels`` as a ``(levels, components)`` bool array (None: none declared), checked: it needs
+    ``wildcard_value``, and each level keeps at least one component."""
+    if description_levels is None:
+        return None
+    if wildcard_value is None:
+        raise ValueError("description_levels needs wildcard_value: the components a level drops become it")
+    levels = _masks(description_levels)
+    if levels is None or levels.ndim != 2 or levels.dtype != bool or not len(levels) or not levels.any(axis=1).all():
+        raise ValueError("description_levels must be a non-empty sequence of equal-length bool masks over a "
+                         f"goal's components, each keeping at least one; got {description_levels!r}")
+    return levels
+
+
+def _check_pad_value(pad_value: float | None, mask_value: float, nothing_value: float | None,
+                     wildcard_value: float | None) -> None:
+    """``pad_value``: None, or a finite number distinct from the other special values (a pad is no goal)."""
+    if not _finite_or_none(pad_value):
+        raise ValueError(f"pad_value must be a finite number or None, got {pad_value!r}")
+    if pad_value is not None and pad_value in (mask_value, nothing_value, wildcard_value):
+        raise ValueError(f"pad_value must differ from mask_value ({mask_value!r}), nothing_value "
+                         f"({nothing_value!r}) and wildcard_value ({wildcard_value!r}); got {pad_value!r}")
+
+
+def _check_groups_key(groups_key: str | None, goals_key: str, achieved_key: str) -> None:
+    """``groups_key``: None, or a non-empty observation key of its own."""
+    if groups_key is not None and (not isinstance(groups_key, str) or not groups_key
+                                   or groups_key in (goals_key, achieved_key)):
+        raise ValueError(f"groups_key must be None or a non-empty str other than goals_key ({goals_key!r}) and "
+                         f"achieved_key ({achieved_key!r}); got {groups_key!r}")
 
 
 def _masks(description_levels: Any) -> np.ndarray | None:

@@ -122,6 +122,48 @@ def goal_free_keys(env: gym.Env, keys: str | Iterable[str], key: str) -> list[st
     return selected
 
 
+def _key_bounds(space: spaces.Dict, selected: list[str]) -> tuple[list[np.ndarray], list[np.ndarray], list[int]]:
+    """The flattened float32 bounds of each window key, and its width: ``(lows, highs, sizes)``. A key must be a Box
+    or a Discrete (its values ``start..start+n-1``)."""
+    lows, highs, sizes = [], [], []
+    for name in selected:
+        sub = space.spaces[name]
+        if isinstance(sub, spaces.Box):
+            lows.append(np.asarray(sub.low, dtype=np.float32).ravel())
+            highs.append(np.asarray(sub.high, dtype=np.float32).ravel())
+        elif isinstance(sub, spaces.Discrete):
+            lows.append(np.array([sub.start], dtype=np.float32))
+            highs.append(np.array([sub.start + sub.n - 1], dtype=np.float32))
+        else:
+            raise ValueError(f"keys must name Box or Discrete observation keys; {name!r} is {sub!r}")
+        sizes.append(lows[-1].size)
+    return lows, highs, sizes
+
+
+def _action_bounds(space: spaces.Space, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The bounds of the action columns: a Box action's own (its values are stored clipped to them), 0 and 1 for
+    the one-hot encodings of the discrete spaces."""
+    if isinstance(space, spaces.Box):
+        return np.asarray(space.low, dtype=np.float32).ravel(), np.asarray(space.high, dtype=np.float32).ravel()
+    return np.zeros(width, dtype=np.float32), np.ones(width, dtype=np.float32)
+
+
+def _row_layout(keys: tuple[str, ...], sizes: list[int], include_action: bool, action_width: int
+                ) -> dict[str, slice]:
+    """:attr:`HistoryWrapper.layout`: the columns of each observation key in order, then ``"action"`` (when the
+    window holds actions) and ``"valid"``."""
+    layout: dict[str, slice] = {}
+    start = 0
+    for name, size in zip(keys, sizes, strict=True):
+        layout[name] = slice(start, start + size)
+        start += size
+    if include_action:
+        layout["action"] = slice(start, start + action_width)
+        start += action_width
+    layout["valid"] = slice(start, start + 1)
+    return layout
+
+
 class HistoryWrapper(gym.Wrapper):
     """Add ``key``: the last ``length`` observations of ``keys`` with the previous actions, zero-padded at a reset.
 
@@ -157,28 +199,13 @@ class HistoryWrapper(gym.Wrapper):
         self.dtype = window_dtype(env, selected, bool(include_action), dtype)
         self._auto = isinstance(dtype, str) and dtype == "auto"
         space = cast(spaces.Dict, env.observation_space)  # goal_free_keys refuses any other
-        lows, highs, self._sizes = [], [], []
-        for name in selected:
-            sub = space.spaces[name]
-            if isinstance(sub, spaces.Box):
-                lows.append(np.asarray(sub.low, dtype=np.float32).ravel())
-                highs.append(np.asarray(sub.high, dtype=np.float32).ravel())
-            elif isinstance(sub, spaces.Discrete):
-                lows.append(np.array([sub.start], dtype=np.float32))
-                highs.append(np.array([sub.start + sub.n - 1], dtype=np.float32))
-            else:
-                raise ValueError(f"keys must name Box or Discrete observation keys; {name!r} is {sub!r}")
-            self._sizes.append(lows[-1].size)
+        lows, highs, self._sizes = _key_bounds(space, selected)
         self.include_action = bool(include_action)
         action_width = _action_width(env.action_space) if self.include_action else 0
-        if self.include_action:
-            if isinstance(env.action_space, spaces.Box):
-                lows.append(np.asarray(env.action_space.low, dtype=np.float32).ravel())
-                highs.append(np.asarray(env.action_space.high, dtype=np.float32).ravel())
-            else:
-                lows.append(np.zeros(action_width, dtype=np.float32))
-                highs.append(np.ones(action_width, dtype=np.float32))
-        self._action_bounds = (lows[-1], highs[-1]) if self.include_action else None
+        self._action_bounds = _action_bounds(env.action_space, action_width) if self.include_action else None
+        if self._action_bounds is not None:
+            lows.append(self._action_bounds[0])
+            highs.append(self._action_bounds[1])
         lows.append(np.zeros(1, dtype=np.float32))
         highs.append(np.ones(1, dtype=np.float32))
         # Padding rows are zeros, so every bound includes 0.
@@ -189,15 +216,7 @@ class HistoryWrapper(gym.Wrapper):
         self.key = key
         self.width = int(low.size)
         #: Column slices of each part of a row: every observation key, then "action" and "valid".
-        self.layout: dict[str, slice] = {}
-        start = 0
-        for name, size in zip(self.keys, self._sizes, strict=True):
-            self.layout[name] = slice(start, start + size)
-            start += size
-        if self.include_action:
-            self.layout["action"] = slice(start, start + action_width)
-            start += action_width
-        self.layout["valid"] = slice(start, start + 1)
+        self.layout: dict[str, slice] = _row_layout(self.keys, self._sizes, self.include_action, action_width)
         self._obs_width = sum(self._sizes)
         self.observation_space = spaces.Dict(
             {

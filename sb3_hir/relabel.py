@@ -300,46 +300,12 @@ class HindsightInstructionRelabeler(InstructionRelabeler):
             keeps the episode's own instruction.
         """
         check_choice(goal_selection, "goal_selection", GOAL_SELECTIONS)
-        own = np.asarray(own_steps, dtype=np.int64)
-        length = np.asarray(length, dtype=np.int64)
-        t = np.asarray(t, dtype=np.int64)
-        if own.ndim != 2 or own.shape[1] != self.num_goals:
-            raise ValueError(f"own_steps must have shape (B, num_goals={self.num_goals}), got {own.shape}")
-        batch, k = own.shape
-        out = np.full((batch, k), -1, dtype=np.int64)
-        if self.strategy == "none" or batch == 0:
-            return out
-        free = k - (own > 0).sum(axis=1) - (own < -1).sum(axis=1)  # own unreached goals (-2: padding)
-        if self.strategy == "all":
-            h = free
-        elif at_least_one:  # "some" with at least one drawn goal: h uniform in 1..free
-            h = np.minimum(1 + (rng.random(batch) * free).astype(np.int64), free)
-        else:  # "some": h uniform in 0..free
-            h = (rng.random(batch) * (free + 1)).astype(np.int64)
-        big = np.iinfo(np.int64).max // 4
-        excluded = np.concatenate([np.where(own > 0, own, big), np.full((batch, k), big, dtype=np.int64)], axis=1)
-        ones = np.ones(batch, dtype=np.int64)
-        for i in range(k):
-            lo = t + 1 if (i == 0 and goal_selection == "future") else ones
-            span = length - lo + 1
-            present = excluded[:, : k + i]  # own reach steps and earlier picks: distinct steps (or big)
-            free_steps = span - ((present >= lo[:, None]) & (present <= length[:, None])).sum(axis=1)
-            active = (i < h) & (free_steps > 0)
-            # Uniform over the free steps by rejection: at most 2k - 1 of the span's steps are excluded.
-            draw = lo + (rng.random(batch) * np.maximum(span, 1)).astype(np.int64)
-            clash = np.flatnonzero(active & (draw[:, None] == present).any(axis=1))
-            while len(clash):
-                draw[clash] = lo[clash] + (rng.random(len(clash)) * span[clash]).astype(np.int64)
-                clash = clash[(draw[clash, None] == present[clash]).any(axis=1)]
-            if i == 0:
-                h = np.where(active, h, 0)  # no admissible first alternative: keep the own instruction
-            excluded[:, k + i] = np.where(active, draw, big)
-        picked = excluded[:, k:]
-        taken = excluded[:, :k]
-        merged = np.sort(np.concatenate([taken, picked], axis=1), axis=1)[:, :k]
-        out = np.where(merged < big, merged, -1)
-        out[h == 0] = -1
-        return out
+        own, length, t = _step_arrays(own_steps, length, t, self.num_goals)
+        if self.strategy == "none" or len(own) == 0:
+            return np.full(own.shape, -1, dtype=np.int64)
+        h = _goal_counts(own, self.strategy, rng, at_least_one)
+        excluded, h = _draw_alternatives(own, length, t, h, rng, goal_selection == "future")
+        return _merged_goal_steps(excluded, h)
 
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + f", strategy={self.strategy!r})"
@@ -350,3 +316,76 @@ def has_builtin_draw(relabeler: object) -> bool:
     which the buffer's compiled kernels and first-reach index reproduce (a subclass that overrides it does not)."""
     return (isinstance(relabeler, HindsightInstructionRelabeler)
             and type(relabeler).draw_goal_steps is HindsightInstructionRelabeler.draw_goal_steps)
+
+
+#: "No step" in :meth:`HindsightInstructionRelabeler.draw_goal_steps`'s working arrays: sorts after every real step.
+_NO_STEP = np.iinfo(np.int64).max // 4
+
+
+def _step_arrays(own_steps: np.ndarray, length: np.ndarray, t: np.ndarray, num_goals: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``draw_goal_steps``'s arguments as int64 arrays, ``own_steps`` checked to be ``(B, num_goals)``."""
+    own = np.asarray(own_steps, dtype=np.int64)
+    length = np.asarray(length, dtype=np.int64)
+    t = np.asarray(t, dtype=np.int64)
+    if own.ndim != 2 or own.shape[1] != num_goals:
+        raise ValueError(f"own_steps must have shape (B, num_goals={num_goals}), got {own.shape}")
+    return own, length, t
+
+
+def _goal_counts(own: np.ndarray, strategy: str, rng: np.random.Generator, at_least_one: bool) -> np.ndarray:
+    """How many goals each row draws (h): its own unreached goals for "all", a uniform share of them for "some"
+    (one ``rng.random(B)`` call, which the compiled draw reproduces value by value)."""
+    k = own.shape[1]
+    free = k - (own > 0).sum(axis=1) - (own < -1).sum(axis=1)  # own unreached goals (-2: padding)
+    if strategy == "all":
+        return free
+    if at_least_one:  # "some" with at least one drawn goal: h uniform in 1..free
+        return np.minimum(1 + (rng.random(len(own)) * free).astype(np.int64), free)
+    return (rng.random(len(own)) * (free + 1)).astype(np.int64)  # "some": h uniform in 0..free
+
+
+def _draw_alternatives(own: np.ndarray, length: np.ndarray, t: np.ndarray, h: np.ndarray, rng: np.random.Generator,
+                       future: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The k alternatives of every row, in turn: ``(excluded, h)``, ``excluded`` the ``(B, 2k)`` own reach steps and
+    drawn steps (:data:`_NO_STEP` where none), ``h`` 0 where not even a first alternative was admissible.
+
+    Alternative i is drawn for rows with ``i < h`` from the steps no earlier one holds; with ``future`` the first one
+    from ``t+1..T``, the others (and all with ``episode``) from ``1..T``."""
+    batch, k = own.shape
+    excluded = np.concatenate([np.where(own > 0, own, _NO_STEP), np.full((batch, k), _NO_STEP, dtype=np.int64)],
+                              axis=1)
+    ones = np.ones(batch, dtype=np.int64)
+    for i in range(k):
+        lo = t + 1 if (i == 0 and future) else ones
+        span = length - lo + 1
+        present = excluded[:, : k + i]  # own reach steps and earlier picks: distinct steps (or _NO_STEP)
+        free_steps = span - ((present >= lo[:, None]) & (present <= length[:, None])).sum(axis=1)
+        active = (i < h) & (free_steps > 0)
+        draw = _draw_free_step(lo, span, present, active, rng)
+        if i == 0:
+            h = np.where(active, h, 0)  # no admissible first alternative: keep the own instruction
+        excluded[:, k + i] = np.where(active, draw, _NO_STEP)
+    return excluded, h
+
+
+def _draw_free_step(lo: np.ndarray, span: np.ndarray, present: np.ndarray, active: np.ndarray,
+                    rng: np.random.Generator) -> np.ndarray:
+    """One step per row uniform in ``lo..lo+span-1``, and for the ``active`` rows none of ``present``: uniform over
+    the free steps by rejection (at most 2k - 1 of the span's steps are excluded), redrawing only the clashes."""
+    draw = lo + (rng.random(len(lo)) * np.maximum(span, 1)).astype(np.int64)
+    clash = np.flatnonzero(active & (draw[:, None] == present).any(axis=1))
+    while len(clash):
+        draw[clash] = lo[clash] + (rng.random(len(clash)) * span[clash]).astype(np.int64)
+        clash = clash[(draw[clash, None] == present[clash]).any(axis=1)]
+    return draw
+
+
+def _merged_goal_steps(excluded: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """``draw_goal_steps``'s answer: each row's first k own and drawn steps in ascending order, -1 for no step and on
+    the rows that keep their own instruction (``h == 0``)."""
+    k = excluded.shape[1] // 2
+    merged = np.sort(excluded, axis=1)[:, :k]
+    out = np.where(merged < _NO_STEP, merged, -1)
+    out[h == 0] = -1
+    return out

@@ -183,8 +183,40 @@ def draw_goal_steps(rng, own, length, t, strategy, future):  # type: ignore[no-u
     if strategy == 0 or batch == 0:
         return out
     big = np.iinfo(np.int64).max // 4
-    h = np.empty(batch, np.int64)
     excluded = np.full((batch, 2 * k), big, np.int64)
+    h = _free_slots(own, excluded)
+    _goal_counts(rng, h, strategy)
+    draw = np.empty(batch, np.int64)
+    active = np.empty(batch, np.bool_)
+    clash = np.empty(batch, np.int64)
+    for i in range(k):
+        from_t = i == 0 and future
+        _admissible_rows(excluded, h, length, t, i, from_t, active)
+        for b in range(batch):
+            lo = t[b] + 1 if from_t else 1
+            draw[b] = lo + np.int64(rng.random() * max(length[b] - lo + 1, 1))
+        _redraw_clashes(rng, excluded, k + i, length, t, from_t, draw, active, clash)
+        for b in range(batch):
+            if i == 0 and not active[b]:
+                h[b] = 0  # no admissible first alternative: keep the own instruction
+            if active[b]:
+                excluded[b, k + i] = draw[b]
+    _sorted_steps(excluded, h, big, out)
+    return out
+
+
+@kernel
+def draw_goal_steps_boxed(box, own, length, t, strategy, future):  # type: ignore[no-untyped-def]
+    """:func:`draw_goal_steps` with the generator boxed (``box_generator``), as the buffer calls it."""
+    return draw_goal_steps(box.rng, own, length, t, strategy, future)
+
+
+@kernel
+def _free_slots(own: np.ndarray, excluded: np.ndarray) -> np.ndarray:
+    """Each row's goal slots a drawn goal may fill (``own``: step > 0 of an own goal already achieved, -2 a padding
+    slot); the own goals' steps go to ``excluded``, so that no drawn goal repeats them."""
+    batch, k = own.shape
+    h = np.empty(batch, np.int64)
     for b in range(batch):
         free = k
         for j in range(k):
@@ -194,53 +226,68 @@ def draw_goal_steps(rng, own, length, t, strategy, future):  # type: ignore[no-u
             elif own[b, j] < -1:  # a padding slot (-2) is no goal to add
                 free -= 1
         h[b] = free
+    return h
+
+
+@kernel
+def _goal_counts(rng: np.random.Generator, h: np.ndarray, strategy: int) -> None:
+    """Turn each row's free slots ``h`` into its count of drawn goals, in place: all of them for "all", one draw per
+    row for the two "some" modes (the relabeler's order)."""
     if strategy == 1:  # "some": h uniform in 0..free
-        for b in range(batch):
+        for b in range(len(h)):
             h[b] = np.int64(rng.random() * (h[b] + 1))
     elif strategy == 3:  # "some", at least one: h uniform in 1..free
-        for b in range(batch):
+        for b in range(len(h)):
             h[b] = min(1 + np.int64(rng.random() * h[b]), h[b])
-    draw = np.empty(batch, np.int64)
-    active = np.empty(batch, np.bool_)
-    clash = np.empty(batch, np.int64)
-    for i in range(k):
-        width = k + i
-        for b in range(batch):
-            lo = t[b] + 1 if (i == 0 and future) else 1
-            span = length[b] - lo + 1
-            inside = 0
-            for j in range(width):
-                if excluded[b, j] >= lo and excluded[b, j] <= length[b]:
-                    inside += 1
-            active[b] = i < h[b] and span - inside > 0
-        for b in range(batch):
-            lo = t[b] + 1 if (i == 0 and future) else 1
-            draw[b] = lo + np.int64(rng.random() * max(length[b] - lo + 1, 1))
-        # Uniform over the free steps by rejection, redrawing the clashing rows in order, round by round.
-        count = 0
-        for b in range(batch):
-            if active[b] and _clashes(excluded, b, width, draw[b]):
-                clash[count] = b
-                count += 1
-        while count:
-            for c in range(count):
-                b = clash[c]
-                lo = t[b] + 1 if (i == 0 and future) else 1
-                draw[b] = lo + np.int64(rng.random() * (length[b] - lo + 1))
-            still = 0
-            for c in range(count):
-                b = clash[c]
-                if _clashes(excluded, b, width, draw[b]):
-                    clash[still] = b
-                    still += 1
-            count = still
-        for b in range(batch):
-            if i == 0 and not active[b]:
-                h[b] = 0  # no admissible first alternative: keep the own instruction
-            if active[b]:
-                excluded[b, k + i] = draw[b]
+
+
+@kernel
+def _admissible_rows(excluded: np.ndarray, h: np.ndarray, length: np.ndarray, t: np.ndarray, i: int, from_t: bool,
+                     active: np.ndarray) -> None:
+    """Which rows draw alternative ``i`` (into ``active``): those that still want a goal and have a step in their
+    range (after ``t`` where ``from_t``) that none of the first ``k + i`` excluded steps holds."""
+    width = excluded.shape[1] // 2 + i
+    for b in range(len(h)):
+        lo = t[b] + 1 if from_t else 1
+        span = length[b] - lo + 1
+        inside = 0
+        for j in range(width):
+            if excluded[b, j] >= lo and excluded[b, j] <= length[b]:
+                inside += 1
+        active[b] = i < h[b] and span - inside > 0
+
+
+@kernel
+def _redraw_clashes(rng: np.random.Generator, excluded: np.ndarray, width: int, length: np.ndarray, t: np.ndarray,
+                    from_t: bool, draw: np.ndarray, active: np.ndarray, clash: np.ndarray) -> None:
+    """Uniform over the free steps by rejection: redraw the active rows whose ``draw`` one of the first ``width``
+    excluded steps holds, in row order, round by round (the numpy code's order of draws)."""
+    count = 0
+    for b in range(len(draw)):
+        if active[b] and _clashes(excluded, b, width, draw[b]):
+            clash[count] = b
+            count += 1
+    while count:
+        for c in range(count):
+            b = clash[c]
+            lo = t[b] + 1 if from_t else 1
+            draw[b] = lo + np.int64(rng.random() * (length[b] - lo + 1))
+        still = 0
+        for c in range(count):
+            b = clash[c]
+            if _clashes(excluded, b, width, draw[b]):
+                clash[still] = b
+                still += 1
+        count = still
+
+
+@kernel
+def _sorted_steps(excluded: np.ndarray, h: np.ndarray, big: int, out: np.ndarray) -> None:
+    """Each drawing row's goal steps (own and drawn) in ascending order into ``out``; ``big`` (no step) becomes -1.
+    Rows with ``h == 0`` keep their own instruction (``out`` stays -1)."""
+    k = out.shape[1]
     row = np.empty(2 * k, np.int64)
-    for b in range(batch):
+    for b in range(len(h)):
         if h[b] == 0:
             continue
         for j in range(2 * k):  # insertion sort: 2k values, cheaper than a library sort call per row
@@ -252,13 +299,6 @@ def draw_goal_steps(rng, own, length, t, strategy, future):  # type: ignore[no-u
             row[at] = value
         for j in range(k):
             out[b, j] = row[j] if row[j] < big else -1
-    return out
-
-
-@kernel
-def draw_goal_steps_boxed(box, own, length, t, strategy, future):  # type: ignore[no-untyped-def]
-    """:func:`draw_goal_steps` with the generator boxed (``box_generator``), as the buffer calls it."""
-    return draw_goal_steps(box.rng, own, length, t, strategy, future)
 
 
 @kernel

@@ -25,7 +25,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import torch
 
@@ -275,6 +275,22 @@ def run(args: argparse.Namespace) -> int:
         require_extra("optuna", "sb3-hir sweep --search optuna")
     train = train_command.standalone_parser()
     values, fixed = sweep_values(args, train)
+    _check_sweep_options(args)
+    space = parse_space(args.space, train)
+    if args.search == "optuna":
+        _check_optuna_space(args, values, fixed, train, space)
+    if args.resume and not args.out:
+        raise UsageError("--resume needs --out DIR, the sweep to resume")
+    trials = _grid_trials(values, args.seeds, fixed, train) if args.search == "grid" else []
+    out, handle = _sweep_out(args)
+    try:
+        return _run_tune(args, out, trials, values, fixed, train, space)
+    finally:
+        handle.close()
+
+
+def _check_sweep_options(args: argparse.Namespace) -> None:
+    """The sweep's own counts and seeds, and ``--space`` only with ``--search optuna``."""
     for option, value in (("--cpus-per-trial", args.cpus_per_trial), ("--max-concurrent", args.max_concurrent),
                           ("--trials", args.trials)):
         if value is not None:
@@ -283,41 +299,53 @@ def run(args: argparse.Namespace) -> int:
         check_seed(seed, "--seeds")
     if args.space and args.search != "optuna":
         raise UsageError("--space is the search space of --search optuna; add --search optuna or drop --space")
-    space = parse_space(args.space, train)
-    if args.search == "optuna":
-        searched = {part for key in space for part in key.split("+")}
-        conflicting = [key for key, given in values.items() if len(given) > 1 or key in searched]
-        if conflicting:
-            raise UsageError(f"--search optuna searches {', '.join(space)} itself and takes one value of "
-                              f"each other option; drop --{', --'.join(k.replace('_', '-') for k in conflicting)}")
-        fixed_algo = set(parse_kwargs(args.algo_kwarg, option="--algo-kwarg"))
-        shadowed = sorted(key for key in space if key.startswith(ALGO_PREFIX) and key[len(ALGO_PREFIX):] in fixed_algo)
-        if shadowed:
-            raise UsageError(f"--algo-kwarg fixes {', '.join(k[len(ALGO_PREFIX):] for k in shadowed)}, which --space "
-                             "searches; drop one of them")
-        if len(args.seeds) != 1:
-            raise UsageError("--search optuna runs one seed per trial; give one --seeds value")
-        # every edge of the space passes train's checks that need no env, the ranges of its values included (an
-        # algo.KEY typo or n-steps=choice:0,3 fails here, not in a trial)
-        for label, sample in space_edges(space):
-            options = {**{key: given[0] for key, given in values.items()}, **sample}
-            try:
-                train_command.check_args(train.parse_args(train_argv(options, fixed, train)))
-            except UsageError as exc:
-                raise UsageError(f"--space {label}: {exc}") from None
-    if args.resume and not args.out:
-        raise UsageError("--resume needs --out DIR, the sweep to resume")
-    trials = expand_grid(values, args.seeds) if args.search == "grid" else []
-    if args.search == "grid":
-        # Every configuration passes train's checks that need no env before any trial starts (a typo fails
-        # here, not in trial 7); what only a run can find (an env rejecting its options) fails that trial alone.
-        for options in {json.dumps({k: v for k, v in t.items() if k != "seed"}, sort_keys=True): t
-                        for t in trials}.values():
-            try:
-                train_command.check_args(train.parse_args(train_argv(options, fixed, train)))
-            except UsageError as exc:
-                swept = [key for key, given in values.items() if len(given) > 1]
-                raise UsageError(f"{configuration(options, swept)}: {exc}") from None
+
+
+def _check_optuna_space(args: argparse.Namespace, values: dict[str, list[Any]], fixed: list[str],
+                        train: argparse.ArgumentParser, space: dict[str, tuple[str, Any]]) -> None:
+    """``--search optuna``'s options before any trial starts: the space alone varies (one value of every other
+    option, none fixed by ``--algo-kwarg``, one seed), and every edge of the space passes train's checks."""
+    searched = {part for key in space for part in key.split("+")}
+    conflicting = [key for key, given in values.items() if len(given) > 1 or key in searched]
+    if conflicting:
+        raise UsageError(f"--search optuna searches {', '.join(space)} itself and takes one value of "
+                          f"each other option; drop --{', --'.join(k.replace('_', '-') for k in conflicting)}")
+    fixed_algo = set(parse_kwargs(args.algo_kwarg, option="--algo-kwarg"))
+    shadowed = sorted(key for key in space if key.startswith(ALGO_PREFIX) and key[len(ALGO_PREFIX):] in fixed_algo)
+    if shadowed:
+        raise UsageError(f"--algo-kwarg fixes {', '.join(k[len(ALGO_PREFIX):] for k in shadowed)}, which --space "
+                         "searches; drop one of them")
+    if len(args.seeds) != 1:
+        raise UsageError("--search optuna runs one seed per trial; give one --seeds value")
+    # every edge of the space passes train's checks that need no env, the ranges of its values included (an
+    # algo.KEY typo or n-steps=choice:0,3 fails here, not in a trial)
+    for label, sample in space_edges(space):
+        options = {**{key: given[0] for key, given in values.items()}, **sample}
+        try:
+            train_command.check_args(train.parse_args(train_argv(options, fixed, train)))
+        except UsageError as exc:
+            raise UsageError(f"--space {label}: {exc}") from None
+
+
+def _grid_trials(values: dict[str, list[Any]], seeds: Sequence[int], fixed: list[str],
+                 train: argparse.ArgumentParser) -> list[dict[str, Any]]:
+    """The grid's trials (:func:`expand_grid`), after every configuration passed train's checks that need no env
+    (a typo fails here, not in trial 7); what only a run can find (an env rejecting its options) fails that trial
+    alone."""
+    trials = expand_grid(values, seeds)
+    for options in {json.dumps({k: v for k, v in t.items() if k != "seed"}, sort_keys=True): t
+                    for t in trials}.values():
+        try:
+            train_command.check_args(train.parse_args(train_argv(options, fixed, train)))
+        except UsageError as exc:
+            swept = [key for key, given in values.items() if len(given) > 1]
+            raise UsageError(f"{configuration(options, swept)}: {exc}") from None
+    return trials
+
+
+def _sweep_out(args: argparse.Namespace) -> tuple[Path, IO[str]]:
+    """The sweep's directory (resolved) and its lock: the one to resume (``--resume``: it must hold ``tune/``), or a
+    new one (:func:`prepare_out`)."""
     if args.resume:
         out = Path(args.out)
         if not (out / "tune").is_dir():
@@ -325,11 +353,7 @@ def run(args: argparse.Namespace) -> int:
         handle = lock(out)
     else:
         out, handle = prepare_out("sweep", args.out, args.overwrite)
-    out = out.resolve()
-    try:
-        return _run_tune(args, out, trials, values, fixed, train, space)
-    finally:
-        handle.close()
+    return out.resolve(), handle
 
 
 def _run_tune(args: argparse.Namespace, out: Path, trials: list[dict[str, Any]], values: dict[str, list[Any]],

@@ -260,6 +260,35 @@ def wall_distances(maze: np.ndarray) -> np.ndarray:
 MAX_MAZE_DIM = 501
 
 
+def _checked_size(maze_dim: int, num_goals: int) -> tuple[int, int]:
+    """``maze_dim`` and ``num_goals`` checked as :class:`MazeRunnerEnv` takes them: ``(n, k)``, n odd in
+    ``[5, MAX_MAZE_DIM]`` and k at most the goal cells every maze of side n guarantees reachable."""
+    n = check_int(maze_dim, "maze_dim", 5)
+    if n % 2 == 0 or n > MAX_MAZE_DIM:
+        raise ValueError(f"maze_dim must be an odd int in [5, {MAX_MAZE_DIM}] (walls sit on even rows and "
+                         f"columns; larger mazes outgrow memory), got {maze_dim!r}"
+                         + (f"; use {n - 1} or {n + 1}" if n % 2 == 0 and n < MAX_MAZE_DIM else ""))
+    k = check_int(num_goals, "num_goals", 1)
+    bound = min_reachable_goal_cells(n)
+    if k > bound:
+        raise ValueError(
+            f"num_goals must be <= {bound} for maze_dim={n} (the free cells besides the start that every "
+            f"maze of that size guarantees reachable), got {num_goals!r}"
+        )
+    return n, k
+
+
+def _observation_space(n: int, k: int) -> spaces.Dict:
+    """MazeRunner's observations in a maze of side ``n`` with ``k`` goals (see :class:`MazeRunnerEnv`)."""
+    return spaces.Dict(
+        {
+            "achieved": spaces.Box(0, n - 1, shape=(1, 2), dtype=np.int32),
+            "goals": spaces.Box(-1, n - 1, shape=(k, 2), dtype=np.int32),
+            "obs": spaces.Box(0.0, 1.0, shape=(7,), dtype=np.float32),
+        }
+    )
+
+
 class MazeRunnerEnv(gym.Env):
     """Reach ``num_goals`` goal cells in order in a new random maze each episode.
 
@@ -324,18 +353,7 @@ class MazeRunnerEnv(gym.Env):
         step_reward: float = 0.0,
     ) -> None:
         super().__init__()
-        n = check_int(maze_dim, "maze_dim", 5)
-        if n % 2 == 0 or n > MAX_MAZE_DIM:
-            raise ValueError(f"maze_dim must be an odd int in [5, {MAX_MAZE_DIM}] (walls sit on even rows and "
-                             f"columns; larger mazes outgrow memory), got {maze_dim!r}"
-                             + (f"; use {n - 1} or {n + 1}" if n % 2 == 0 and n < MAX_MAZE_DIM else ""))
-        k = check_int(num_goals, "num_goals", 1)
-        bound = min_reachable_goal_cells(n)
-        if k > bound:
-            raise ValueError(
-                f"num_goals must be <= {bound} for maze_dim={n} (the free cells besides the start that every "
-                f"maze of that size guarantees reachable), got {num_goals!r}"
-            )
+        n, k = _checked_size(maze_dim, num_goals)
         self.time_limit = check_int(time_limit, "time_limit", 1)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
@@ -351,17 +369,9 @@ class MazeRunnerEnv(gym.Env):
         self.start = (n - 2, n // 2)
         self._grid = _grid(n)
 
-        self.observation_space = spaces.Dict(
-            {
-                "achieved": spaces.Box(0, n - 1, shape=(1, 2), dtype=np.int32),
-                "goals": spaces.Box(-1, n - 1, shape=(k, 2), dtype=np.int32),
-                "obs": spaces.Box(0.0, 1.0, shape=(7,), dtype=np.float32),
-            }
-        )
-        if self.continuous:
-            self.action_space: spaces.Space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
-        else:
-            self.action_space = spaces.Discrete(5)
+        self.observation_space = _observation_space(n, k)
+        self.action_space: spaces.Space = (spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32) if self.continuous
+                                           else spaces.Discrete(5))
 
         # Episode state: drawn afresh by reset(); until the first reset, empty arrays and the start cell, and
         # step(), expert_action() and render() refuse to run (``_started``, ``_done``).

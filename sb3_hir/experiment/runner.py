@@ -135,45 +135,63 @@ def run_as_trials(
         return []
     tune = require("ray.tune", "Ray trials")
     module, qualname, directory = _reference(fn)
-    paths = [directory] if directory is not None else []
-    if os.environ.get("PYTHONPATH"):
-        paths.append(os.environ["PYTHONPATH"])
+    pythonpath = _workers_path(directory)
     temporary = storage_path is None
     storage = tempfile.mkdtemp(prefix="ray_trials_") if storage_path is None else str(Path(storage_path).resolve())
-    session = ray_session(address, runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}})
+    session = ray_session(address, runtime_env={"env_vars": {"PYTHONPATH": pythonpath}})
     try:
         with session, _quiet_tune():
-            tuner = tune.Tuner(
-                tune.with_resources(_trainable, {"cpu": cpus_per_trial}),
-                param_space={
-                    "fn": (module, qualname),
-                    "config": tune.grid_search([{**config, INDEX: i} for i, config in enumerate(configs)]),
-                },
-                tune_config=tune.TuneConfig(num_samples=1, reuse_actors=False, trial_name_creator=_trial_name,
-                                            trial_dirname_creator=_trial_name),
-                run_config=tune_run_config(storage, name),
-            )
-            grid = tuner.fit()
-        results: dict[int, dict] = {}
-        errors: dict[int, str] = {}
-        for result in grid:
-            index = result.config["config"][INDEX]
-            if result.error is not None:
-                errors[index] = trial_error(result.error)
-            elif "results" not in (result.metrics or {}):
-                errors[index] = "the trial reported no results"
-            else:
-                results[index] = result.metrics["results"]
-        for index in range(len(configs)):
-            if index not in results and index not in errors:
-                errors[index] = "no trial ran"
-        if errors:
-            lines = [f"  config {i} {configs[i]}: {errors[i]}" for i in sorted(errors)]
-            raise RuntimeError(f"{len(errors)} of {len(configs)} Ray Tune trials failed:\n" + "\n".join(lines))
-        return [results[i] for i in range(len(configs))]
+            grid = _tuner(tune, (module, qualname), configs, cpus_per_trial, storage, name).fit()
+        return _ordered_results(grid, configs)
     finally:
         if temporary:
             shutil.rmtree(storage, ignore_errors=True)
+
+
+def _workers_path(directory: str | None) -> str:
+    """The workers' ``PYTHONPATH``: the directory ``fn``'s module is imported from, then this process's own."""
+    paths = [directory] if directory is not None else []
+    if os.environ.get("PYTHONPATH"):
+        paths.append(os.environ["PYTHONPATH"])
+    return os.pathsep.join(paths)
+
+
+def _tuner(tune: Any, reference: tuple[str, str], configs: list[dict], cpus_per_trial: float, storage: str,
+           name: str) -> Any:
+    """A Tune grid of one trial per config, each tagged with its position (:data:`INDEX`) and calling the function
+    named by ``reference`` (module, qualname) through :func:`_trainable`."""
+    return tune.Tuner(
+        tune.with_resources(_trainable, {"cpu": cpus_per_trial}),
+        param_space={
+            "fn": reference,
+            "config": tune.grid_search([{**config, INDEX: i} for i, config in enumerate(configs)]),
+        },
+        tune_config=tune.TuneConfig(num_samples=1, reuse_actors=False, trial_name_creator=_trial_name,
+                                    trial_dirname_creator=_trial_name),
+        run_config=tune_run_config(storage, name),
+    )
+
+
+def _ordered_results(grid: Any, configs: list[dict]) -> list[dict]:
+    """The trials' results in the order of ``configs``; a RuntimeError naming every config whose trial failed,
+    reported nothing or did not run."""
+    results: dict[int, dict] = {}
+    errors: dict[int, str] = {}
+    for result in grid:
+        index = result.config["config"][INDEX]
+        if result.error is not None:
+            errors[index] = trial_error(result.error)
+        elif "results" not in (result.metrics or {}):
+            errors[index] = "the trial reported no results"
+        else:
+            results[index] = result.metrics["results"]
+    for index in range(len(configs)):
+        if index not in results and index not in errors:
+            errors[index] = "no trial ran"
+    if errors:
+        lines = [f"  config {i} {configs[i]}: {errors[i]}" for i in sorted(errors)]
+        raise RuntimeError(f"{len(errors)} of {len(configs)} Ray Tune trials failed:\n" + "\n".join(lines))
+    return [results[i] for i in range(len(configs))]
 
 
 def run_all(fn: Callable[[dict], dict], configs: list[dict], *, use_ray: bool, cpus_per_trial: float = 1,

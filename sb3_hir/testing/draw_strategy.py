@@ -60,8 +60,24 @@ def check_draw_strategy(
         the steps achieve nothing; ``wildcard_value``, ``description_levels`` and ``same_step_goals`` apply as
         declared. Padding and goal groups are not generated.
     """
-    from sb3_hir.testing import served_rows as oracle  # deferred: keeps ``import sb3_hir.testing`` cheap
+    spec = _checked_settings(num_goals, n_steps, memory_layouts, batches, seed, goal_spec)
+    name = strategy if isinstance(strategy, str) else describe(strategy)
+    relabeled = 0
+    for k, n, layout in itertools.product(num_goals, n_steps, memory_layouts):
+        settings = f"{name} with k={k}, n_steps={n}, memory_layout={layout!r}, demonstrations={demonstrations}"
+        buffer, online, demo = _filled_buffer(
+            strategy, strategy_kwargs, k, n, layout, demonstrations, seed, relabeler_strategy, spec,
+        )
+        relabeled += _check_batches(buffer, online, demo, spec, batches, settings)
+    if not relabeled:
+        raise AssertionError(f"{_CHECK}: {name} served no relabeled row in any batch: its instructions() dropped "
+                             "every candidate (keep False, or a last goal reached before the transition)")
 
+
+def _checked_settings(num_goals: Sequence[int], n_steps: Sequence[int], memory_layouts: Sequence[str], batches: int,
+                      seed: int, goal_spec: Any) -> Any:
+    """:func:`check_draw_strategy`'s settings checked before any buffer is built; returns the resolved goal spec
+    (None: exact goals), which must have no padding or groups (the check's episodes have none)."""
     check_int(batches, "batches", 1)
     check_int(seed, "seed", 0)
     for name_, values, low in (("num_goals", num_goals, 1), ("n_steps", n_steps, 1)):
@@ -77,45 +93,61 @@ def check_draw_strategy(
     if spec is not None and (spec.pad_value is not None or spec.groups_key is not None):
         raise ValueError("goal_spec: the check's episodes have no padding or goal groups; give a spec without "
                          f"pad_value and groups_key, got {spec!r}")
-    name = strategy if isinstance(strategy, str) else describe(strategy)
+    return spec
+
+
+def _filled_buffer(strategy: Any, strategy_kwargs: dict[str, Any] | None, k: int, n: int, layout: str,
+                   demonstrations: bool, seed: int, relabeler_strategy: str, spec: Any
+                   ) -> tuple[Any, tuple[Any, Any], tuple[Any, dict[int, bool]]]:
+    """A small wrapping buffer (two sub-envs) with a fresh ``strategy``, its demonstrations (six random episodes)
+    and 70 steps of random episodes added: ``(buffer, (online stream, falls), (demonstration stream or None, their
+    falls))``, what the oracle replays served rows against."""
+    from sb3_hir.testing import served_rows as oracle  # deferred: keeps ``import sb3_hir.testing`` cheap
+
+    rng = np.random.default_rng(seed)
+    buffer = oracle.make_buffer(
+        k, size=40, n_envs=2, relabel_ratio=0.8, n_steps=n, gamma=0.9, memory_layout=layout, seed=seed,
+        strategy=relabeler_strategy, demo_ratio=0.25 if demonstrations else 0.0, goal_spec=spec,
+        **_fresh(strategy, strategy_kwargs),
+    )
+    demos: list[Any] = []
+    demo_falls: dict[int, bool] = {}
+    if demonstrations:
+        for _ in range(6):
+            rec, fall = oracle.random_recorded(rng, k, spec=spec)
+            demos.append(rec)
+            demo_falls[id(rec)] = fall
+        buffer.add_demonstrations([rec.episode for rec in demos])
+    # 20 rows per env: wraps, overwrites, leaves one running
+    online, falls = oracle.fill(buffer, rng, 70, spec=spec)
+    demo_part = oracle.demo_stream(buffer, demos) if demonstrations else None
+    return buffer, (online, falls), (demo_part, demo_falls)
+
+
+def _check_batches(buffer: Any, online: tuple[Any, Any], demo: tuple[Any, dict[int, bool]], spec: Any,
+                   batches: int, settings: str) -> int:
+    """Sample ``batches`` batches of 32 and hold every served row (demonstration part, then online part) to the
+    oracle; returns how many rows were relabeled. A wrong row raises naming ``settings`` and the batch."""
+    from sb3_hir.testing import served_rows as oracle  # deferred: keeps ``import sb3_hir.testing`` cheap
+
+    (stream, falls), (demo_part, demo_falls) = online, demo
     relabeled = 0
-    for k, n, layout in itertools.product(num_goals, n_steps, memory_layouts):
-        rng = np.random.default_rng(seed)
-        settings = f"{name} with k={k}, n_steps={n}, memory_layout={layout!r}, demonstrations={demonstrations}"
-        buffer = oracle.make_buffer(
-            k, size=40, n_envs=2, relabel_ratio=0.8, n_steps=n, gamma=0.9, memory_layout=layout, seed=seed,
-            strategy=relabeler_strategy, demo_ratio=0.25 if demonstrations else 0.0, goal_spec=spec,
-            **_fresh(strategy, strategy_kwargs),
-        )
-        demos: list[Any] = []
-        demo_falls: dict[int, bool] = {}
-        if demonstrations:
-            for _ in range(6):
-                rec, fall = oracle.random_recorded(rng, k, spec=spec)
-                demos.append(rec)
-                demo_falls[id(rec)] = fall
-            buffer.add_demonstrations([rec.episode for rec in demos])
-        # 20 rows per env: wraps, overwrites, leaves one running
-        online, falls = oracle.fill(buffer, rng, 70, spec=spec)
-        demo_part = oracle.demo_stream(buffer, demos) if demonstrations else None
-        for batch in range(batches):
-            sample = buffer.sample(32)
-            num_online = 32
-            try:
-                if demo_part is not None:
-                    served = buffer.last_demonstration_info
-                    num_online = 32 - len(served.rows)
-                    oracle.check_served(demo_part, sample, spec, falls=demo_falls, offset=num_online)
-                    relabeled += int(served.relabeled.sum())
-                if num_online:
-                    oracle.check_served(online, sample, spec, falls=falls)
-                    relabeled += int(buffer.last_sample_info.relabeled.sum())
-            except AssertionError as error:
-                raise AssertionError(f"{_CHECK}: {settings}, batch {batch}: {error}; each served row must be its "
-                                     "episode's replay under the goals drawn for it") from error
-    if not relabeled:
-        raise AssertionError(f"{_CHECK}: {name} served no relabeled row in any batch: its instructions() dropped "
-                             "every candidate (keep False, or a last goal reached before the transition)")
+    for batch in range(batches):
+        sample = buffer.sample(32)
+        num_online = 32
+        try:
+            if demo_part is not None:
+                served = buffer.last_demonstration_info
+                num_online = 32 - len(served.rows)
+                oracle.check_served(demo_part, sample, spec, falls=demo_falls, offset=num_online)
+                relabeled += int(served.relabeled.sum())
+            if num_online:
+                oracle.check_served(stream, sample, spec, falls=falls)
+                relabeled += int(buffer.last_sample_info.relabeled.sum())
+        except AssertionError as error:
+            raise AssertionError(f"{_CHECK}: {settings}, batch {batch}: {error}; each served row must be its "
+                                 "episode's replay under the goals drawn for it") from error
+    return relabeled
 
 
 def _fresh(strategy: Any, kwargs: dict[str, Any] | None) -> dict[str, Any]:

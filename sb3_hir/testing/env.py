@@ -113,24 +113,32 @@ def check_instruction_env(
     counterfactual = check_int(counterfactual, "counterfactual", minimum=0)
     with checked_env(env) as env:
         relabeler = resolve_relabeler_for(_CHECK, relabeler, env)
-        spec = relabeler.goal_spec
-        num_goals = env_num_goals(_CHECK, env, spec)
+        num_goals = env_num_goals(_CHECK, env, relabeler.goal_spec)
         check_num_goals(_CHECK, relabeler, num_goals)
         rollouts = random_rollouts(env, n_episodes, seed, max_steps, _CHECK)
+        _check_rollouts(env, relabeler, rollouts, num_goals, seed, max_steps, counterfactual)
+
+
+def _check_rollouts(env: gym.Env, relabeler: Any, rollouts: list[Rollout], num_goals: int, seed: int,
+                    max_steps: int | None, counterfactual: int) -> None:
+    """:func:`check_instruction_env`'s items over its random-policy rollouts: each episode alone (items 1-3, 7, 8),
+    then seeding (item 4), then the replays under other instructions the env's declarations allow (item 5, else
+    item 6)."""
+    spec = relabeler.goal_spec
+    for rollout in rollouts:
+        episode = rollout.episode()
+        _check_own_replay(relabeler, rollout, episode)
+        _check_success(rollout, episode, spec, num_goals)
+        _check_no_nothing_goal(rollout, episode, spec)
+        _check_achieved_in_goal_space(env, rollout, episode, spec)
+        _check_instruction_form(rollout, episode, spec)
+    _check_seeding(env, rollouts[0], seed, max_steps)
+    if declared(env, ACCEPTS_RESET_GOALS, False):
         for rollout in rollouts:
-            episode = rollout.episode()
-            _check_own_replay(relabeler, rollout, episode)
-            _check_success(rollout, episode, spec, num_goals)
-            _check_no_nothing_goal(rollout, episode, spec)
-            _check_achieved_in_goal_space(env, rollout, episode, spec)
-            _check_instruction_form(rollout, episode, spec)
-        _check_seeding(env, rollouts[0], seed, max_steps)
-        if declared(env, ACCEPTS_RESET_GOALS, False):
-            for rollout in rollouts:
-                _check_counterfactuals(env, relabeler, rollout, counterfactual)
-        elif not declared(env, TERMINATIONS_UNRELATED_TO_GOALS, False):
-            for rollout in rollouts:
-                _check_goal_terminations(rollout, rollout.episode(), spec, num_goals)
+            _check_counterfactuals(env, relabeler, rollout, counterfactual)
+    elif not declared(env, TERMINATIONS_UNRELATED_TO_GOALS, False):
+        for rollout in rollouts:
+            _check_goal_terminations(rollout, rollout.episode(), spec, num_goals)
 
 
 @register_check("env")

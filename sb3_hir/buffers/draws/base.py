@@ -426,11 +426,10 @@ def draw_rounds(rng, meta, achieved, own_goals, nothing, admitted, upper, missin
     env, t, length, goals (B, k * D), reach (B, k), other_end, admitted)`` of the admitted draws.
     """
     c = cfg[0]
-    k, dim, total = c.k, achieved.shape[1], missing
+    total = missing
     o_rows = np.empty((5, total), np.int64)  # flat, start, env, t, length
-    o_goals = np.empty((total, k * dim), nothing.dtype)
-    has_nothing = nothing.shape[0] > 0
-    o_reach = np.empty((total, k), np.int64)
+    o_goals = np.empty((total, c.k * achieved.shape[1]), nothing.dtype)
+    o_reach = np.empty((total, c.k), np.int64)
     o_end = np.empty(total, np.bool_)
     filled = 0
     for _ in range(c.rounds + 1):
@@ -438,39 +437,56 @@ def draw_rounds(rng, meta, achieved, own_goals, nothing, admitted, upper, missin
             break
         draws, envs, flat, t, length, keep, start, batch = _finished_rows(rng, meta, missing, admitted, upper, cfg)
         steps, reach, ok, other_end = instruct(rng, meta, envs, flat, t, length, keep, start, batch, cfg, params)
-        admissible = 0
-        got = 0
-        for b in range(batch):
-            i = keep[b]
-            last = reach[b, k - 1]
-            if not ok[b] or (last > 0 and last <= t[i]):
-                continue  # not admissible: the relabeled episode would have ended before t
-            if has_nothing and _takes_nothing(achieved, nothing, steps, b, start[b], envs[i], k, dim, c.size, c.n_envs):
-                continue  # not admissible: a goal would be a step that achieved nothing
-            admissible += 1
-            if filled + got >= total:
-                continue  # more than needed: extra admissible draws are dropped, which keeps the kept ones uniform
-            out = filled + got
-            o_rows[0, out], o_rows[1, out], o_rows[2, out], o_rows[3, out] = flat[i], start[b], envs[i], t[i]
-            o_rows[4, out] = length[i]
-            o_end[out] = other_end[b]
-            for j in range(k):
-                o_reach[out, j] = reach[b, j]
-                at = start[b] * c.n_envs + envs[i]
-                if steps[b, j] > 0:
-                    row = start[b] + steps[b, j] - 1
-                    if row >= c.size:
-                        row -= c.size
-                    at = row * c.n_envs + envs[i]
-                    for d in range(dim):
-                        o_goals[out, j * dim + d] = achieved[at, d]
-                else:
-                    for d in range(dim):
-                        o_goals[out, j * dim + d] = own_goals[at, j * dim + d]
-            got += 1
+        admissible, got = _admit_round(achieved, own_goals, nothing, envs, flat, t, length, keep, start, batch, steps,
+                                       reach, ok, other_end, cfg, filled, o_rows, o_goals, o_reach, o_end)
         # The admitted share counts every admissible draw of the round, also those dropped as extra.
         admitted = max(admissible / draws, 0.01)
         filled += got
         missing -= got
     return (o_rows[0, :filled], o_rows[1, :filled], o_rows[2, :filled], o_rows[3, :filled], o_rows[4, :filled],
             o_goals[:filled], o_reach[:filled], o_end[:filled], admitted)
+
+
+@compiled.kernel
+def _admit_round(achieved: np.ndarray, own_goals: np.ndarray, nothing: np.ndarray, envs: np.ndarray, flat: np.ndarray,
+                 t: np.ndarray, length: np.ndarray, keep: np.ndarray, start: np.ndarray, batch: int, steps: np.ndarray,
+                 reach: np.ndarray, ok: np.ndarray, other_end: np.ndarray, cfg: np.ndarray, filled: int,
+                 o_rows: np.ndarray, o_goals: np.ndarray, o_reach: np.ndarray, o_end: np.ndarray) -> tuple[int, int]:
+    """One round of :func:`draw_rounds`: its admissible draws, in order, written to the outputs from row ``filled``
+    on until they are full, each with its goals (achieved values of the goal steps, or the own goals). Returns
+    ``(admissible, written)``: extra admissible draws count as admissible but are dropped, which keeps the kept ones
+    uniform."""
+    c = cfg[0]
+    k, dim, total = c.k, achieved.shape[1], len(o_end)
+    has_nothing = nothing.shape[0] > 0
+    admissible = 0
+    got = 0
+    for b in range(batch):
+        i = keep[b]
+        last = reach[b, k - 1]
+        if not ok[b] or (last > 0 and last <= t[i]):
+            continue  # not admissible: the relabeled episode would have ended before t
+        if has_nothing and _takes_nothing(achieved, nothing, steps, b, start[b], envs[i], k, dim, c.size, c.n_envs):
+            continue  # not admissible: a goal would be a step that achieved nothing
+        admissible += 1
+        if filled + got >= total:
+            continue  # more than needed: extra admissible draws are dropped, which keeps the kept ones uniform
+        out = filled + got
+        o_rows[0, out], o_rows[1, out], o_rows[2, out], o_rows[3, out] = flat[i], start[b], envs[i], t[i]
+        o_rows[4, out] = length[i]
+        o_end[out] = other_end[b]
+        for j in range(k):
+            o_reach[out, j] = reach[b, j]
+            at = start[b] * c.n_envs + envs[i]
+            if steps[b, j] > 0:
+                row = start[b] + steps[b, j] - 1
+                if row >= c.size:
+                    row -= c.size
+                at = row * c.n_envs + envs[i]
+                for d in range(dim):
+                    o_goals[out, j * dim + d] = achieved[at, d]
+            else:
+                for d in range(dim):
+                    o_goals[out, j * dim + d] = own_goals[at, j * dim + d]
+        got += 1
+    return admissible, got

@@ -162,10 +162,6 @@ def reach_indexed(meta, steps, start, envs, length, cfg):  # type: ignore[no-unt
     the value's occurrences runs. Goal by goal, each pass makes one level of loads over the whole batch (lookups,
     then each bisection step for every searching sample), so the scattered loads overlap in the memory system.
     """
-    c = cfg[0]
-    size, n_envs, f_prev, f_rank, f_glo, f_order, f_olo, f_ohi = (
-        c.size, c.n_envs, c.f_prev, c.f_rank, c.f_glo, c.f_order, c.f_olo, c.f_ohi
-    )
     batch, k = steps.shape
     reach = np.full((batch, k), -1, np.int64)
     previous = np.zeros(batch, np.int64)  # -1 once a goal is never reached: the later ones are not either
@@ -175,62 +171,93 @@ def reach_indexed(meta, steps, start, envs, length, cfg):  # type: ignore[no-unt
     search = np.empty(batch, np.int64)
     work = np.empty(batch, np.int64)
     for j in range(k):
-        count = 0
-        for b in range(batch):
-            if previous[b] < 0:
-                continue
-            step = steps[b, j]
-            if step > 0:
-                at = start[b] + step - 1
-                if at >= size:
-                    at -= size
-                at = at * n_envs + envs[b]
-                if np.int64(meta[at, f_prev]) <= previous[b]:
-                    reach[b, j] = step
-                    continue
-                lo[b], hi[b] = meta[at, f_glo], meta[at, f_rank]
-            elif j < length[b]:
-                slot = start[b] + j
-                if slot >= size:
-                    slot -= size
-                slot = slot * n_envs + envs[b]
-                lo[b], hi[b] = meta[slot, f_olo], meta[slot, f_ohi]
-            else:
-                continue
-            end[b] = hi[b]
-            search[count] = b
-            count += 1
+        count = _reach_lookups(meta, steps, start, envs, length, cfg, j, previous, reach, lo, hi, end, search)
         work[:count] = search[:count]
-        active = count
-        while active:  # one bisection step for every sample still searching, then drop the finished ones
-            still = 0
-            for c in range(active):
-                b = work[c]
-                if lo[b] >= hi[b]:
-                    continue
-                mid = (lo[b] + hi[b]) >> 1
-                row = start[b] + mid
-                if row >= size:
-                    row -= size
-                if np.int64(meta[row * n_envs + envs[b], f_order]) <= previous[b]:
-                    lo[b] = mid + 1
-                else:
-                    hi[b] = mid
-                work[still] = b
-                still += 1
-            active = still
-        for c in range(count):
-            b = search[c]
-            if lo[b] < end[b]:
-                row = start[b] + lo[b]
-                if row >= size:
-                    row -= size
-                reach[b, j] = meta[row * n_envs + envs[b], f_order]
+        _bisect_after(meta, start, envs, cfg, previous, lo, hi, work, count)
+        _reach_found(meta, start, envs, cfg, j, reach, lo, end, search, count)
         for b in range(batch):
             if previous[b] >= 0:
                 previous[b] = reach[b, j]
     return reach
 
+
+@compiled.kernel
+def _reach_lookups(meta: np.ndarray, steps: np.ndarray, start: np.ndarray, envs: np.ndarray, length: np.ndarray,
+                   cfg: np.ndarray, j: int, previous: np.ndarray, reach: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                   end: np.ndarray, search: np.ndarray) -> int:
+    """Goal ``j``'s reach where one lookup tells it (a drawn goal's value not seen since the previous reach), and
+    for the rest the range of positions to search (``lo``, ``hi``, ``end``): returns how many, listed in ``search``.
+
+    Samples whose previous goal is never reached are skipped, and so are own goal slots past the episode's end."""
+    c = cfg[0]
+    size, n_envs = c.size, c.n_envs
+    count = 0
+    for b in range(len(previous)):
+        if previous[b] < 0:
+            continue
+        step = steps[b, j]
+        if step > 0:
+            at = start[b] + step - 1
+            if at >= size:
+                at -= size
+            at = at * n_envs + envs[b]
+            if np.int64(meta[at, c.f_prev]) <= previous[b]:
+                reach[b, j] = step
+                continue
+            lo[b], hi[b] = meta[at, c.f_glo], meta[at, c.f_rank]
+        elif j < length[b]:
+            slot = start[b] + j
+            if slot >= size:
+                slot -= size
+            slot = slot * n_envs + envs[b]
+            lo[b], hi[b] = meta[slot, c.f_olo], meta[slot, c.f_ohi]
+        else:
+            continue
+        end[b] = hi[b]
+        search[count] = b
+        count += 1
+    return count
+
+
+@compiled.kernel
+def _bisect_after(meta: np.ndarray, start: np.ndarray, envs: np.ndarray, cfg: np.ndarray, previous: np.ndarray,
+                  lo: np.ndarray, hi: np.ndarray, work: np.ndarray, active: int) -> None:
+    """Narrow ``lo`` of the ``active`` samples listed in ``work`` to the first position whose step is past the
+    previous reach: one bisection step for every sample still searching, then drop the finished ones."""
+    c = cfg[0]
+    size, n_envs, f_order = c.size, c.n_envs, c.f_order
+    while active:
+        still = 0
+        for w in range(active):
+            b = work[w]
+            if lo[b] >= hi[b]:
+                continue
+            mid = (lo[b] + hi[b]) >> 1
+            row = start[b] + mid
+            if row >= size:
+                row -= size
+            if np.int64(meta[row * n_envs + envs[b], f_order]) <= previous[b]:
+                lo[b] = mid + 1
+            else:
+                hi[b] = mid
+            work[still] = b
+            still += 1
+        active = still
+
+
+@compiled.kernel
+def _reach_found(meta: np.ndarray, start: np.ndarray, envs: np.ndarray, cfg: np.ndarray, j: int, reach: np.ndarray,
+                 lo: np.ndarray, end: np.ndarray, search: np.ndarray, count: int) -> None:
+    """Goal ``j``'s reach for the ``count`` searched samples: the step at the position found, if inside the range
+    (else it stays -1, never reached)."""
+    c = cfg[0]
+    for s in range(count):
+        b = search[s]
+        if lo[b] < end[b]:
+            row = start[b] + lo[b]
+            if row >= c.size:
+                row -= c.size
+            reach[b, j] = meta[row * c.n_envs + envs[b], c.f_order]
 
 
 @compiled.kernel
