@@ -50,9 +50,9 @@ class RelaxedDraw(WindowDraw):
 
     def setup(self, view: DrawView) -> None:
         if view.goal_env:
-            raise ValueError("draw_strategy RelaxedDraw is for instruction envs; GoalEnv mode already draws this way")
+            raise ValueError("draw strategy RelaxedDraw is for instruction envs; GoalEnv mode already draws this way")
         if not getattr(view.goal_spec, "ordered", True):
-            raise ValueError("draw_strategy RelaxedDraw ends an instruction at its last slot's reach; a goal spec with "
+            raise ValueError("draw strategy RelaxedDraw ends an instruction at its last slot's reach; a goal spec with "
                              "padding (pad_value) or groups (groups_key) is served by 'window'")
         super().setup(view)
         self.one_goal = view.num_goals == 1
