@@ -525,7 +525,7 @@ def test_a_goal_spec_on_another_scale_than_the_env_is_reported() -> None:
 def test_final_selection_for_one_goal_instructions_and_refused_for_more() -> None:
     venv = make_vec_env(lambda: MazeRunnerEnv(maze_dim=7, num_goals=1, time_limit=20), n_envs=2, seed=0)
     model = DQN("MultiInputPolicy", venv, replay_buffer_class=HindsightInstructionReplayBuffer,
-                replay_buffer_kwargs=dict(strategy="all", goal_selection_strategy=GoalSelectionStrategy.FINAL),
+                replay_buffer_kwargs=dict(hindsight_goals="all", goal_selection_strategy=GoalSelectionStrategy.FINAL),
                 **small(buffer_size=5000))
     model.learn(300)
     buffer = model.replay_buffer
@@ -546,7 +546,7 @@ def test_final_selection_for_one_goal_instructions_and_refused_for_more() -> Non
         checked += 1
     assert checked > 50
     space = make_vec_env(lambda: MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=20)).observation_space
-    with pytest.raises(ValueError, match="goal_selection 'final' is for one-goal instructions"):
+    with pytest.raises(ValueError, match="goal_step 'final' is for one-goal instructions"):
         HindsightInstructionReplayBuffer(100, space, venv.action_space, goal_selection_strategy="final")
 
 
