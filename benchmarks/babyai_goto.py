@@ -201,7 +201,7 @@ def build_model(options: dict[str, Any], variant: str, seed: int, demos: list[Ep
                 exploration_fraction=options["exploration_fraction"],
                 exploration_final_eps=options["exploration_final_eps"],
                 replay_buffer_class=HindsightInstructionReplayBuffer,
-                replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8 if variant == "some" else 0.0,
+                replay_buffer_kwargs=dict(hindsight_goals="some", relabel_ratio=0.8 if variant == "some" else 0.0,
                                           seed=seed, n_steps=options["n_steps"], gamma=options["gamma"],
                                           goal_spec=spec, demo_ratio=options["demo_ratio"] if demos else 0.0),
                 policy_kwargs=dict(net_arch=list(DQN_NET_ARCH), **extractor(options, keys)),

@@ -8,7 +8,7 @@ a time-limit truncation with fewer than k goals reached (reward 1 on each goal r
 
 Buffers (one sub-env):
 
-* ``HIR``: ours, defaults (strategy "some", ``relabel_ratio=0.8``, goal_selection "future", ``n_steps=1``): a fresh
+* ``HIR``: ours, defaults (hindsight_goals "some", ``relabel_ratio=0.8``, goal_step "future", ``n_steps=1``): a fresh
   hindsight instruction drawn for every relabeled transition inside ``sample()``.
 * ``HIR n=3``: the same with ``n_steps=3`` (n-step returns, ``gamma=0.99``).
 * ``HIR k=1``: the same defaults on the k=1 view HER holds (the episode's first goal, masked once reached): the

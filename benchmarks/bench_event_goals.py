@@ -44,7 +44,7 @@ def fill(level: str, k_max: int, episodes: int, strategy: str, seed: int
     limit = int(env.unwrapped.max_steps)  # set by the level at reset
     buffer = HindsightInstructionReplayBuffer(
         episodes * limit, space, actions, device="cpu", goal_spec=env.goal_spec,
-        strategy=strategy, relabel_ratio=0.8, seed=seed,
+        hindsight_goals=strategy, relabel_ratio=0.8, seed=seed,
     )
     success: dict[int, bool] = {}
     for episode in range(episodes):

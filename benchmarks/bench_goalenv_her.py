@@ -138,8 +138,8 @@ def build(agent: str, args: argparse.Namespace, seed: int) -> OffPolicyAlgorithm
             spec = plugins.create("goal_spec", "distance-threshold", env=cast(DummyVecEnv, venv).envs[0])
         common.update(
             replay_buffer_class=HindsightInstructionReplayBuffer,
-            replay_buffer_kwargs=dict(goal_spec=spec, strategy=args.strategy, relabel_ratio=args.relabel_ratio,
-                                      goal_selection=args.goal_selection, seed=seed),
+            replay_buffer_kwargs=dict(goal_spec=spec, hindsight_goals=args.strategy, relabel_ratio=args.relabel_ratio,
+                                      goal_step=args.goal_selection, seed=seed),
         )
         net.update(features_extractor_class=KeySelectExtractor, features_extractor_kwargs=dict(keys=["obs", "goals"]))
     else:

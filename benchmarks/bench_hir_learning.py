@@ -5,7 +5,7 @@ the replay buffer differs. Variants (``--variants``):
 
 * ``none``: SB3's own DictReplayBuffer (plain DQN);
 * ``some`` / ``all``: :class:`~sb3_hir.buffers.HindsightInstructionReplayBuffer` with that strategy (a fresh
-  hindsight instruction per sampled transition, ``goal_selection="future"``);
+  hindsight instruction per sampled transition, ``goal_step="future"``);
 * ``some-n3``: ``some`` with 3-step hindsight returns (``n_steps=3``, the algorithm's gamma);
 * ``some-relaxed`` / ``some-n3-relaxed``: ``some`` / ``some-n3`` with the relaxed reach rule
   (:class:`research.relaxed.RelaxedReachBuffer`: the instruction's last goal counts as reached at its first
@@ -97,14 +97,14 @@ def train(config: dict[str, Any]) -> dict[int, dict[str, float]]:
     if variant.startswith("old-"):
         buffer = dict(
             replay_buffer_class=old_buffer_class(),
-            replay_buffer_kwargs=dict(strategy=variant[4:], relabel_ratio=args.relabel_ratio),
+            replay_buffer_kwargs=dict(hindsight_goals=variant[4:], relabel_ratio=args.relabel_ratio),
         )
     elif variant != "none":
         relaxed = variant.endswith("-relaxed")
         strategy, _, n = variant.removesuffix("-relaxed").partition("-n")
         buffer = dict(
             replay_buffer_class=RelaxedReachBuffer if relaxed else HindsightInstructionReplayBuffer,
-            replay_buffer_kwargs=dict(strategy=strategy, relabel_ratio=args.relabel_ratio, n_steps=int(n or 1),
+            replay_buffer_kwargs=dict(hindsight_goals=strategy, relabel_ratio=args.relabel_ratio, n_steps=int(n or 1),
                                       gamma=args.gamma, goal_spec=make_env_fn(args)().goal_spec),
         )
     model = DQN(

@@ -80,7 +80,7 @@ def train(config: dict[str, Any]) -> tuple[dict[int, dict[str, float]], float]:
     buffer: dict[str, Any] = {}
     if relabel != "none":
         buffer = dict(replay_buffer_class=HindsightInstructionReplayBuffer,
-                      replay_buffer_kwargs=dict(strategy=relabel, relabel_ratio=args.relabel_ratio, seed=seed))
+                      replay_buffer_kwargs=dict(hindsight_goals=relabel, relabel_ratio=args.relabel_ratio, seed=seed))
     model = DQN("MultiInputPolicy", venv, learning_rate=args.learning_rate, buffer_size=args.budgets[-1],
                 learning_starts=args.learning_starts, batch_size=args.batch_size, gamma=args.gamma, train_freq=1,
                 gradient_steps=args.gradient_steps, target_update_interval=args.target_update_interval,

@@ -41,7 +41,8 @@ def build(encoder: str, args: argparse.Namespace) -> DQN:
     return DQN("MultiInputPolicy", venv, learning_rate=5e-4, batch_size=128, gamma=0.97, buffer_size=args.steps + 2_000,
                learning_starts=1_000, train_freq=1, gradient_steps=4, target_update_interval=2_000,
                exploration_fraction=0.3, replay_buffer_class=HindsightInstructionReplayBuffer,
-               replay_buffer_kwargs=dict(strategy="some", seed=0), policy_kwargs=dict(net_arch=[256, 256], **extractor),
+               replay_buffer_kwargs=dict(hindsight_goals="some", seed=0),
+               policy_kwargs=dict(net_arch=[256, 256], **extractor),
                seed=0, verbose=0, device="cpu")
 
 

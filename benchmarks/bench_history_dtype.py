@@ -39,7 +39,7 @@ def build(dtype: str, args: argparse.Namespace) -> DQN:
     return DQN("MultiInputPolicy", venv, buffer_size=args.steps, learning_starts=1_000, batch_size=128, gamma=0.97,
                train_freq=1, gradient_steps=4, target_update_interval=2_000,
                replay_buffer_class=HindsightInstructionReplayBuffer,
-               replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8, seed=0, n_steps=3, gamma=0.97,
+               replay_buffer_kwargs=dict(hindsight_goals="some", relabel_ratio=0.8, seed=0, n_steps=3, gamma=0.97,
                                          goal_spec=spec),
                policy_kwargs=dict(net_arch=[256, 256], features_extractor_class=HistoryExtractor,
                                   features_extractor_kwargs=dict(keys=["obs", "goals"])),

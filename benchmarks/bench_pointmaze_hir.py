@@ -72,7 +72,7 @@ def train(strategy: str, args: argparse.Namespace, seed: int) -> tuple[SAC, floa
         train_freq=1,
         gradient_steps=args.gradient_steps,
         replay_buffer_class=HindsightInstructionReplayBuffer,
-        replay_buffer_kwargs=dict(goal_spec=spec, strategy=strategy, relabel_ratio=0.8, seed=seed),
+        replay_buffer_kwargs=dict(goal_spec=spec, hindsight_goals=strategy, relabel_ratio=0.8, seed=seed),
         policy_kwargs=dict(
             net_arch=[args.hidden, args.hidden],
             features_extractor_class=KeySelectExtractor,

@@ -7,8 +7,8 @@ with the terminal observation as ``next_obs`` at episode ends, as SB3's off-poli
 
 k = 1 (num_goals=1), the HER comparison:
 
-* ours: :class:`HindsightInstructionReplayBuffer` with ``relabel_ratio=0.8`` for strategy in (all, some) x
-  goal_selection in (future, episode). With one goal, all/future is HER's ``future`` rule.
+* ours: :class:`HindsightInstructionReplayBuffer` with ``relabel_ratio=0.8`` for hindsight_goals in (all, some) x
+  goal_step in (future, episode). With one goal, all/future is HER's ``future`` rule.
 * HER: SB3's own ``HerReplayBuffer(n_sampled_goal=4, goal_selection_strategy="future")`` fed the same transitions
   in GoalEnv layout: observation = "obs", achieved_goal = "achieved"[0], desired_goal = the episode's instruction
   (the unmasked goal of its reset observation; MazeRunner masks a reached goal in "goals", but the episode ends
@@ -168,7 +168,7 @@ def serve_ours(data: dict[str, Any], strategy: str, selection: str, batches: int
     })
     buffer = HindsightInstructionReplayBuffer(
         len(data["steps"]) * N_ENVS, obs_space, spaces.Discrete(5), device="cpu", n_envs=N_ENVS,
-        strategy=strategy, goal_selection=selection, relabel_ratio=RELABEL_RATIO, seed=seed,
+        hindsight_goals=strategy, goal_step=selection, relabel_ratio=RELABEL_RATIO, seed=seed,
     )
     for step in data["steps"]:
         buffer.add(*step)

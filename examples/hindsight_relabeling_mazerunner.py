@@ -47,7 +47,7 @@ def train(args: argparse.Namespace) -> InstructionEvalCallback:
         relabeling = dict(
             replay_buffer_class=HindsightInstructionReplayBuffer,
             # "some": each finished episode is stored once more under an instruction of goals it really reached.
-            replay_buffer_kwargs=dict(strategy=args.relabel, relabel_ratio=0.8, seed=args.seed),
+            replay_buffer_kwargs=dict(hindsight_goals=args.relabel, relabel_ratio=0.8, seed=args.seed),
         )
     model = ALGOS[args.algo](
         "MultiInputPolicy",

@@ -52,7 +52,7 @@ def train_dqn(args: argparse.Namespace, env, eval_env) -> None:
                 gradient_steps=max(1, args.n_envs // 2), buffer_size=max(args.timesteps, 1_000),
                 learning_starts=min(1_000, args.timesteps // 10), exploration_fraction=0.3,
                 target_update_interval=2_000, replay_buffer_class=HindsightInstructionReplayBuffer,
-                replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8, seed=args.seed),
+                replay_buffer_kwargs=dict(hindsight_goals="some", relabel_ratio=0.8, seed=args.seed),
                 policy_kwargs=policy_kwargs(args), seed=args.seed)
     evaluation = InstructionEvalCallback(eval_env, eval_freq=max(args.timesteps // 10, 1),
                                          n_eval_episodes=args.eval_episodes, seed=0, verbose=1)

@@ -15,7 +15,7 @@ instruction. The recommended setup for every off-policy algorithm::
         "MultiInputPolicy",
         env,
         replay_buffer_class=HindsightInstructionReplayBuffer,
-        replay_buffer_kwargs=dict(strategy="some"),
+        replay_buffer_kwargs=dict(hindsight_goals="some"),
         policy_kwargs=dict(
             features_extractor_class=KeySelectExtractor,
             features_extractor_kwargs=dict(keys=["obs", "goals"]),

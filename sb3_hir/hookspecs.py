@@ -92,7 +92,7 @@ def register_beta_schedules(register: Register) -> None:
 def register_draw_strategies(register: Register) -> None:
     """Register draw strategies of the replay buffers (kind ``"draw_strategy"``).
 
-    The factory is called with keyword arguments only (the buffers' ``draw_strategy_kwargs``) and returns a
+    The factory is called with keyword arguments only (the buffers' ``draw_kwargs``) and returns a
     :class:`sb3_hir.buffers.draws.DrawStrategy`: how a relabeled transition gets its hindsight instruction. Each
     source of rows (a buffer's online rows, its demonstrations) binds its own copy. See the docs' "Write your own
     draw strategy".

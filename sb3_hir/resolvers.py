@@ -185,7 +185,7 @@ def resolve_draw_strategy(draw_strategy: Any, argument: str = "draw_strategy", k
     """A draw strategy from a registered name (e.g. ``"first-reach"``), a class, or an instance.
 
     The one place a draw-strategy argument becomes an object checked against
-    :class:`~sb3_hir.protocols.DrawStrategyProtocol`; ``kwargs`` (the buffers' ``draw_strategy_kwargs``) build a
+    :class:`~sb3_hir.protocols.DrawStrategyProtocol`; ``kwargs`` (the buffers' ``draw_kwargs``) build a
     name or a class and are refused with an instance, which is already built.
     """
     accepted = ("a draw-strategy plugin name (e.g. 'first-reach', 'her', 'exact-index', 'window', 'stored'), a "

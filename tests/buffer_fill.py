@@ -17,7 +17,7 @@ def filled_by_random_actions(env_fn: Callable[[], gym.Env], steps: int, n_envs: 
     """``steps`` vector steps of seeded random Discrete actions, stored with strategy ``"all"``."""
     venv = make_vec_env(env_fn, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv)
     buffer = HindsightInstructionReplayBuffer(2_000, venv.observation_space, venv.action_space, n_envs=n_envs,
-                                              strategy="all", seed=seed)
+                                              hindsight_goals="all", seed=seed)
     obs = venv.reset()
     rng = np.random.default_rng(seed)
     for _ in range(steps):

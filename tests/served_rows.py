@@ -76,16 +76,16 @@ CASES: dict[str, tuple[Any, type, dict[str, Any], int]] = {
     "maze_k3_some_future": (lambda: _maze(3), HindsightInstructionReplayBuffer, {}, 260),
     "maze_k3_all_episode_nstep": (
         lambda: _maze(3), HindsightInstructionReplayBuffer,
-        dict(strategy="all", goal_selection="episode", n_steps=3, gamma=0.9), 260,
+        dict(hindsight_goals="all", goal_step="episode", n_steps=3, gamma=0.9), 260,
     ),
     "maze_k2_tolerance": (lambda: _maze(2), HindsightInstructionReplayBuffer, dict(goal_spec="tolerance"), 120),
     "maze_k1_some_future": (lambda: _maze(1), HindsightInstructionReplayBuffer, {}, 260),
     "maze_k1_all_final_nstep": (
         lambda: _maze(1), HindsightInstructionReplayBuffer,
-        dict(strategy="all", goal_selection="final", n_steps=2, gamma=0.9), 260,
+        dict(hindsight_goals="all", goal_step="final", n_steps=2, gamma=0.9), 260,
     ),
     "maze_k1_none_episode": (
-        lambda: _maze(1), HindsightInstructionReplayBuffer, dict(strategy="none", goal_selection="episode"), 120,
+        lambda: _maze(1), HindsightInstructionReplayBuffer, dict(hindsight_goals="none", goal_step="episode"), 120,
     ),
     # terminate_on_success=None: the env decides (BitFlipping terminates on success), the path these rows were
     # written on when it was the default.

@@ -95,7 +95,7 @@ def test_table_does_not_depend_on_the_instruction_and_the_buffer_keeps_it():
 def test_unchanged_dqn_with_the_table_in_its_extractor_trains_on_it():
     venv = make_vec_env(lambda: HistoryWrapper(maze(time_limit=15), length=4), n_envs=2, seed=0)
     model = DQN("MultiInputPolicy", venv, buffer_size=2_000, learning_starts=100, batch_size=32,
-                replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(strategy="some"),
+                replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(hindsight_goals="some"),
                 policy_kwargs=dict(features_extractor_class=HistoryExtractor, net_arch=[32],
                                    features_extractor_kwargs=dict(keys=["obs", "goals", "effects"], hidden_size=16)),
                 seed=0)

@@ -57,7 +57,7 @@ def event_stream(buffer: HindsightInstructionReplayBuffer, spec: ExactGoalSpec, 
                                  False], ids=["compiled", "numpy"])
 def test_the_buffer_refuses_a_served_goal_outside_the_goals_space_naming_nothing_value(jit: bool) -> None:
     spec = ExactGoalSpec()  # the env forgot nothing_value: -3 lies outside the goals' Box(-1, 10)
-    buffer = make_buffer(1, size=60, n_envs=2, goal_spec=spec, strategy="all", seed=1)
+    buffer = make_buffer(1, size=60, n_envs=2, goal_spec=spec, hindsight_goals="all", seed=1)
     buffer.jit = jit
     event_stream(buffer, spec)
     served = []
@@ -71,7 +71,7 @@ def test_the_buffer_refuses_a_served_goal_outside_the_goals_space_naming_nothing
 
 def test_declared_nothing_value_is_served_without_complaint() -> None:
     spec = ExactGoalSpec(nothing_value=NOTHING)
-    buffer = make_buffer(1, size=60, n_envs=2, goal_spec=spec, strategy="all", seed=1)
+    buffer = make_buffer(1, size=60, n_envs=2, goal_spec=spec, hindsight_goals="all", seed=1)
     event_stream(buffer, spec)
     for _ in range(20):
         buffer.sample(32)
@@ -200,7 +200,7 @@ def float_buffer(strategy: Any) -> HindsightInstructionReplayBuffer:
     })
     buffer = HindsightInstructionReplayBuffer(64, space, spaces.Discrete(5), device="cpu", relabel_ratio=1.0,
                                               seed=0, goal_spec=ToleranceGoalSpec(tolerance=0.5),
-                                              draw_strategy=strategy)
+                                              draw=strategy)
     fill(buffer, np.random.default_rng(0), 40)
     return buffer
 
@@ -219,7 +219,7 @@ def test_the_contract_refuses_non_finite_goals_naming_strategy_field_and_row() -
 ])
 def test_a_strategy_that_admits_nothing_for_a_while_warns_once_naming_it_and_the_cause(
         strategy: type[DrawStrategy], spec: ExactGoalSpec, cause: str) -> None:
-    buffer = make_buffer(1, size=64, goal_spec=spec, draw_strategy=strategy)
+    buffer = make_buffer(1, size=64, goal_spec=spec, draw=strategy)
     event_stream(buffer, spec) if spec.nothing_value is not None else fill(buffer, np.random.default_rng(0), 60)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -254,11 +254,11 @@ def test_no_dry_warning_before_any_episode_ends() -> None:
 
 
 @pytest.mark.parametrize("strategy,accepted", [("first-reach", "'exact_values'"), (NextStepDraw, "none")])
-def test_draw_strategy_kwargs_errors_name_the_argument_and_the_strategy(strategy: Any, accepted: str) -> None:
+def test_draw_kwargs_errors_name_the_argument_and_the_strategy(strategy: Any, accepted: str) -> None:
     name = strategy if isinstance(strategy, str) else strategy.__name__
-    with pytest.raises(ValueError, match=rf"draw_strategy_kwargs: draw strategy '?{name}'? takes no argument "
+    with pytest.raises(ValueError, match=rf"draw_kwargs: draw strategy '?{name}'? takes no argument "
                                          rf"'bogus'; it accepts {accepted}"):
-        make_buffer(1, draw_strategy=strategy, draw_strategy_kwargs=dict(bogus=1))
+        make_buffer(1, draw=strategy, draw_kwargs=dict(bogus=1))
 
 
 def test_a_buffer_tells_its_draw_strategy_publicly_and_read_only() -> None:

@@ -41,7 +41,7 @@ def test_hindsight_relabeling_example(tmp_path, algo, relabel, extra):
     assert "after 200 steps" in proc.stdout
     model = {"dqn": DQN, "sac": SAC}[algo].load(tmp_path / f"{algo}-{relabel}.zip", device="cpu")
     assert model.replay_buffer_class is HindsightInstructionReplayBuffer
-    assert model.replay_buffer_kwargs["strategy"] == relabel
+    assert model.replay_buffer_kwargs["hindsight_goals"] == relabel
     assert (tmp_path / f"{algo}-{relabel}-curve.png").stat().st_size > 0
 
 

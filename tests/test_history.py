@@ -164,8 +164,8 @@ def test_extractor_in_unchanged_off_policy_algorithms_with_relabeling(algo_cls, 
     venv = make_vec_env(lambda: maze_with_history(length=4, time_limit=15, continuous=continuous), n_envs=2, seed=0)
     kwargs = dict(EXTRACTOR, features_extractor_kwargs=dict(keys=["obs", "goals"], hidden_size=16, encoder=encoder))
     model = algo_cls("MultiInputPolicy", venv, buffer_size=2_000, learning_starts=100, batch_size=32,
-                     replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(strategy="some"),
-                     policy_kwargs=kwargs, seed=0)
+                     replay_buffer_class=HindsightInstructionReplayBuffer,
+                     replay_buffer_kwargs=dict(hindsight_goals="some"), policy_kwargs=kwargs, seed=0)
     extractor = (model.policy.actor if continuous else model.policy.quantile_net if algo_cls is QRDQN
                  else model.policy.q_net).features_extractor
     assert isinstance(extractor, HistoryExtractor) and extractor.encoder == encoder

@@ -78,8 +78,8 @@ def test_unchanged_dqn_and_qrdqn_train_save_and_load_the_head(tmp_path, algo, po
     extra["policy_kwargs"].update(net_arch=[32], features_extractor_class=HistoryExtractor,
                                   features_extractor_kwargs=dict(keys=["obs", "goals"], hidden_size=16))
     model = algo(policy_class, venv, buffer_size=2_000, learning_starts=100, batch_size=32,
-                 replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(strategy="some"),
-                 seed=0, **extra)
+                 replay_buffer_class=HindsightInstructionReplayBuffer,
+                 replay_buffer_kwargs=dict(hindsight_goals="some"), seed=0, **extra)
     net = model.policy.q_net if algo is DQN else model.policy.quantile_net
     before = [p.detach().clone() for p in net.parameters()]
     model.learn(400)

@@ -149,8 +149,8 @@ def build_model(args: argparse.Namespace, buffer_class: type | None = None) -> D
                gradient_steps=args.gradient_steps, target_update_interval=2_000,
                exploration_fraction=args.exploration_fraction, exploration_final_eps=0.05,
                replay_buffer_class=buffer_class or HindsightInstructionReplayBuffer,
-               replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8, seed=args.seed, n_steps=args.n_steps,
-                                         gamma=args.gamma,
+               replay_buffer_kwargs=dict(hindsight_goals="some", relabel_ratio=0.8, seed=args.seed,
+                                         n_steps=args.n_steps, gamma=args.gamma,
                                          demo_ratio=args.demo_ratio if getattr(args, "demos", 0) else 0.0),
                policy_kwargs=dict(net_arch=[256, 256], **extractor, **head), seed=args.seed, verbose=0, device="cpu")
 

@@ -9,7 +9,7 @@ they were reached at or before ``t``). ``(s_t, a_t, s_{t+1}, instruction)`` is t
 instruction task for a policy that does not remember having passed the goal before.
 
 It is a draw strategy written on the public interface only (``sb3_hir.buffers.draws``, "Write your own draw
-strategy" in the docs), as a third party writes one, passed as the buffer's ``draw_strategy``; it lives beside the
+strategy" in the docs), as a third party writes one, passed as the buffer's ``draw``; it lives beside the
 benchmarks that measure it (``bench_hir_learning``, the moonshots), out of the wheel.
 :class:`RelaxedReachBuffer` is the buffer with it chosen, for ``replay_buffer_class``. It runs numpy only (``k > 1``:
 reaches by the episode-window comparison), so it is slower per sample than the shipped buffer: compare it by env
@@ -50,9 +50,9 @@ class RelaxedDraw(WindowDraw):
 
     def setup(self, view: DrawView) -> None:
         if view.goal_env:
-            raise ValueError("draw_strategy RelaxedDraw is for instruction envs; GoalEnv mode already draws this way")
+            raise ValueError("draw strategy RelaxedDraw is for instruction envs; GoalEnv mode already draws this way")
         if not getattr(view.goal_spec, "ordered", True):
-            raise ValueError("draw_strategy RelaxedDraw ends an instruction at its last slot's reach; a goal spec with "
+            raise ValueError("draw strategy RelaxedDraw ends an instruction at its last slot's reach; a goal spec with "
                              "padding (pad_value) or groups (groups_key) is served by 'window'")
         super().setup(view)
         self.one_goal = view.num_goals == 1
@@ -93,5 +93,5 @@ class RelaxedReachBuffer(HindsightInstructionReplayBuffer):
     """:class:`HindsightInstructionReplayBuffer` with :class:`RelaxedDraw` chosen, for ``replay_buffer_class``."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("draw_strategy", RelaxedDraw)
+        kwargs.setdefault("draw", RelaxedDraw)
         super().__init__(*args, **kwargs)

@@ -8,7 +8,7 @@ class itself. ``--gym-packages sb3_hir`` imports sb3-hir, which registers ``sb3_
         -conf examples/rl_zoo3/mazerunner_hir.py --env-kwargs maze_dim:9 num_goals:3 time_limit:100 \
         --eval-freq 5000 --eval-episodes 20 -n 60000
 
-For the baseline set ``strategy="none"`` (or drop the two replay buffer lines). ``--algo qrdqn`` takes the same
+For the baseline set ``hindsight_goals="none"`` (or drop the two replay buffer lines). ``--algo qrdqn`` takes the same
 entry; for ``sac``/``tqc`` add ``continuous:True`` to ``--env-kwargs`` and drop the ``exploration_*`` keys and
 ``target_update_interval`` (SAC's means something else).
 """
@@ -32,7 +32,7 @@ hyperparams = {
         exploration_final_eps=0.05,
         target_update_interval=2_000,
         replay_buffer_class=HindsightInstructionReplayBuffer,
-        replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8),
+        replay_buffer_kwargs=dict(hindsight_goals="some", relabel_ratio=0.8),
         # The networks see the observation and the instruction; "achieved" is kept for relabeling only.
         policy_kwargs=dict(
             features_extractor_class=KeySelectExtractor,

@@ -110,7 +110,7 @@ class DrawWatch:
         warnings.warn(
             f"draw strategy {draws.name} admitted no relabeled pair in {DRY_DRAWS} draws in a row, although finished "
             f"episodes exist: {cause}. Relabeled rows are served as recorded (served_relabeled_share stays at 0); "
-            "choose another draw strategy or goal_selection",
+            "choose another draw strategy or goal_step",
             stacklevel=6,
         )
 

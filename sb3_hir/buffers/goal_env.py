@@ -32,7 +32,7 @@ __all__ = [
     "goal_env_spec",
     "is_goal_env_space",
     "probe_compute_terminated",
-    "resolve_goal_selection",
+    "resolve_goal_step",
     "resolve_relabel_ratio",
 ]
 
@@ -58,20 +58,20 @@ def resolve_relabel_ratio(relabel_ratio: Any, n_sampled_goal: Any) -> float:
     return ratio
 
 
-def resolve_goal_selection(goal_selection: Any, strategy: Any) -> str:
-    """``goal_selection`` from it or from HER's ``goal_selection_strategy`` (a string or SB3's enum)."""
-    if goal_selection is not None:
-        check_choice(goal_selection, "goal_selection", [*GOAL_SELECTIONS, "final"])
+def resolve_goal_step(goal_step: Any, strategy: Any) -> str:
+    """``goal_step`` from it or from HER's ``goal_selection_strategy`` (a string or SB3's enum)."""
+    if goal_step is not None:
+        check_choice(goal_step, "goal_step", [*GOAL_SELECTIONS, "final"])
     if strategy is None:
-        return "future" if goal_selection is None else goal_selection
+        return "future" if goal_step is None else goal_step
     if isinstance(strategy, GoalSelectionStrategy):
         name = {value: key for key, value in KEY_TO_GOAL_STRATEGY.items()}[strategy]
     else:  # names in any case, as SB3's HerReplayBuffer takes them
         name = check_choice(strategy.lower() if isinstance(strategy, str) else strategy, "goal_selection_strategy",
                             KEY_TO_GOAL_STRATEGY, hint="or a GoalSelectionStrategy; case is ignored")
-    if goal_selection is not None and goal_selection != name:
+    if goal_step is not None and goal_step != name:
         raise ValueError(
-            f"goal_selection={goal_selection!r} and goal_selection_strategy={strategy!r} disagree; give one of them"
+            f"goal_step={goal_step!r} and goal_selection_strategy={strategy!r} disagree; give one of them"
         )
     return name
 

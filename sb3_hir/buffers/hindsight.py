@@ -37,7 +37,7 @@ relabeling)::
         "MultiInputPolicy",
         env,
         replay_buffer_class=HindsightInstructionReplayBuffer,
-        replay_buffer_kwargs=dict(strategy="some", relabel_ratio=0.8),
+        replay_buffer_kwargs=dict(hindsight_goals="some", relabel_ratio=0.8),
         policy_kwargs=dict(
             features_extractor_class=KeySelectExtractor,
             features_extractor_kwargs=dict(keys=["obs", "goals"]),
@@ -69,6 +69,7 @@ from sb3_hir.buffers.options import (
     BufferOptions,
     choose_serving,
     draw_strategy_for,
+    renamed_arguments,
     resolve_options,
     resolve_terminate_on_success,
 )
@@ -132,7 +133,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     :param handle_timeout_termination: serve recorded time-limit truncations as non-terminal (SB3's default).
     :param n_sampled_goal: HER's name for ``relabel_ratio``: ``n_sampled_goal / (n_sampled_goal + 1)`` of the served
         transitions are relabeled. Giving both with different values is an error.
-    :param goal_selection_strategy: HER's name for ``goal_selection``: ``"future"``, ``"final"``, ``"episode"`` or
+    :param goal_selection_strategy: HER's name for ``goal_step``: ``"future"``, ``"final"``, ``"episode"`` or
         SB3's :class:`~stable_baselines3.her.GoalSelectionStrategy`.
     :param copy_info_dict: store each transition's ``info`` and pass it to ``compute_reward`` (GoalEnv mode), as
         HER does; costs a Python object per row.
@@ -148,10 +149,11 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         training (PandaReach-v3 at 5k steps: 0.02 with terminations, HER 0.70). True serves the env's terminations
         (TD3, DDPG, or SAC with a small initial ``ent_coef``).
     :param relabeler: relabeler plugin name (e.g. ``"hindsight-instruction"``) or a relabeler instance
-        (then ``strategy``, ``goal_spec`` and ``relabeler_kwargs`` are not used and its goal spec applies).
+        (then ``hindsight_goals``, ``goal_spec`` and ``relabeler_kwargs`` are not used and its goal spec applies).
         Instruction mode only.
-    :param strategy: how many hindsight goals to draw (``"some"``, ``"all"`` or ``"none"``), passed to a named
-        relabeler that takes one; None keeps the relabeler's own default (``"some"`` for
+    :param hindsight_goals: how many of an instruction's goals are hindsight ones (``"some"``, ``"all"`` or
+        ``"none"``), passed to a named relabeler as its ``strategy`` argument (unless ``relabeler_kwargs`` sets it);
+        None keeps the relabeler's own default (``"some"`` for
         ``"hindsight-instruction"``; ``"all"``, HER's rule, in GoalEnv mode). With one goal, ``"all"`` is HER's
         ``future`` rule; ``"some"`` keeps the recorded instruction in half of the draws.
     :param goal_spec: goal spec plugin name (``"exact"``, ``"tolerance"``) or a :class:`~sb3_hir.goals.GoalSpec`.
@@ -166,7 +168,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     :param relabel_ratio: share of sampled transitions served under a hindsight draw (HER's
         ``n_sampled_goal / (n_sampled_goal + 1)``: 0.8 is ``n_sampled_goal=4``, the default); a draw that keeps the
         recorded instruction (``"some"`` drawing no extra goal) counts as one.
-    :param goal_selection: ``"future"`` (the goal completing the instruction comes from at or after the
+    :param goal_step: which step the goal completing the instruction comes from: ``"future"`` (at or after the
         sampled transition, HER's rule), ``"episode"`` (uniform over the episode, as AMAGO) or ``"final"`` (the
         episode's last achieved value; one goal only).
     :param n_steps: serve n-step returns over up to this many transitions (1: ordinary 1-step samples).
@@ -181,15 +183,19 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         SBX's SAC, TQC, CrossQ and TD3 hand the buffer ``optimize_memory_usage=False`` and take no such argument, so
         ``replay_buffer_kwargs=dict(memory_layout="compact")`` is how their users store observations once.
         ``"full"`` stores them twice; None (default) follows ``optimize_memory_usage``.
-    :param draw_strategy: how relabeled transitions get their hindsight instructions: a draw-strategy plugin name
+    :param draw: how relabeled transitions get their hindsight instructions: a draw-strategy plugin name
         (``"first-reach"``, ``"her"``, ``"exact-index"``, ``"window"``, ``"stored"`` or a plugin's), a
         :class:`~sb3_hir.buffers.draws.DrawStrategy` subclass, or an instance of one, which each source of rows (the
         online rows, the demonstrations) copies (see "Write your own draw strategy" in the docs). None (default)
         picks the built-in one that fits the mode, the relabeler and the goal spec.
-    :param draw_strategy_kwargs: keyword arguments of a named or class ``draw_strategy``.
+    :param draw_kwargs: keyword arguments of a named or class ``draw``.
     :param demo_ratio: share of each sampled batch served from the demonstrations added with
         :meth:`add_demonstrations` (0: stored, not served). While the online storage is still empty every row comes
         from them, so a model can be trained on demonstrations alone.
+    :param renamed: the 0.1 names of four arguments, deprecated (a ``DeprecationWarning``) and removed in 0.3:
+        ``strategy`` (now ``hindsight_goals``), ``goal_selection`` (``goal_step``), ``draw_strategy`` (``draw``) and
+        ``draw_strategy_kwargs`` (``draw_kwargs``); giving an old name with its new one is an error
+        (``options.RENAMED_ARGUMENTS``).
     """
 
     #: the drop-in for SB3's ``HerReplayBuffer``, which SB3 hands the env: GoalEnv errors speak HER's terms.
@@ -210,10 +216,10 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         copy_info_dict: bool = False,
         terminate_on_success: bool | None = False,
         relabeler: str | InstructionRelabeler = "hindsight-instruction",
-        strategy: str | None = None,
+        hindsight_goals: str | None = None,
         goal_spec: str | GoalSpec | None = None,
         relabel_ratio: float | None = None,
-        goal_selection: str | None = None,
+        goal_step: str | None = None,
         n_steps: int = 1,
         gamma: float = 0.99,
         relabeler_kwargs: dict[str, Any] | None = None,
@@ -222,16 +228,20 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         max_redraws: int = 8,
         demo_ratio: float = 0.0,
         memory_layout: str | None = None,
-        draw_strategy: str | type[DrawStrategy] | DrawStrategy | None = None,
-        draw_strategy_kwargs: dict[str, Any] | None = None,
+        draw: str | type[DrawStrategy] | DrawStrategy | None = None,
+        draw_kwargs: dict[str, Any] | None = None,
+        **renamed: Any,
     ) -> None:
+        new = renamed_arguments(type(self).__name__, renamed, hindsight_goals=hindsight_goals, goal_step=goal_step,
+                                draw=draw, draw_kwargs=draw_kwargs)
         options = resolve_options(
             observation_space, env, type(self).__name__, self._her_drop_in, buffer_size=buffer_size, n_envs=n_envs,
             optimize_memory_usage=optimize_memory_usage, memory_layout=memory_layout,
             handle_timeout_termination=handle_timeout_termination,
             n_sampled_goal=n_sampled_goal, goal_selection_strategy=goal_selection_strategy,
             copy_info_dict=copy_info_dict, terminate_on_success=terminate_on_success, relabeler=relabeler,
-            strategy=strategy, goal_spec=goal_spec, relabel_ratio=relabel_ratio, goal_selection=goal_selection,
+            hindsight_goals=new["hindsight_goals"], goal_spec=goal_spec, relabel_ratio=relabel_ratio,
+            goal_step=new["goal_step"],
             n_steps=n_steps, gamma=gamma, relabeler_kwargs=relabeler_kwargs, draws_per_episode=draws_per_episode,
             max_redraws=max_redraws,
         )
@@ -242,13 +252,13 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         self.options = options
         #: the seed of the online rows' generator (relabeled rows and their draws); None draws it from ``np.random``.
         self.seed = int(np.random.randint(0, 2**31 - 1)) if seed is None else seed
-        self._build(options, env, terminate_on_success, draw_strategy, draw_strategy_kwargs, demo_ratio)
+        self._build(options, env, terminate_on_success, new["draw"], new["draw_kwargs"], demo_ratio)
         #: whether the first ``add`` still has to compare the spec with the one the env returns in its infos (the
         #: spec was neither given nor read from an env: SB3 builds buffers without it).
         self._spec_unconfirmed = goal_spec is None and env is None and not isinstance(relabeler, InstructionRelabeler)
 
     def _build(self, options: BufferOptions, env: VecEnv | None, terminate_on_success: bool | None,
-               draw_strategy: Any, draw_strategy_kwargs: dict[str, Any] | None, demo_ratio: float) -> None:
+               draw: Any, draw_kwargs: dict[str, Any] | None, demo_ratio: float) -> None:
         """The parts, each built from the options: the env's rewards, the sources (online rows and demonstrations,
         built in one place) and the mixture that samples them."""
         #: per-row infos for compute_reward (HER's ``copy_info_dict``); None when not copied.
@@ -258,7 +268,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         rng = np.random.default_rng(self.seed)
         termination = resolve_terminate_on_success(terminate_on_success, options, self.action_space, env,
                                                    self.observation_space)
-        draws = draw_strategy_for(options, draw_strategy, draw_strategy_kwargs)
+        draws = draw_strategy_for(options, draw, draw_kwargs)
         #: builds every source of rows with these settings (``source.SourceBuilder``).
         self._sources = SourceBuilder(options, self.observation_space, self.action_space, self.device, draws,
                                       termination)
@@ -284,7 +294,8 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     goal_spec = property(attrgetter("options.relabeler.goal_spec"))
     num_goals = property(attrgetter("options.num_goals"))
     goal_shape = property(attrgetter("options.goal_shape"))
-    goal_selection = property(attrgetter("options.goal_selection"))
+    goal_step = property(attrgetter("options.goal_selection"), doc="Which step a relabeled goal comes from.")
+    goal_selection = property(attrgetter("options.goal_selection"), doc="``goal_step`` under its HER-like name.")
     n_steps = property(attrgetter("options.n_steps"))
     gamma = property(attrgetter("options.gamma"))
     draws_per_episode = property(attrgetter("options.draws_per_episode"))
@@ -316,8 +327,13 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
         return None if ratio >= 1.0 else round(ratio / (1.0 - ratio))
 
     @property
+    def hindsight_goals(self) -> str | None:
+        """How many of an instruction's goals are hindsight ones: the relabeler's ``strategy`` (None without one)."""
+        return getattr(self.options.relabeler, "strategy", None)
+
+    @property
     def goal_selection_strategy(self) -> GoalSelectionStrategy:
-        """HER's :class:`~stable_baselines3.her.GoalSelectionStrategy` for ``goal_selection``."""
+        """HER's :class:`~stable_baselines3.her.GoalSelectionStrategy` for ``goal_step``."""
         return KEY_TO_GOAL_STRATEGY[self.options.goal_selection]
 
     @property
@@ -348,7 +364,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
     @property
     def draw_strategy(self) -> DrawStrategy:
-        """The draw strategy serving the online rows (read-only): the object chosen or built from ``draw_strategy``,
+        """The draw strategy serving the online rows (read-only): the object chosen or built from ``draw``,
         so users can see which one the defaults picked and read its state (e.g. ``admitted``)."""
         return self._mixture.online.draws
 

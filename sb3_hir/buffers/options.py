@@ -7,6 +7,7 @@ that follow from them and from the observation space: GoalEnv or instruction mod
 the instruction's length and goal shape. :func:`resolve_terminate_on_success` decides whether relabeled successes
 terminate (GoalEnv mode); :func:`choose_draws` picks the draw strategy and
 :func:`choose_serving` the serving, once: the buffer then runs them without asking again.
+:func:`renamed_arguments` maps the arguments' 0.1 names (:data:`RENAMED_ARGUMENTS`) to today's.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import torch as th
 from gymnasium import spaces
 
 from sb3_hir import resolvers
-from sb3_hir._validate import check_choice, check_int, check_number
+from sb3_hir._validate import ArgumentError, check_choice, check_int, check_number
 from sb3_hir.buffers.draws import DrawStrategy
 from sb3_hir.buffers.goal_env import (
     ACHIEVED_GOAL,
@@ -31,7 +32,7 @@ from sb3_hir.buffers.goal_env import (
     goal_env_spec,
     is_goal_env_space,
     probe_compute_terminated,
-    resolve_goal_selection,
+    resolve_goal_step,
     resolve_relabel_ratio,
 )
 from sb3_hir.buffers.serving import EnvRewards, GoalEnvServing, NSteps, OneStep, Serving
@@ -40,10 +41,38 @@ from sb3_hir.protocols import RelabelerProtocol
 from sb3_hir.relabel import HindsightInstructionRelabeler, InstructionRelabeler, has_builtin_draw
 
 __all__ = [
-    "BufferOptions", "choose_draws", "choose_serving", "default_terminate_on_success", "draw_strategy_for",
-    "resolve_options",
-    "resolve_terminate_on_success",
+    "RENAMED_ARGUMENTS", "BufferOptions", "choose_draws", "choose_serving", "default_terminate_on_success",
+    "draw_strategy_for", "renamed_arguments", "resolve_options", "resolve_terminate_on_success",
 ]
+
+#: The buffer's arguments renamed in 0.2 (old name -> new name): the old names are deprecated aliases until 0.3.
+RENAMED_ARGUMENTS = {
+    "strategy": "hindsight_goals",
+    "goal_selection": "goal_step",
+    "draw_strategy": "draw",
+    "draw_strategy_kwargs": "draw_kwargs",
+}
+
+
+def renamed_arguments(owner: str, renamed: dict[str, Any], **new_values: Any) -> dict[str, Any]:
+    """``new_values`` (the renamed arguments under their new names) with the old names in ``renamed`` (the keywords
+    the constructor of ``owner`` took beyond its own) mapped to them, each with a ``FutureWarning``: SB3 builds the
+    buffer from ``replay_buffer_kwargs``, so a ``DeprecationWarning`` would point into SB3 and Python would hide it.
+
+    Refused: an old name given with its new one (``ValueError``, naming both), and a keyword that is no old name
+    (``TypeError``, as Python refuses an unexpected keyword)."""
+    values = dict(new_values)
+    for old, value in renamed.items():
+        new = RENAMED_ARGUMENTS.get(old)
+        if new is None or new not in values:
+            raise TypeError(f"{owner}.__init__() got an unexpected keyword argument {old!r}")
+        if values[new] is not None:
+            raise ValueError(f"{old} is the deprecated name of {new}: give {new} only (got {old}={value!r} and "
+                             f"{new}={values[new]!r})")
+        warnings.warn(f"{owner}: the argument {old} is renamed {new}; {old} is deprecated and will be removed in "
+                      "0.3", FutureWarning, stacklevel=3)
+        values[new] = value
+    return values
 
 
 @dataclass(frozen=True)
@@ -61,6 +90,7 @@ class BufferOptions:
     #: goals compared by exact equality of integer values: reach steps come from an index of the achieved values.
     exact_values: bool
     relabel_ratio: float
+    #: the buffer's ``goal_step`` (kept under its 0.1 name, which pickled buffers hold).
     goal_selection: str
     n_steps: int
     gamma: float
@@ -104,10 +134,10 @@ def resolve_options(
     copy_info_dict: bool = False,
     terminate_on_success: bool | None = False,
     relabeler: Any = "hindsight-instruction",
-    strategy: str | None = None,
+    hindsight_goals: str | None = None,
     goal_spec: Any = None,
     relabel_ratio: float | None = None,
-    goal_selection: str | None = None,
+    goal_step: str | None = None,
     n_steps: int = 1,
     gamma: float = 0.99,
     relabeler_kwargs: dict[str, Any] | None = None,
@@ -118,7 +148,7 @@ def resolve_options(
     ``drop_in`` is whether it is the drop-in for SB3's ``HerReplayBuffer`` (which SB3 hands the env). The defaults
     are the buffer's, so a caller (the CLI) can check ``replay_buffer_kwargs`` without building a buffer."""
     ratio = resolve_relabel_ratio(relabel_ratio, n_sampled_goal)
-    selection = resolve_goal_selection(goal_selection, goal_selection_strategy)
+    selection = resolve_goal_step(goal_step, goal_selection_strategy)
     check_number(gamma, "gamma", 0.0, 1.0)
     flags = {"copy_info_dict": copy_info_dict, "handle_timeout_termination": handle_timeout_termination,
              "optimize_memory_usage": optimize_memory_usage}
@@ -141,12 +171,13 @@ def resolve_options(
     resolved: RelabelerProtocol
     if goal_env:
         resolved, has_test, num_goals, goal_shape = _goal_env_mode(
-            observation_space, env, owner, drop_in, relabeler, relabeler_kwargs, strategy, goal_spec
+            observation_space, env, owner, drop_in, relabeler, relabeler_kwargs, hindsight_goals, goal_spec
         )
     else:
         check_goal_env_space(observation_space, goal_spec, relabeler, env, owner, drop_in=drop_in)
         resolved, num_goals, goal_shape = _instruction_mode(
-            observation_space, env, relabeler, relabeler_kwargs, strategy, goal_spec, selection, terminate_on_success
+            observation_space, env, relabeler, relabeler_kwargs, hindsight_goals, goal_spec, selection,
+            terminate_on_success,
         )
         has_test = True
     return BufferOptions(
@@ -186,7 +217,7 @@ def _goal_env_mode(
     drop_in: bool,
     relabeler: Any,
     relabeler_kwargs: dict[str, Any] | None,
-    strategy: str | None,
+    hindsight_goals: str | None,
     goal_spec: Any,
 ) -> tuple[InstructionRelabeler, bool, int, tuple[int, ...]]:
     """GoalEnv mode: HER's one-goal relabeler, judged by the env's success test where one can be derived."""
@@ -195,10 +226,10 @@ def _goal_env_mode(
             "relabeler and relabeler_kwargs are for instruction envs; a GoalEnv (observation_space with "
             "'achieved_goal' and 'desired_goal') is relabeled by HER's rule (goal_selection_strategy)"
         )
-    if strategy not in (None, "all"):
+    if hindsight_goals not in (None, "all"):
         raise ValueError(
-            f"strategy must be None or 'all' for a GoalEnv (every relabeled transition gets a new goal, as "
-            f"in HER); got {strategy!r}"
+            f"hindsight_goals must be None or 'all' for a GoalEnv (every relabeled transition gets a new goal, as "
+            f"in HER); got {hindsight_goals!r}"
         )
     if env is None and not drop_in:
         raise ValueError(
@@ -222,18 +253,15 @@ def _instruction_mode(
     env: Any,
     relabeler: Any,
     relabeler_kwargs: dict[str, Any] | None,
-    strategy: str | None,
+    hindsight_goals: str | None,
     goal_spec: Any,
-    goal_selection: str,
+    goal_step: str,
     terminate_on_success: bool | None,
 ) -> tuple[RelabelerProtocol, int, tuple[int, ...]]:
     """Instruction mode: the relabeler plugin, with the goal spec the env declares unless one is given."""
     if goal_spec is None:
         goal_spec = env_goal_spec(env)
-    kwargs = dict(relabeler_kwargs or {})
-    if strategy is not None and isinstance(relabeler, (str, type)):
-        kwargs = {"strategy": strategy, **kwargs}
-    resolved = resolvers.resolve_relabeler(relabeler, observation_space, goal_spec=goal_spec, **kwargs)
+    resolved = _named_relabeler(observation_space, relabeler, relabeler_kwargs, hindsight_goals, goal_spec)
     spec = resolved.goal_spec
     num_goals, goal_shape = spec.validate_space(observation_space)
     if int(resolved.num_goals) != num_goals:
@@ -241,9 +269,9 @@ def _instruction_mode(
             f"relabeler has num_goals={resolved.num_goals} but observation_space"
             f"[{spec.goals_key!r}] holds {num_goals} goals"
         )
-    if goal_selection == "final" and num_goals > 1:
+    if goal_step == "final" and num_goals > 1:
         raise ValueError(
-            "goal_selection 'final' is for one-goal instructions; with "
+            "goal_step 'final' is for one-goal instructions; with "
             f"{num_goals} goals use 'future' or 'episode'"
         )
     if terminate_on_success:
@@ -252,6 +280,28 @@ def _instruction_mode(
             "the buffer serves as such"
         )
     return resolved, num_goals, goal_shape
+
+
+def _named_relabeler(observation_space: spaces.Dict, relabeler: Any, relabeler_kwargs: dict[str, Any] | None,
+                     hindsight_goals: str | None, goal_spec: Any) -> RelabelerProtocol:
+    """The relabeler, a named (or class) one built with ``hindsight_goals`` as its ``strategy`` argument (unless
+    ``relabeler_kwargs`` sets it); the relabeler's refusals of that argument name ``hindsight_goals``."""
+    kwargs = dict(relabeler_kwargs or {})
+    passed = hindsight_goals is not None and isinstance(relabeler, (str, type)) and "strategy" not in kwargs
+    if passed:
+        kwargs["strategy"] = hindsight_goals
+    try:
+        return resolvers.resolve_relabeler(relabeler, observation_space, goal_spec=goal_spec, **kwargs)
+    except ArgumentError as exc:
+        if passed and exc.argument == "strategy":
+            raise ArgumentError("hindsight_goals", f"(the relabeler's strategy) {exc.detail}") from exc
+        raise
+    except TypeError as exc:
+        if passed and "'strategy'" in str(exc):
+            name = repr(relabeler) if isinstance(relabeler, str) else relabeler.__name__
+            raise TypeError(f"hindsight_goals={hindsight_goals!r} is passed to the relabeler as its strategy, which "
+                            f"relabeler {name} does not take ({exc})") from exc
+        raise
 
 
 def default_terminate_on_success(action_space: spaces.Space, env: Any, observation_space: spaces.Dict) -> bool | None:
@@ -322,16 +372,16 @@ def choose_serving(options: BufferOptions, device: th.device, env_rewards: EnvRe
     return Serving(options.relabeler.goal_spec, options.num_goals, options.goal_shape, windows, device)
 
 
-def draw_strategy_for(options: BufferOptions, draw_strategy: Any = None,
-                      draw_strategy_kwargs: dict[str, Any] | None = None) -> DrawStrategy:
-    """The draw strategy: the one asked for, else the built-in one for these options (:func:`choose_draws`),
-    resolved by name as a plugin's is."""
-    if draw_strategy is None:
-        if draw_strategy_kwargs:
-            raise ValueError("draw_strategy_kwargs needs draw_strategy (a name or a DrawStrategy class); got "
-                             f"draw_strategy=None with {sorted(draw_strategy_kwargs)}")
+def draw_strategy_for(options: BufferOptions, draw: Any = None, draw_kwargs: dict[str, Any] | None = None
+                      ) -> DrawStrategy:
+    """The draw strategy: the one asked for (the buffer's ``draw`` and ``draw_kwargs``), else the built-in one for
+    these options (:func:`choose_draws`), resolved by name as a plugin's is."""
+    if draw is None:
+        if draw_kwargs:
+            raise ValueError("draw_kwargs needs draw (a name or a DrawStrategy class); got draw=None with "
+                             f"{sorted(draw_kwargs)}")
         name, kwargs = choose_draws(options)
         chosen: Any = resolvers.resolve_draw_strategy(name, **kwargs)
     else:
-        chosen = resolvers.resolve_draw_strategy(draw_strategy, kwargs=draw_strategy_kwargs)
+        chosen = resolvers.resolve_draw_strategy(draw, argument="draw", kwargs=draw_kwargs)
     return chosen

@@ -287,7 +287,7 @@ def model_kwargs(args: argparse.Namespace, algo_name: str, relabel: str, spec: A
         # With relabel none and n-step returns or demonstrations: the same buffer serving recorded rows only (SB3's
         # own n-step buffer refuses Dict observations, and it has no demonstrations).
         buffer_kwargs: dict[str, Any] = (
-            dict(relabeler="hindsight-instruction", strategy=relabel, goal_spec=spec) if relabel in STRATEGIES
+            dict(relabeler="hindsight-instruction", hindsight_goals=relabel, goal_spec=spec) if relabel in STRATEGIES
             else dict(relabeler=relabel))
         ratio = args.relabel_ratio if relabel != "none" else 0.0
         kwargs.update(replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(

@@ -51,7 +51,7 @@ def check_draw_strategy(
     :param n_steps: served windows to check (1: 1-step rows).
     :param memory_layouts: ``"full"`` and/or ``"compact"``.
     :param demonstrations: also serve a quarter of each batch from demonstrations.
-    :param strategy_kwargs: ``draw_strategy_kwargs`` of a name or class.
+    :param strategy_kwargs: ``draw_kwargs`` of a name or class.
     :param batches: batches sampled (and checked) per buffer.
     :param seed: seed of the episodes and the buffers.
     :param relabeler_strategy: the built-in relabeler's ``strategy`` the buffers are built with.
@@ -107,7 +107,7 @@ def _filled_buffer(strategy: Any, strategy_kwargs: dict[str, Any] | None, k: int
     rng = np.random.default_rng(seed)
     buffer = oracle.make_buffer(
         k, size=40, n_envs=2, relabel_ratio=0.8, n_steps=n, gamma=0.9, memory_layout=layout, seed=seed,
-        strategy=relabeler_strategy, demo_ratio=0.25 if demonstrations else 0.0, goal_spec=spec,
+        hindsight_goals=relabeler_strategy, demo_ratio=0.25 if demonstrations else 0.0, goal_spec=spec,
         **_fresh(strategy, strategy_kwargs),
     )
     demos: list[Any] = []
@@ -155,12 +155,12 @@ def _fresh(strategy: Any, kwargs: dict[str, Any] | None) -> dict[str, Any]:
     from sb3_hir.buffers.draws import DrawStrategy
 
     if isinstance(strategy, (str, type)):
-        return dict(draw_strategy=strategy, draw_strategy_kwargs=kwargs)
+        return dict(draw=strategy, draw_kwargs=kwargs)
     if isinstance(strategy, DrawStrategy):
-        return dict(draw_strategy=copy.deepcopy(strategy))
+        return dict(draw=copy.deepcopy(strategy))
     if callable(strategy):  # a registered factory function
-        return dict(draw_strategy=strategy(**(kwargs or {})))
-    return dict(draw_strategy=strategy)  # refused by the buffer, naming what it accepts
+        return dict(draw=strategy(**(kwargs or {})))
+    return dict(draw=strategy)  # refused by the buffer, naming what it accepts
 
 
 @register_check("draw_strategy")
@@ -171,7 +171,7 @@ def _check_draw_strategy_component(factory: Callable[..., Any], options: PluginC
         try:
             check_draw_strategy(factory, num_goals=(k,), memory_layouts=("full",), batches=4, seed=options.seed)
         except ValueError as error:
-            if "draw_strategy" not in str(error):
+            if not _refused_by_name(error):
                 raise
             continue  # the strategy refuses this k, by name
         accepted.append(k)
@@ -179,10 +179,16 @@ def _check_draw_strategy_component(factory: Callable[..., Any], options: PluginC
         try:
             check_goal_env_draw_strategy(factory, seed=options.seed)
         except ValueError as error:
-            if "draw_strategy" not in str(error):
+            if not _refused_by_name(error):
                 raise
             raise AssertionError(f"{_CHECK}: {describe(factory)} refused instruction lengths 1 and 2 and GoalEnv "
                                  f"mode: {error}") from None
+
+
+def _refused_by_name(error: ValueError) -> bool:
+    """Whether a strategy refused the buffer naming itself ("draw strategy 'x' ...", or the 0.1 spelling
+    "draw_strategy 'x' ...")."""
+    return "draw strategy" in str(error) or "draw_strategy" in str(error)
 
 
 def check_goal_env_draw_strategy(strategy: Any, strategy_kwargs: dict[str, Any] | None = None, seed: int = 0,

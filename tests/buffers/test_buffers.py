@@ -57,8 +57,8 @@ def test_construction_errors() -> None:
             HindsightInstructionReplayBuffer(10, make_space(2), spaces.Discrete(2), relabel_ratio=ratio)
     with pytest.raises(ValueError, match="hindsight-instruction"):
         HindsightInstructionReplayBuffer(10, make_space(2), spaces.Discrete(2), relabeler="no-such-relabeler")
-    with pytest.raises(ValueError, match="strategy"):
-        HindsightInstructionReplayBuffer(10, make_space(2), spaces.Discrete(2), strategy="most")
+    with pytest.raises(ValueError, match=r"hindsight_goals \(the relabeler's strategy\) must be one of"):
+        HindsightInstructionReplayBuffer(10, make_space(2), spaces.Discrete(2), hindsight_goals="most")
     with pytest.raises(ValueError, match="num_goals"):
         HindsightInstructionReplayBuffer(10, make_space(2), spaces.Discrete(2),
                                          relabeler=HindsightInstructionRelabeler(3))
@@ -74,7 +74,7 @@ def test_accepts_instances_and_small_bookkeeping_dtype() -> None:
     assert buffer._index.meta.dtype == np.int16  # episodes cannot outgrow 10 rows
     big = HindsightInstructionReplayBuffer(40_000, make_space(2), spaces.Discrete(2), relabeler=relabeler)
     assert big._index.meta.dtype == np.int32
-    for name, value in (("goal_selection", "final"), ("n_steps", 0), ("gamma", 1.5), ("max_redraws", -1)):
+    for name, value in (("goal_step", "final"), ("n_steps", 0), ("gamma", 1.5), ("max_redraws", -1)):
         with pytest.raises(ValueError, match=name):
             HindsightInstructionReplayBuffer(10, make_space(2), spaces.Discrete(2), **{name: value})
 
@@ -92,8 +92,9 @@ def test_plugin_relabeler_without_strategy_by_name() -> None:
     # The final cell became goal 1: the last transition earns it, the episode does not end (k = 2).
     info = buffer.last_sample_info
     np.testing.assert_array_equal(info.goals[:, 0], np.tile([1, 2], (32, 1)))
-    with pytest.raises(TypeError, match="strategy"):
-        make_buffer(2, relabeler="final-goal", strategy="all")
+    with pytest.raises(TypeError, match=r"hindsight_goals='all' is passed to the relabeler as its strategy, which "
+                                        r"relabeler 'final-goal' does not take"):
+        make_buffer(2, relabeler="final-goal", hindsight_goals="all")
 
 
 def test_relabeler_instances_must_offer_the_buffer_api() -> None:
@@ -122,7 +123,7 @@ def test_property_served_transitions_are_replays(k, n_envs, size, lengths, strat
     episodes, falls, n_envs > 1), sampled after every step: each served row equals the oracle."""
     rng = np.random.default_rng(seed)
     spec = ToleranceGoalSpec(tolerance=1.0) if tolerance else ExactGoalSpec()
-    buffer = make_buffer(k, size=size, n_envs=n_envs, strategy=strategy, goal_selection=selection,
+    buffer = make_buffer(k, size=size, n_envs=n_envs, hindsight_goals=strategy, goal_step=selection,
                          n_steps=n_steps, gamma=0.9, goal_spec=spec, relabel_ratio=0.7, seed=seed)
     assert buffer.exact_index == (not tolerance)
     stream = Stream.into(buffer)
@@ -152,7 +153,7 @@ def test_property_served_transitions_are_replays(k, n_envs, size, lengths, strat
 
 def test_relabel_ratio_is_the_share_served_relabeled() -> None:
     rng = np.random.default_rng(0)
-    buffer = make_buffer(2, size=4000, n_envs=2, strategy="all", relabel_ratio=0.8)
+    buffer = make_buffer(2, size=4000, n_envs=2, hindsight_goals="all", relabel_ratio=0.8)
     stream = Stream.into(buffer)
     for _ in range(150):
         recs = [simulate(random_path(rng, 12), rng.integers(0, GRID, size=(2, 2))) for _ in range(2)]
@@ -174,7 +175,7 @@ def test_relabel_ratio_is_the_share_served_relabeled() -> None:
 def test_future_goals_come_from_at_or_after_the_transition() -> None:
     """k = 1, "all", future: HER's rule; the goal is a cell achieved after t, first reached after t."""
     rng = np.random.default_rng(1)
-    buffer = make_buffer(1, size=3000, strategy="all", relabel_ratio=1.0)
+    buffer = make_buffer(1, size=3000, hindsight_goals="all", relabel_ratio=1.0)
     stream = Stream.into(buffer)
     recs = []
     for _ in range(100):
@@ -206,7 +207,7 @@ def test_one_goal_draws_are_hers_rule_conditioned_on_admissibility(tolerance: bo
     of a step u drawn uniformly from the steps whose value is first reached after t (HER's future rule,
     conditioned on the relabeled episode containing t); exact index and pairwise (tolerance) path alike."""
     spec = ToleranceGoalSpec(tolerance=1.0) if tolerance else ExactGoalSpec()
-    buffer = make_buffer(1, size=200, strategy="all", goal_spec=spec, goal_selection=selection)
+    buffer = make_buffer(1, size=200, hindsight_goals="all", goal_spec=spec, goal_step=selection)
     assert buffer.single_index
     rng = np.random.default_rng(3)
     recs = [simulate(random_path(rng, 12), np.array([[9, 9]]), spec=spec) for _ in range(3)]
@@ -245,7 +246,7 @@ def test_one_goal_draws_are_hers_rule_conditioned_on_admissibility(tolerance: bo
 
 def test_episode_selection_draws_from_the_whole_episode() -> None:
     rng = np.random.default_rng(2)
-    buffer = make_buffer(2, size=3000, strategy="all", relabel_ratio=1.0, goal_selection="episode")
+    buffer = make_buffer(2, size=3000, hindsight_goals="all", relabel_ratio=1.0, goal_step="episode")
     stream = Stream.into(buffer)
     for _ in range(100):
         rec = simulate(random_path(rng, 15), np.array([[9, 9], [9, 8]]))
@@ -262,7 +263,7 @@ def test_running_and_overwritten_episodes_are_never_relabeled() -> None:
     recs = [simulate(p, goals) for p in (np.array([[0, 0], [0, 1], [1, 1], [1, 2], [2, 2]]),
                                          np.array([[1, 0], [2, 0], [2, 1], [2, 2], [1, 2]]),
                                          np.array([[0, 3], [1, 3], [2, 3], [2, 2], [2, 1]]))]
-    buffer = make_buffer(2, size=7, strategy="all")
+    buffer = make_buffer(2, size=7, hindsight_goals="all")
     stream = Stream.into(buffer)
     for t in range(3):
         stream.add([recs[0]], [t])
@@ -282,7 +283,7 @@ def test_running_and_overwritten_episodes_are_never_relabeled() -> None:
 def test_episode_longer_than_buffer_is_served_as_recorded() -> None:
     path = np.array([[0, 0], [0, 1], [1, 1], [1, 2], [2, 2], [2, 1], [1, 1]])
     rec = simulate(path, np.array([[3, 3], [3, 0]]))
-    buffer = make_buffer(2, size=4, strategy="all")
+    buffer = make_buffer(2, size=4, hindsight_goals="all")
     stream = Stream.into(buffer)
     with pytest.warns(UserWarning, match="longer than the replay buffer"):
         for t in range(len(rec.episode)):
@@ -299,7 +300,7 @@ def test_n_step_returns_by_hand() -> None:
     rec = simulate(path, np.array([[1, 1], [2, 2]]))
     assert rec.episode.rewards.tolist() == [0.0, 1.0, 0.0, 1.0] and rec.episode.terminated[-1]
     for ratio, strategy in ((0.0, "some"), (1.0, "none")):  # recorded n-step, and replay under its own goals
-        buffer = make_buffer(2, strategy=strategy, relabel_ratio=ratio, n_steps=3, gamma=0.5)
+        buffer = make_buffer(2, hindsight_goals=strategy, relabel_ratio=ratio, n_steps=3, gamma=0.5)
         add_episode(buffer, rec)
         sample = buffer._get_samples(np.array([0, 2])) if ratio == 0.0 else None
         if sample is None:
@@ -326,7 +327,7 @@ def test_a_new_learn_call_closes_the_spliced_episode() -> None:
     goals = np.array([[3, 3], [3, 0]])
     first = simulate(np.array([[0, 0], [0, 1], [1, 1], [1, 2], [2, 2]]), goals)
     second = simulate(np.array([[2, 2], [2, 1], [2, 0], [1, 0]]), goals)
-    buffer = make_buffer(2, strategy="all")
+    buffer = make_buffer(2, hindsight_goals="all")
     stream = Stream.into(buffer)
     for t in range(2):
         stream.add([first], [t])
@@ -352,7 +353,7 @@ def test_splice_with_sb3_learn_reset() -> None:
     """Two learn() calls with reset_num_timesteps=True: every relabeled episode is one contiguous env episode."""
     venv = maze_venv(n_envs=2)
     model = DQN("MultiInputPolicy", venv, replay_buffer_class=HindsightInstructionReplayBuffer,
-                replay_buffer_kwargs=dict(strategy="all"), policy_kwargs=POLICY_KWARGS, learning_starts=50,
+                replay_buffer_kwargs=dict(hindsight_goals="all"), policy_kwargs=POLICY_KWARGS, learning_starts=50,
                 buffer_size=2000, seed=0)
     model.learn(130)
     cut = model.replay_buffer.pos - 1
@@ -403,7 +404,7 @@ def test_pickle_round_trip_continues_identically() -> None:
     goals = np.array([[3, 3], [3, 0]])
     recs = [simulate(np.array([[0, 0], [0, 1], [1, 1], [1, 2], [2, 2]]), goals),
             simulate(np.array([[1, 0], [2, 0], [2, 1], [2, 2], [1, 2]]), goals)]
-    buffer = make_buffer(2, size=16, strategy="all", seed=5)
+    buffer = make_buffer(2, size=16, hindsight_goals="all", seed=5)
     add_episode(buffer, recs[0])
     add_episode(buffer, recs[1], steps=2)  # mid-episode at save time
     clone = pickle.loads(pickle.dumps(buffer))
@@ -465,8 +466,9 @@ def assert_learned(model, min_updates: int = 1) -> None:
 
 def test_dqn_end_to_end_and_save_load_resume(tmp_path) -> None:
     venv = maze_venv()
-    kwargs = dict(replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(strategy="some"),
-                  policy_kwargs=POLICY_KWARGS, learning_starts=200, buffer_size=5000, seed=0)
+    kwargs = dict(replay_buffer_class=HindsightInstructionReplayBuffer,
+                  replay_buffer_kwargs=dict(hindsight_goals="some"), policy_kwargs=POLICY_KWARGS, learning_starts=200,
+                  buffer_size=5000, seed=0)
     model = DQN("MultiInputPolicy", venv, **kwargs)
     model.learn(3000)
     assert_learned(model, min_updates=300)
@@ -490,7 +492,7 @@ def test_dqn_end_to_end_and_save_load_resume(tmp_path) -> None:
 
 def test_sac_end_to_end_continuous() -> None:
     model = SAC("MultiInputPolicy", maze_venv(continuous=True),
-                replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(strategy="all"),
+                replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(hindsight_goals="all"),
                 policy_kwargs=dict(POLICY_KWARGS, net_arch=[64, 64]), learning_starts=200, buffer_size=5000,
                 batch_size=64, train_freq=4, seed=0)
     model.learn(2000)
@@ -507,7 +509,7 @@ def test_other_algorithms_smoke(algo: str) -> None:
     continuous = algo != "QRDQN"
     policy_kwargs = dict(POLICY_KWARGS, net_arch=[32, 32])
     model = cls("MultiInputPolicy", maze_venv(continuous=continuous, n_envs=1),
-                replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(strategy="some"),
+                replay_buffer_class=HindsightInstructionReplayBuffer, replay_buffer_kwargs=dict(hindsight_goals="some"),
                 policy_kwargs=policy_kwargs, learning_starts=60, buffer_size=1000, batch_size=32, seed=0)
     model.learn(300)
     assert model.logger.name_to_value["train/n_updates"] > 0

@@ -67,7 +67,7 @@ def test_served_demonstration_rows_are_replays_under_the_drawn_goals(n_steps: in
     the replay of its demonstration under the drawn goals (or the demonstration as recorded)."""
     rng = np.random.default_rng(1)
     buffer = make_buffer(2, size=30, n_envs=2, relabel_ratio=0.7, n_steps=n_steps, gamma=0.9, demo_ratio=0.5,
-                         strategy="all")
+                         hindsight_goals="all")
     demos, demo_falls = recorded(rng, 8)
     assert buffer.add_demonstrations([rec.episode for rec in demos]) == 8
     online, online_falls = fill_online(buffer, rng, 60)  # wraps the 15 rows per env four times

@@ -64,7 +64,7 @@ def test_builtins_are_registered_as_plugins_and_chosen_by_name():
     expected = {"first-reach": FirstReachDraw, "exact-index": ExactIndexDraw, "window": WindowDraw,
                 "stored": StoredDraws}
     for name, cls in expected.items():
-        buffer = make_buffer(1, draw_strategy=name)
+        buffer = make_buffer(1, draw=name)
         assert type(buffer._draws) is cls
     assert type(make_buffer(1)._draws) is FirstReachDraw  # the default, resolved by name as well
     assert type(make_buffer(2)._draws) is ExactIndexDraw
@@ -91,7 +91,7 @@ def test_the_oracle_catches_a_strategy_with_wrong_reach_steps(broken: type[DrawS
 def test_the_oracle_catches_the_her_draw_in_instruction_mode_which_setup_now_refuses():
     """HER's draw serves goals also passed before the transition: right for GoalEnvs, wrong for instruction envs."""
     with pytest.raises(ValueError, match="'her' is GoalEnv mode's draw"):
-        make_buffer(1, draw_strategy="her")
+        make_buffer(1, draw="her")
 
     class InstructionHer(HerDraw):
         def setup(self, view: DrawView) -> None:  # the check removed: the oracle must still catch it
@@ -118,7 +118,7 @@ def test_a_strategy_returning_what_serving_cannot_use_gets_a_named_error(returne
             goals, reach, _ = super().instructions(view, rows)
             return returned(goals, reach)
 
-    buffer = make_buffer(1, draw_strategy=Bad)
+    buffer = make_buffer(1, draw=Bad)
     fill(buffer, np.random.default_rng(0), 40)
     with pytest.raises(DrawContractError, match=f"Bad.instructions.*{words}|{words}"):
         buffer.sample(16)
@@ -130,33 +130,33 @@ def test_reach_steps_out_of_order_are_refused():
             reach = np.stack([np.full(len(rows.t), 3), np.full(len(rows.t), 2)], axis=1)
             return Instructions(rows.own_goals, np.minimum(reach, rows.length[:, None]))
 
-    buffer = make_buffer(2, draw_strategy=OutOfOrder)
+    buffer = make_buffer(2, draw=OutOfOrder)
     fill(buffer, np.random.default_rng(0), 60)
     with pytest.raises(DrawContractError, match="after goal j-1's"):
         buffer.sample(16)
 
 
 def test_bad_draw_strategy_arguments_are_refused_by_name():
-    with pytest.raises(ValueError, match=r"draw_strategy.*nope"):
-        make_buffer(1, draw_strategy="nope")
-    with pytest.raises(ValueError, match="draw_strategy must be a draw-strategy plugin name"):
-        make_buffer(1, draw_strategy=object())
-    with pytest.raises(ValueError, match="draw_strategy_kwargs builds a named or class draw_strategy"):
-        make_buffer(1, draw_strategy=NextStepDraw(), draw_strategy_kwargs=dict(x=1))
-    with pytest.raises(ValueError, match="draw_strategy_kwargs needs draw_strategy"):
-        make_buffer(1, draw_strategy_kwargs=dict(x=1))
+    with pytest.raises(ValueError, match=r"draw: .*nope"):
+        make_buffer(1, draw="nope")
+    with pytest.raises(ValueError, match="draw must be a draw-strategy plugin name"):
+        make_buffer(1, draw=object())
+    with pytest.raises(ValueError, match="draw_kwargs builds a named or class draw;"):
+        make_buffer(1, draw=NextStepDraw(), draw_kwargs=dict(x=1))
+    with pytest.raises(ValueError, match="draw_kwargs needs draw"):
+        make_buffer(1, draw_kwargs=dict(x=1))
     with pytest.raises(ValueError, match="'first-reach' draws one-goal instructions"):
-        make_buffer(2, draw_strategy="first-reach")
+        make_buffer(2, draw="first-reach")
     with pytest.raises(ValueError, match="'exact-index' finds reaches by exact integer values"):
-        make_buffer(1, draw_strategy="exact-index", goal_spec="tolerance")
+        make_buffer(1, draw="exact-index", goal_spec="tolerance")
     with pytest.raises(ValueError, match="draws_per_episode"):
-        make_buffer(1, draw_strategy="stored", draw_strategy_kwargs=dict(draws_per_episode=0))
+        make_buffer(1, draw="stored", draw_kwargs=dict(draws_per_episode=0))
 
 
 def test_a_strategy_object_is_a_template_each_source_copies():
     """Per-buffer state (the admitted share, compiled configurations) never leaks between buffers or sources."""
     strategy = NextStepDraw()
-    a, b = make_buffer(1, draw_strategy=strategy), make_buffer(1, draw_strategy=strategy)
+    a, b = make_buffer(1, draw=strategy), make_buffer(1, draw=strategy)
     assert type(a._draws) is NextStepDraw and a._draws is not strategy and a._draws is not b._draws
     assert not strategy.bound and a._draws.bound
     with pytest.raises(ValueError, match="already serves another buffer"):
@@ -169,7 +169,7 @@ def test_a_strategy_object_with_demonstrations_and_pickling_keeps_serving_its_ru
 
     from instruction_oracle import assert_serves_the_same
 
-    buffer = make_buffer(1, size=60, n_envs=2, draw_strategy=NextStepDraw(), demo_ratio=0.25)
+    buffer = make_buffer(1, size=60, n_envs=2, draw=NextStepDraw(), demo_ratio=0.25)
     rng = np.random.default_rng(3)
     stream, _ = fill(buffer, rng, 50)
     buffer.add_demonstrations([rec.episode for rec, _ in (stream.owner[(0, 0)],)])
@@ -189,19 +189,19 @@ def test_her_drop_in_takes_a_draw_strategy_in_goal_env_mode():
     venv = DummyVecEnv([lambda: BitFlippingEnv(n_bits=4, continuous=False, max_steps=4)])
     space = venv.observation_space
     assert isinstance(space, spaces.Dict)
-    buffer = HerReplayBuffer(100, space, venv.action_space, env=venv, draw_strategy="her")
+    buffer = HerReplayBuffer(100, space, venv.action_space, env=venv, draw="her")
     assert type(buffer._draws) is HerDraw
     with pytest.raises(ValueError, match="'exact-index' finds reaches by exact integer values"):
-        HerReplayBuffer(100, space, venv.action_space, env=venv, draw_strategy="exact-index",
+        HerReplayBuffer(100, space, venv.action_space, env=venv, draw="exact-index",
                         goal_spec="tolerance")
 
 
 def test_buffers_take_draw_strategies_as_keyword_only_extras():
-    """``draw_strategy`` is the last keyword: SB3's positional arguments keep their places."""
+    """``draw`` is the last keyword (before the deprecated names): SB3's positional arguments keep their places."""
     import inspect
 
     names = list(inspect.signature(HindsightInstructionReplayBuffer).parameters)
-    assert names[-2:] == ["draw_strategy", "draw_strategy_kwargs"]
+    assert names[-3:] == ["draw", "draw_kwargs", "renamed"]
 
 
 def test_goal_env_strategies_are_checked_in_goal_env_mode():

@@ -90,8 +90,8 @@ def test_the_episode_relabeler_never_draws_a_nothing_step():
 def test_no_served_goal_is_a_nothing_step_and_every_row_is_a_replay(jit, k, goal_spec, strategy, n_steps, layout):
     spec = (ExactGoalSpec(nothing_value=NOTHING) if goal_spec == "exact"
             else ToleranceGoalSpec(tolerance=0.5, nothing_value=NOTHING))
-    kwargs = dict(draw_strategy=strategy) if strategy else {}
-    buffer = make_buffer(k, size=60, n_envs=2, goal_spec=spec, strategy="all", n_steps=n_steps, gamma=0.9,
+    kwargs = dict(draw=strategy) if strategy else {}
+    buffer = make_buffer(k, size=60, n_envs=2, goal_spec=spec, hindsight_goals="all", n_steps=n_steps, gamma=0.9,
                          memory_layout=layout, relabel_ratio=0.8, seed=1, **kwargs)
     buffer.jit = jit
     rng = np.random.default_rng(4)
@@ -111,7 +111,7 @@ def test_without_the_declaration_nothing_steps_are_refused_as_goals(jit):
     the goals space, would be served as a goal the env's own instructions never hold, so the buffer refuses it by
     name (the key, the value, the bounds and ``nothing_value``)."""
     spec = ExactGoalSpec()
-    buffer = make_buffer(1, size=60, n_envs=2, goal_spec=spec, strategy="all", seed=1)
+    buffer = make_buffer(1, size=60, n_envs=2, goal_spec=spec, hindsight_goals="all", seed=1)
     buffer.jit = jit
     stream, falls = stream_events(buffer, spec, np.random.default_rng(4), 90, 1)
     with pytest.raises(ValueError, match=r"\[-3, -3\].*outside observation_space\['goals'\].*nothing_value=-3"):
@@ -156,8 +156,8 @@ def test_goals_drawn_at_every_level_of_description_are_served_as_replays(jit, k,
     """Hindsight goals take the declared levels (a value, or one component with a wildcard); every served row is
     its episode's replay under them, where a partial goal is reached at the first step that matches its kept part."""
     spec = ExactGoalSpec(wildcard_value=WILDCARD, description_levels=LEVELS, nothing_value=NOTHING)
-    kwargs = dict(draw_strategy=strategy) if strategy else {}
-    buffer = make_buffer(k, size=60, n_envs=2, goal_spec=spec, strategy="all", n_steps=n_steps, gamma=0.9,
+    kwargs = dict(draw=strategy) if strategy else {}
+    buffer = make_buffer(k, size=60, n_envs=2, goal_spec=spec, hindsight_goals="all", n_steps=n_steps, gamma=0.9,
                          memory_layout=layout, relabel_ratio=0.8, seed=2, **kwargs)
     buffer.jit = jit
     stream, falls = stream_events(buffer, spec, np.random.default_rng(5), 90, k)
@@ -174,7 +174,7 @@ def test_goals_drawn_at_every_level_of_description_are_served_as_replays(jit, k,
 def test_first_reach_refuses_description_levels_by_name():
     spec = ExactGoalSpec(wildcard_value=WILDCARD, description_levels=LEVELS)
     with pytest.raises(ValueError, match="'first-reach' indexes the first reach of exact achieved values"):
-        make_buffer(1, goal_spec=spec, draw_strategy="first-reach")
+        make_buffer(1, goal_spec=spec, draw="first-reach")
     assert type(make_buffer(1, goal_spec=spec)._draws).__name__ == "WindowDraw"  # chosen by default instead
 
 
@@ -184,7 +184,7 @@ def test_compiled_and_numpy_draws_serve_the_same_partial_goals():
     if not compiled.AVAILABLE:
         pytest.skip("numba is not importable here")
     spec = ExactGoalSpec(wildcard_value=WILDCARD, description_levels=LEVELS, nothing_value=NOTHING)
-    buffers = [make_buffer(3, size=60, n_envs=2, goal_spec=spec, strategy="some", seed=3) for _ in range(2)]
+    buffers = [make_buffer(3, size=60, n_envs=2, goal_spec=spec, hindsight_goals="some", seed=3) for _ in range(2)]
     for buffer, jit in zip(buffers, (True, False), strict=True):
         buffer.jit = jit
         stream_events(buffer, spec, np.random.default_rng(6), 90, 3)
@@ -215,8 +215,8 @@ def test_babyai_like_specs_are_served_as_replays(jit, k, strategy, n_steps, layo
     served row is its episode's replay, and served rows do complete several goals at one step."""
     spec = ExactGoalSpec(wildcard_value=WILDCARD, description_levels=LEVELS, nothing_value=NOTHING,
                          same_step_goals=True)
-    kwargs = dict(draw_strategy=strategy) if strategy else {}
-    buffer = make_buffer(k, size=80, n_envs=2, goal_spec=spec, strategy="all", n_steps=n_steps, gamma=0.9,
+    kwargs = dict(draw=strategy) if strategy else {}
+    buffer = make_buffer(k, size=80, n_envs=2, goal_spec=spec, hindsight_goals="all", n_steps=n_steps, gamma=0.9,
                          memory_layout=layout, relabel_ratio=0.9, seed=3, **kwargs)
     buffer.jit = jit
     stream, falls = stream_events(buffer, spec, np.random.default_rng(7), 120, k)
@@ -296,14 +296,14 @@ def test_without_the_declaration_the_envs_episodes_are_served_wrong(jit, declare
     """Episodes recorded under the declared semantics (partial goals; several goals at one step): served by a buffer
     told, every row is the env's replay; by one not told, the oracle of the env finds wrong rows."""
     spec = ExactGoalSpec(nothing_value=NOTHING, **declared)
-    told = make_buffer(k, size=80, n_envs=2, goal_spec=spec, strategy="some", relabel_ratio=0.9, seed=2,
-                       draw_strategy="window")
+    told = make_buffer(k, size=80, n_envs=2, goal_spec=spec, hindsight_goals="some", relabel_ratio=0.9, seed=2,
+                       draw="window")
     told.jit = jit
     stream, falls = stream_instructions(told, spec, np.random.default_rng(8), 120, instruction)
     for _ in range(10):
         check_sample(stream, 32, spec, falls)
     not_told = make_buffer(k, size=80, n_envs=2, goal_spec=ExactGoalSpec(nothing_value=NOTHING, **undeclared),
-                           strategy="some", relabel_ratio=0.9, seed=2, draw_strategy="window")
+                           hindsight_goals="some", relabel_ratio=0.9, seed=2, draw="window")
     not_told.jit = jit
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the buffer also warns that the recorded rewards are not its spec's
@@ -340,8 +340,8 @@ def test_no_served_goal_holds_the_nothing_value_in_any_field(jit, k, levels, str
     and then generalized (``(-3, -3)`` to ``(-2, -3)``) were served."""
     spec = (ExactGoalSpec(wildcard_value=WILDCARD, description_levels=LEVELS, nothing_value=NOTHING) if levels
             else ExactGoalSpec(nothing_value=NOTHING))
-    kwargs = dict(draw_strategy=strategy) if strategy else {}
-    buffer = make_buffer(k, size=80, n_envs=2, goal_spec=spec, strategy=selection, relabel_ratio=0.9, seed=5,
+    kwargs = dict(draw=strategy) if strategy else {}
+    buffer = make_buffer(k, size=80, n_envs=2, goal_spec=spec, hindsight_goals=selection, relabel_ratio=0.9, seed=5,
                          **kwargs)
     buffer.jit = jit
     stream, falls = stream_events(buffer, spec, np.random.default_rng(8), 120, k)
@@ -365,7 +365,7 @@ def test_the_share_of_rows_with_a_hindsight_goal_follows_the_relabel_ratio(jit, 
     spec = (ExactGoalSpec(wildcard_value=WILDCARD, description_levels=LEVELS, nothing_value=NOTHING) if levels
             else ExactGoalSpec(nothing_value=NOTHING))
     ratio = 0.8
-    buffer = make_buffer(k, size=400, n_envs=2, goal_spec=spec, strategy=selection, relabel_ratio=ratio, seed=6)
+    buffer = make_buffer(k, size=400, n_envs=2, goal_spec=spec, hindsight_goals=selection, relabel_ratio=ratio, seed=6)
     buffer.jit = jit
     rng = np.random.default_rng(9)
 
@@ -393,7 +393,7 @@ def test_compiled_and_numpy_event_draws_are_the_same():
                            (ExactGoalSpec(nothing_value=NOTHING), "window"),
                            (ExactGoalSpec(nothing_value=NOTHING), "first-reach")):
         k = 1 if strategy == "first-reach" else 3
-        buffers = [make_buffer(k, size=60, n_envs=2, goal_spec=spec, strategy="some", seed=3, draw_strategy=strategy)
+        buffers = [make_buffer(k, size=60, n_envs=2, goal_spec=spec, hindsight_goals="some", seed=3, draw=strategy)
                    for _ in range(2)]
         for buffer, jit in zip(buffers, (True, False), strict=True):
             buffer.jit = jit

@@ -213,14 +213,14 @@ def test_her_arguments_and_ours_must_agree() -> None:
     assert Buffer(100, space, action, env=venv).her_ratio == pytest.approx(0.8)  # HER's default, n_sampled_goal=4
     cases = [
         (dict(n_sampled_goal=4, relabel_ratio=0.5), "disagree"),
-        (dict(goal_selection="episode", goal_selection_strategy="future"), "disagree"),
+        (dict(goal_step="episode", goal_selection_strategy="future"), "disagree"),
         (dict(goal_selection_strategy="later"), "goal_selection_strategy must be one of"),
-        (dict(goal_selection="later"), "goal_selection must be one of"),
+        (dict(goal_step="later"), "goal_step must be one of"),
         (dict(n_sampled_goal=-1), "n_sampled_goal must be an int >= 0"),
         (dict(n_sampled_goal=True), "n_sampled_goal must be an int"),
         (dict(copy_info_dict="yes"), "copy_info_dict must be a bool"),
         (dict(terminate_on_success="auto"), "terminate_on_success must be True, False or None"),
-        (dict(strategy="some"), "strategy must be None or 'all'"),
+        (dict(hindsight_goals="some"), "hindsight_goals must be None or 'all'"),
         (dict(relabeler="my-relabeler"), "relabeler and relabeler_kwargs are for instruction envs"),
     ]
     for kwargs, message in cases:
@@ -485,7 +485,7 @@ def test_her_and_ours_store_the_same_transitions() -> None:
 def test_step_reward_is_served_in_relabeled_rows_and_read_from_the_env() -> None:
     venv = make_vec_env(lambda: MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=30, step_reward=-1.0), n_envs=2,
                         seed=0)
-    model = DQN("MultiInputPolicy", venv, replay_buffer_class=Buffer, replay_buffer_kwargs=dict(strategy="all"),
+    model = DQN("MultiInputPolicy", venv, replay_buffer_class=Buffer, replay_buffer_kwargs=dict(hindsight_goals="all"),
                 **small(buffer_size=5000))
     buffer = model.replay_buffer
     assert buffer.goal_spec.step_reward == -1.0  # the env's declared spec, handed over by SB3
@@ -525,7 +525,7 @@ def test_a_goal_spec_on_another_scale_than_the_env_is_reported() -> None:
 def test_final_selection_for_one_goal_instructions_and_refused_for_more() -> None:
     venv = make_vec_env(lambda: MazeRunnerEnv(maze_dim=7, num_goals=1, time_limit=20), n_envs=2, seed=0)
     model = DQN("MultiInputPolicy", venv, replay_buffer_class=HindsightInstructionReplayBuffer,
-                replay_buffer_kwargs=dict(strategy="all", goal_selection_strategy=GoalSelectionStrategy.FINAL),
+                replay_buffer_kwargs=dict(hindsight_goals="all", goal_selection_strategy=GoalSelectionStrategy.FINAL),
                 **small(buffer_size=5000))
     model.learn(300)
     buffer = model.replay_buffer
@@ -546,7 +546,7 @@ def test_final_selection_for_one_goal_instructions_and_refused_for_more() -> Non
         checked += 1
     assert checked > 50
     space = make_vec_env(lambda: MazeRunnerEnv(maze_dim=7, num_goals=2, time_limit=20)).observation_space
-    with pytest.raises(ValueError, match="goal_selection 'final' is for one-goal instructions"):
+    with pytest.raises(ValueError, match="goal_step 'final' is for one-goal instructions"):
         HindsightInstructionReplayBuffer(100, space, venv.action_space, goal_selection_strategy="final")
 
 

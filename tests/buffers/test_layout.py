@@ -60,7 +60,7 @@ def test_property_compact_layout_serves_what_the_full_layout_serves(k, n_envs, s
     """Instruction mode: random episodes, some cut before their end (a splice, which add() closes), streamed
     through a small circular buffer; after every step both buffers serve identical batches."""
     rng = np.random.default_rng(seed)
-    kwargs = dict(size=size, n_envs=n_envs, n_steps=n_steps, gamma=0.9, strategy=strategy, relabel_ratio=0.6,
+    kwargs = dict(size=size, n_envs=n_envs, n_steps=n_steps, gamma=0.9, hindsight_goals=strategy, relabel_ratio=0.6,
                   seed=seed)
     full, compact = make_buffer(k, **kwargs), make_buffer(k, optimize_memory_usage=True, **kwargs)
     assert isinstance(compact._storage.layout, CompactLayout) and "achieved" not in compact.observations

@@ -156,7 +156,7 @@ def test_the_episode_relabeler_replays_and_relabels_as_the_per_step_oracle(spec)
 @pytest.mark.parametrize("n_steps,layout", [(1, "full"), (3, "compact")])
 def test_every_served_row_is_its_episodes_replay_under_padding_and_groups(jit, spec, strategy, n_steps, layout):
     k = 4
-    buffer = make_buffer(k, size=80, n_envs=2, goal_spec=spec, strategy=strategy, n_steps=n_steps, gamma=0.9,
+    buffer = make_buffer(k, size=80, n_envs=2, goal_spec=spec, hindsight_goals=strategy, n_steps=n_steps, gamma=0.9,
                          memory_layout=layout, relabel_ratio=0.8, seed=1)
     buffer.jit = jit
     stream, falls = stream_into(buffer, spec, np.random.default_rng(4), 120, k)
@@ -183,7 +183,7 @@ def test_without_the_declarations_padded_instructions_never_complete(jit):
     rng_seed = 4
 
     def terminal_padded(spec) -> int:
-        buffer = make_buffer(k, size=80, n_envs=2, goal_spec=spec, strategy="all", seed=1)
+        buffer = make_buffer(k, size=80, n_envs=2, goal_spec=spec, hindsight_goals="all", seed=1)
         buffer.jit = jit
         stream_into(buffer, padded_spec(), np.random.default_rng(rng_seed), 120, k, fall_rate=0.0)
         count = 0
@@ -209,8 +209,8 @@ def test_without_the_groups_declared_an_and_reached_out_of_order_is_served_in_sl
 
     k, spec = 3, padded_spec()
     undeclared = HindsightInstructionReplayBuffer(80, make_space(k, groups_key=KEY), spaces.Discrete(5), device="cpu",
-                                                  n_envs=2, goal_spec=ExactGoalSpec(pad_value=PAD), strategy="all",
-                                                  relabel_ratio=1.0, seed=1)
+                                                  n_envs=2, goal_spec=ExactGoalSpec(pad_value=PAD),
+                                                  hindsight_goals="all", relabel_ratio=1.0, seed=1)
     undeclared.jit = jit
     stream, falls = stream_into(undeclared, spec, np.random.default_rng(4), 120, k)
     with pytest.raises(AssertionError):
@@ -220,13 +220,13 @@ def test_without_the_groups_declared_an_and_reached_out_of_order_is_served_in_sl
 
 def test_strategies_that_index_goals_in_slot_order_refuse_groups_and_padding(research):
     with pytest.raises(ValueError, match=r"'exact-index' finds each goal after the previous slot's; .* 'window'"):
-        make_buffer(3, goal_spec=padded_spec(), draw_strategy="exact-index")
+        make_buffer(3, goal_spec=padded_spec(), draw="exact-index")
     assert type(make_buffer(3, goal_spec=padded_spec())._draws).__name__ == "WindowDraw"
     RelaxedDraw = research("relaxed").RelaxedDraw
 
     with pytest.raises(ValueError, match=r"RelaxedDraw ends an instruction at its last slot's reach; .* 'window'"):
-        make_buffer(3, goal_spec=padded_spec(), draw_strategy=RelaxedDraw)
-    make_buffer(3, goal_spec=ExactGoalSpec(), draw_strategy=RelaxedDraw)  # ordered: served as before
+        make_buffer(3, goal_spec=padded_spec(), draw=RelaxedDraw)
+    make_buffer(3, goal_spec=ExactGoalSpec(), draw=RelaxedDraw)  # ordered: served as before
 
 
 def test_reach_steps_refuses_a_groups_spec_without_the_groups_rather_than_reaching_in_slot_order():
@@ -263,7 +263,7 @@ def test_compiled_and_numpy_window_reaches_serve_the_same_batches(spec):
 
     if not compiled.AVAILABLE:
         pytest.skip("numba is not importable here")
-    buffers = [make_buffer(4, size=80, n_envs=2, goal_spec=spec, strategy="some", n_steps=3, gamma=0.9, seed=3)
+    buffers = [make_buffer(4, size=80, n_envs=2, goal_spec=spec, hindsight_goals="some", n_steps=3, gamma=0.9, seed=3)
                for _ in range(2)]
     for buffer, jit in zip(buffers, (True, False), strict=True):
         buffer.jit = jit

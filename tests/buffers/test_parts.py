@@ -100,8 +100,8 @@ def test_the_parts_built_from_the_options_alone_store_and_serve_demonstrations()
     options = resolve_options(
         space, None, "parts", False, buffer_size=40, n_envs=1, optimize_memory_usage=False,
         handle_timeout_termination=True, n_sampled_goal=None, goal_selection_strategy=None, copy_info_dict=False,
-        terminate_on_success=None, relabeler="hindsight-instruction", strategy="some", goal_spec=None,
-        relabel_ratio=0.8, goal_selection=None, n_steps=1, gamma=0.99, relabeler_kwargs=None, draws_per_episode=4,
+        terminate_on_success=None, relabeler="hindsight-instruction", hindsight_goals="some", goal_spec=None,
+        relabel_ratio=0.8, goal_step=None, n_steps=1, gamma=0.99, relabeler_kwargs=None, draws_per_episode=4,
         max_redraws=8)
     sources = SourceBuilder(options, space, actions, donor.device, draw_strategy_for(options), None)
     rows = DictReplayBuffer(40, space, actions, n_envs=1)

@@ -83,7 +83,7 @@ class NearFutureDraw(DrawStrategy):
 
     def setup(self, view: DrawView) -> None:
         if view.num_goals != 1 or view.goal_env:
-            raise ValueError(f"draw_strategy 'near-future' draws one-goal instructions for instruction envs; this "
+            raise ValueError(f"draw strategy 'near-future' draws one-goal instructions for instruction envs; this "
                              f"buffer's have {view.num_goals} goals{' (GoalEnv mode)' if view.goal_env else ''}")
 
     def instructions(self, view: DrawView, rows: Candidates) -> Instructions:

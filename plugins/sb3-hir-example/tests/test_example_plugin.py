@@ -39,8 +39,8 @@ def test_near_future_rows_are_replays_served_n_stepped_compact_and_with_demonstr
 
 def test_near_future_with_p_1_draws_the_next_steps_value():
     """p = 1: the goal is the value achieved right after the transition, for every relabeled row."""
-    buffer = make_buffer(1, size=200, n_envs=2, relabel_ratio=1.0, draw_strategy="near-future",
-                         draw_strategy_kwargs=dict(p=1.0))
+    buffer = make_buffer(1, size=200, n_envs=2, relabel_ratio=1.0, draw="near-future",
+                         draw_kwargs=dict(p=1.0))
     fill(buffer, np.random.default_rng(0), 150)
     sample = buffer.sample(64)
     info = buffer.last_sample_info
@@ -53,7 +53,7 @@ def test_near_future_refuses_what_it_cannot_serve():
     with pytest.raises(ValueError, match="p must be a number in"):
         NearFutureDraw(p=0.0)
     with pytest.raises(ValueError, match="'near-future' draws one-goal instructions"):
-        make_buffer(2, draw_strategy="near-future")
+        make_buffer(2, draw="near-future")
 
 
 # ---------------------------------------------------------------------------------------------- FinalGoalRelabeler

@@ -65,7 +65,7 @@ def test_dqn_with_a_window_and_the_film_encoder_trains_saves_and_reloads(tmp_pat
     env = HistoryWrapper(inner, length=4)
     model = DQN("MultiInputPolicy", env, learning_starts=32, batch_size=16, buffer_size=500, train_freq=4,
                 replay_buffer_class=HindsightInstructionReplayBuffer,
-                replay_buffer_kwargs=dict(strategy="some", goal_spec=inner.goal_spec, seed=0),
+                replay_buffer_kwargs=dict(hindsight_goals="some", goal_spec=inner.goal_spec, seed=0),
                 policy_kwargs=dict(features_extractor_class=HistoryExtractor,
                                    features_extractor_kwargs=dict(keys=["obs", "goals"],
                                                                   current_extractor_class=BabyAIFiLMExtractor,

@@ -30,7 +30,7 @@ def _fill(episodes: int, seed: int) -> tuple[HindsightInstructionReplayBuffer, d
     assert isinstance(space, spaces.Dict) and isinstance(actions, spaces.Discrete)
     buffer = HindsightInstructionReplayBuffer(
         episodes * 70, space, actions, device="cpu", goal_spec=env.goal_spec,
-        strategy="some", relabel_ratio=RATIO, seed=seed,
+        hindsight_goals="some", relabel_ratio=RATIO, seed=seed,
     )
     rooms: dict[int, object] = {}
     success: dict[int, bool] = {}

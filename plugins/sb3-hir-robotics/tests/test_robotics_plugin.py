@@ -209,7 +209,7 @@ def test_sac_with_the_hindsight_buffer_runs_on_pointmaze_instructions():
         batch_size=32,
         buffer_size=1000,
         replay_buffer_class=HindsightInstructionReplayBuffer,
-        replay_buffer_kwargs=dict(goal_spec=spec, strategy="some"),
+        replay_buffer_kwargs=dict(goal_spec=spec, hindsight_goals="some"),
         policy_kwargs=dict(net_arch=[32], features_extractor_class=KeySelectExtractor,
                            features_extractor_kwargs=dict(keys=["obs", "goals"])),
         seed=0,

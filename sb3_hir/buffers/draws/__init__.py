@@ -3,7 +3,7 @@
 The public interface (see the docs' "Write your own draw strategy"): subclass :class:`DrawStrategy`, write
 :meth:`DrawStrategy.instructions`, which reads the buffer through a :class:`DrawView` and returns
 :class:`Instructions` for :class:`Candidates`; register it with the ``register_draw_strategies`` hook, or pass it as
-the buffers' ``draw_strategy``. The built-in strategies below are registered and built the same way; the helpers
+the buffers' ``draw``. The built-in strategies below are registered and built the same way; the helpers
 their draws share (:func:`her_steps`, :func:`takes_drawn_goal`) are public for strategies that vary them.
 """
 

@@ -6,7 +6,7 @@ an instruction each and returns it with its reach steps (:class:`Instructions`).
 rounds of rejection below, the admissibility test, and serving (rewards, masks, terminations, n-step windows), which
 rewrites the pairs it returns. It reads the buffer through a :class:`~sb3_hir.buffers.draws.view.DrawView` only.
 Strategies are registered by name through the ``register_draw_strategies`` hook, as the built-in ones are, and picked
-with the buffers' ``draw_strategy`` argument.
+with the buffers' ``draw`` argument.
 
 A relabeled transition must lie inside its relabeled episode (the instruction's last goal not reached before it).
 Each round draws rows and sub-envs uniformly, keeps those of finished episodes whose first row is not overwritten,
@@ -154,7 +154,7 @@ class DrawStrategy:
     def bind(self, view: DrawView) -> None:
         """Called once by the buffer built with this strategy: refuse a second buffer, then :meth:`setup`."""
         if getattr(self, "bound", False):
-            raise ValueError(f"draw_strategy: this {self.name} object already serves another buffer, and a strategy "
+            raise ValueError(f"draw: this {self.name} object already serves another buffer, and a strategy "
                              "keeps per-buffer state; pass its class or registered name, or a new object")
         self.setup(view)
         self.bound = True

@@ -40,10 +40,10 @@ class ExactIndexDraw(GoalStepsDraw):
 
     def setup(self, view: DrawView) -> None:
         if not view.goal_spec.ordered:
-            raise ValueError("draw_strategy 'exact-index' finds each goal after the previous slot's; a goal spec with "
+            raise ValueError("draw strategy 'exact-index' finds each goal after the previous slot's; a goal spec with "
                              "padding (pad_value) or groups (groups_key) is served by 'window'")
         if not view.exact_values:
-            raise ValueError("draw_strategy 'exact-index' finds reaches by exact integer values: it needs the 'exact' "
+            raise ValueError("draw strategy 'exact-index' finds reaches by exact integer values: it needs the 'exact' "
                              "goal spec on integer goals and achieved values; use 'window' for other goal specs")
         super().setup(view)
 

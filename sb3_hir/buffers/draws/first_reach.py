@@ -52,13 +52,13 @@ class FirstReachDraw(DrawStrategy):
 
     def setup(self, view: DrawView) -> None:
         if view.num_goals != 1:
-            raise ValueError(f"draw_strategy 'first-reach' draws one-goal instructions; this buffer's have "
+            raise ValueError(f"draw strategy 'first-reach' draws one-goal instructions; this buffer's have "
                              f"{view.num_goals} goals: use 'exact-index' or 'window'")
         if getattr(view.relabeler, "strategy", None) not in ("some", "all", "none"):
-            raise ValueError("draw_strategy 'first-reach' follows the relabeler's strategy ('some', 'all' or 'none'); "
+            raise ValueError("draw strategy 'first-reach' follows the relabeler's strategy ('some', 'all' or 'none'); "
                              f"{type(view.relabeler).__name__} has none")
         if view.goal_spec.description_levels is not None:
-            raise ValueError("draw_strategy 'first-reach' indexes the first reach of exact achieved values; the goal "
+            raise ValueError("draw strategy 'first-reach' indexes the first reach of exact achieved values; the goal "
                              "spec's description_levels relabel at other levels: use 'window'")
         if self.exact_values is None:
             self.exact_values = view.exact_values

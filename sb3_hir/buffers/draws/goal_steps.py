@@ -47,7 +47,7 @@ class GoalStepsDraw(DrawStrategy):
 
     def setup(self, view: DrawView) -> None:
         if not callable(getattr(view.relabeler, "draw_goal_steps", None)):
-            raise ValueError(f"draw_strategy {self.name} draws through the relabeler's draw_goal_steps, which "
+            raise ValueError(f"draw strategy {self.name} draws through the relabeler's draw_goal_steps, which "
                              f"{type(view.relabeler).__name__} lacks: use 'stored'")
         if self.builtin is None:
             self.builtin = view.builtin_relabeler

@@ -33,10 +33,10 @@ class HerDraw(DrawStrategy):
 
     def setup(self, view: DrawView) -> None:
         if not view.goal_env:
-            raise ValueError("draw_strategy 'her' is GoalEnv mode's draw: it serves goals also reached before the "
+            raise ValueError("draw strategy 'her' is GoalEnv mode's draw: it serves goals also reached before the "
                              "transition, which an instruction env's episode would have ended at; use 'first-reach'")
         if view.num_goals != 1:
-            raise ValueError(f"draw_strategy 'her' draws one goal, as HER; this buffer's instructions have "
+            raise ValueError(f"draw strategy 'her' draws one goal, as HER; this buffer's instructions have "
                              f"{view.num_goals} goals: use 'exact-index' or 'window'")
 
     def use_compiled(self, on: bool) -> None:

@@ -45,7 +45,7 @@ class StoredDraws(DrawStrategy):
             if getattr(self, name) is None:
                 setattr(self, name, value)
             elif tuple(np.atleast_1d(getattr(self, name))) != tuple(np.atleast_1d(value)):
-                raise ValueError(f"draw_strategy 'stored': {name}={getattr(self, name)} does not fit the buffer's "
+                raise ValueError(f"draw strategy 'stored': {name}={getattr(self, name)} does not fit the buffer's "
                                  f"{value}; leave it None")
 
     def allocate(self, view: DrawView, steps_dtype: np.dtype) -> None:
