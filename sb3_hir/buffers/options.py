@@ -150,14 +150,7 @@ def resolve_options(
     ratio = resolve_relabel_ratio(relabel_ratio, n_sampled_goal)
     selection = resolve_goal_step(goal_step, goal_selection_strategy)
     check_number(gamma, "gamma", 0.0, 1.0)
-    flags = {"copy_info_dict": copy_info_dict, "handle_timeout_termination": handle_timeout_termination,
-             "optimize_memory_usage": optimize_memory_usage}
-    for name, flag in flags.items():
-        if not isinstance(flag, (bool, np.bool_)):
-            raise ValueError(f"{name} must be a bool; got {flag!r}")
-    if terminate_on_success is not None and not isinstance(terminate_on_success, (bool, np.bool_)):
-        raise ValueError(f"terminate_on_success must be True, False or None (decide from the env); got "
-                         f"{terminate_on_success!r}")
+    _check_flags(copy_info_dict, handle_timeout_termination, optimize_memory_usage, terminate_on_success)
     check_int(buffer_size, "buffer_size", 1)
     check_int(n_envs, "n_envs", 1)
     compact = resolve_memory_layout(memory_layout, optimize_memory_usage)
@@ -167,34 +160,47 @@ def resolve_options(
         max_redraws=check_int(max_redraws, "max_redraws", 0),
     )
     _check_relabeler_kwargs(relabeler_kwargs)
-    goal_env = is_goal_env_space(observation_space, goal_spec)
-    resolved: RelabelerProtocol
-    if goal_env:
+    goal_env, resolved, has_test, num_goals, goal_shape = _resolve_mode(
+        observation_space, env, owner, drop_in, relabeler, relabeler_kwargs, hindsight_goals, goal_spec, selection,
+        terminate_on_success)
+    return BufferOptions(
+        goal_env=goal_env, relabeler=resolved, has_success_test=has_test, num_goals=num_goals, goal_shape=goal_shape,
+        exact_values=indexable_by_value(resolved.goal_spec, observation_space), relabel_ratio=ratio,
+        goal_selection=selection, gamma=float(gamma), copy_info_dict=bool(copy_info_dict),
+        handle_timeout_termination=bool(handle_timeout_termination), compact=compact, **counts,
+    )
+
+
+def _check_flags(copy_info_dict: Any, handle_timeout_termination: Any, optimize_memory_usage: Any,
+                 terminate_on_success: Any) -> None:
+    """The boolean arguments are bools (numpy's included), ``terminate_on_success`` also None."""
+    flags = {"copy_info_dict": copy_info_dict, "handle_timeout_termination": handle_timeout_termination,
+             "optimize_memory_usage": optimize_memory_usage}
+    for name, flag in flags.items():
+        if not isinstance(flag, (bool, np.bool_)):
+            raise ValueError(f"{name} must be a bool; got {flag!r}")
+    if terminate_on_success is not None and not isinstance(terminate_on_success, (bool, np.bool_)):
+        raise ValueError(f"terminate_on_success must be True, False or None (decide from the env); got "
+                         f"{terminate_on_success!r}")
+
+
+def _resolve_mode(observation_space: spaces.Dict, env: Any, owner: str, drop_in: bool, relabeler: Any,
+                  relabeler_kwargs: dict[str, Any] | None, hindsight_goals: str | None, goal_spec: Any,
+                  selection: str, terminate_on_success: bool | None
+                  ) -> tuple[bool, RelabelerProtocol, bool, int, tuple[int, ...]]:
+    """GoalEnv or instruction mode, from the observation space: the relabeler, whether a success test finds first
+    reaches, the instruction's length and goal shape."""
+    if is_goal_env_space(observation_space, goal_spec):
         resolved, has_test, num_goals, goal_shape = _goal_env_mode(
             observation_space, env, owner, drop_in, relabeler, relabeler_kwargs, hindsight_goals, goal_spec
         )
-    else:
-        check_goal_env_space(observation_space, goal_spec, relabeler, env, owner, drop_in=drop_in)
-        resolved, num_goals, goal_shape = _instruction_mode(
-            observation_space, env, relabeler, relabeler_kwargs, hindsight_goals, goal_spec, selection,
-            terminate_on_success,
-        )
-        has_test = True
-    return BufferOptions(
-        goal_env=goal_env,
-        relabeler=resolved,
-        has_success_test=has_test,
-        num_goals=num_goals,
-        goal_shape=goal_shape,
-        exact_values=indexable_by_value(resolved.goal_spec, observation_space),
-        relabel_ratio=ratio,
-        goal_selection=selection,
-        gamma=float(gamma),
-        copy_info_dict=bool(copy_info_dict),
-        handle_timeout_termination=bool(handle_timeout_termination),
-        compact=compact,
-        **counts,
+        return True, resolved, has_test, num_goals, goal_shape
+    check_goal_env_space(observation_space, goal_spec, relabeler, env, owner, drop_in=drop_in)
+    resolved_relabeler, num_goals, goal_shape = _instruction_mode(
+        observation_space, env, relabeler, relabeler_kwargs, hindsight_goals, goal_spec, selection,
+        terminate_on_success,
     )
+    return False, resolved_relabeler, True, num_goals, goal_shape
 
 
 def _check_relabeler_kwargs(relabeler_kwargs: Any) -> None:
