@@ -20,6 +20,8 @@ recorded ``dones`` unless successes terminate (see :mod:`~sb3_hir.buffers.draws.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
+from functools import partial
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -71,7 +73,7 @@ class Served(NamedTuple):
     num_recorded: int
     recorded_goals: np.ndarray
     relabeled: Relabeled | None
-    window: np.ndarray
+    window: np.ndarray | None  # transitions per served window; None: one each (1-step serving allocates nothing)
 
     def info(self, num_goals: int, goal_shape: tuple[int, ...], n_envs: int) -> SampleInfo:
         flat, num_rec, recorded_goals, relabeled = self.flat, self.num_recorded, self.recorded_goals, self.relabeled
@@ -93,16 +95,9 @@ class Served(NamedTuple):
             goals=goals,
             t=t_all,
             episode_start=start_all,
-            window=self.window,
+            window=np.ones(batch, dtype=np.int64) if self.window is None else self.window,
             reach=reach,
         )
-
-
-class _Window(NamedTuple):
-    """A relabeled row's served window: ``m`` transitions (None: one), the next observation after step ``t_end``."""
-
-    m: np.ndarray | None
-    t_end: np.ndarray
 
 
 class OneStep:
@@ -110,23 +105,32 @@ class OneStep:
 
     n_steps = 1
 
-    def recorded(self, storage: Storage, flat: np.ndarray, env: VecNormalize | None, window: np.ndarray,
-                 rewards: np.ndarray, dones: np.ndarray, last_flat: np.ndarray) -> None:
-        """Fill the recorded part in place, as ``DictReplayBuffer`` serves it."""
-        rewards[:] = DictReplayBuffer._normalize_reward(take_rows(storage.rewards, flat), env)
-        dones[:] = take_rows(storage.dones, flat) * (1 - take_rows(storage.timeouts, flat))
+    def recorded(self, storage: Storage, flat: np.ndarray, num_recorded: int, env: VecNormalize | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+        """``(rewards, dones, window, last_flat)`` of the batch ``flat`` served as ``DictReplayBuffer`` serves it;
+        serving rewrites the relabeled rows (from ``num_recorded`` on) after.
 
-    def relabeled(self, storage: Storage, r: Relabeled, end: np.ndarray, window: np.ndarray,
-                  last_flat: np.ndarray) -> _Window:
-        """The window of each relabeled row: the transition itself (``end > t`` always)."""
-        return _Window(None, r.t + 1)
+        Every row is gathered at once, relabeled ones too: one ``take`` per array and no slice to fill beats
+        sparing the few rows rewritten. ``window`` None: every window is one transition; each row's next
+        observation is its own (``last_flat`` is ``flat``)."""
+        rewards = take_rows(storage.rewards, flat)
+        if env is not None:
+            rewards[:] = DictReplayBuffer._normalize_reward(rewards, env)
+        dones = take_rows(storage.dones, flat) * (1 - take_rows(storage.timeouts, flat))
+        return rewards, dones, None, flat
 
-    def last_flat(self, flat: np.ndarray) -> np.ndarray:
-        return flat  # each row's next observation is its own
+    def relabeled(self, storage: Storage, r: Relabeled, end: np.ndarray, window: np.ndarray | None,
+                  last_flat: np.ndarray, num_recorded: int) -> tuple[np.ndarray | None, np.ndarray]:
+        """``(m, t_end)`` of each relabeled row's window: the transition itself (``end > t`` always), ``m`` None
+        for one transition each; ``window`` and ``last_flat`` (past ``num_recorded``) stay as they are."""
+        return None, r.t + 1
 
-    def goal_rewards(self, spec: GoalSpecProtocol, r: Relabeled, served: _Window, rewards: np.ndarray) -> None:
-        """A goal is in the window when reached at ``t + 1``, undiscounted."""
-        rewards[:] = spec.goal_reward * (r.reach == (r.t + 1)[:, None]).sum(axis=1)
+    def goal_rewards(self, spec: GoalSpecProtocol, r: Relabeled, m: np.ndarray | None, in_window: np.ndarray,
+                     rewards: np.ndarray) -> None:
+        """``goal_reward`` per goal reached in the window (at ``t + 1``: ``in_window``), undiscounted."""
+        # One goal: the mask itself (a bool times the reward is the count's product), no reduction.
+        hits = in_window[:, 0] if in_window.shape[1] == 1 else in_window.sum(axis=1)
+        rewards[:] = spec.goal_reward * hits
         if spec.step_reward:
             rewards += np.float64(spec.step_reward)
 
@@ -137,7 +141,7 @@ class OneStep:
     def sum_window(self, rewards: np.ndarray, m: np.ndarray | None) -> np.ndarray:
         return rewards
 
-    def discounts(self, window: np.ndarray) -> np.ndarray | None:
+    def discounts(self, window: np.ndarray | None) -> np.ndarray | None:
         return None
 
 
@@ -153,11 +157,20 @@ class NSteps(OneStep):
         self.n_steps = n_steps
         self.gamma = gamma
 
-    def recorded(self, storage: Storage, flat: np.ndarray, env: VecNormalize | None, window: np.ndarray,
-                 rewards: np.ndarray, dones: np.ndarray, last_flat: np.ndarray) -> None:
-        """Fill the recorded part in place: ``NStepReplayBuffer``'s rule."""
+    def recorded(self, storage: Storage, flat: np.ndarray, num_recorded: int, env: VecNormalize | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+        """The recorded rows by ``NStepReplayBuffer``'s rule; the relabeled ones are left for serving to fill (a
+        window over ``n_steps`` rows is worth sparing)."""
+        batch = len(flat)
+        window = np.ones(batch, dtype=np.int64)
+        rewards = np.empty(batch, dtype=np.float32)
+        dones = np.empty(batch, dtype=np.float32)
+        last_flat = flat.copy()
+        if not num_recorded:
+            return rewards, dones, window, last_flat
         size, n_envs, n = storage.buffer_size, storage.n_envs, self.n_steps
-        rows, envs = flat // n_envs, flat % n_envs
+        rec = flat[:num_recorded]
+        rows, envs = rec // n_envs, rec % n_envs
         seq_rows = (rows[:, None] + np.arange(n)) % size
         seq_flat = seq_rows * n_envs + envs[:, None]
         # A window stops at an episode end, and at the newest row (the next one holds older data).
@@ -167,27 +180,26 @@ class NSteps(OneStep):
         steps = np.arange(n)
         mask = steps <= last[:, None]
         seq_rewards = DictReplayBuffer._normalize_reward(take_rows(storage.rewards, seq_flat), env)
-        rewards[:] = (seq_rewards * (self.gamma ** steps) * mask).sum(axis=1)
-        end_flat = seq_flat[np.arange(len(flat)), last]
-        dones[:] = take_rows(storage.dones, end_flat) * (1 - take_rows(storage.timeouts, end_flat))
-        window[:] = last + 1
-        last_flat[:] = end_flat
+        rewards[:num_recorded] = (seq_rewards * (self.gamma ** steps) * mask).sum(axis=1)
+        end_flat = seq_flat[np.arange(num_recorded), last]
+        dones[:num_recorded] = take_rows(storage.dones, end_flat) * (1 - take_rows(storage.timeouts, end_flat))
+        window[:num_recorded] = last + 1
+        last_flat[:num_recorded] = end_flat
+        return rewards, dones, window, last_flat
 
-    def relabeled(self, storage: Storage, r: Relabeled, end: np.ndarray, window: np.ndarray,
-                  last_flat: np.ndarray) -> _Window:
+    def relabeled(self, storage: Storage, r: Relabeled, end: np.ndarray, window: np.ndarray | None,
+                  last_flat: np.ndarray, num_recorded: int) -> tuple[np.ndarray | None, np.ndarray]:
+        assert window is not None
         m = np.minimum(self.n_steps, end - r.t)
-        window[:] = m
-        last_flat[:] = ((r.start + r.t + m - 1) % storage.buffer_size) * storage.n_envs + r.env
-        return _Window(m, r.t + m)
+        window[num_recorded:] = m
+        last_flat[num_recorded:] = ((r.start + r.t + m - 1) % storage.buffer_size) * storage.n_envs + r.env
+        return m, r.t + m
 
-    def last_flat(self, flat: np.ndarray) -> np.ndarray:
-        return flat.copy()
-
-    def goal_rewards(self, spec: GoalSpecProtocol, r: Relabeled, served: _Window, rewards: np.ndarray) -> None:
+    def goal_rewards(self, spec: GoalSpecProtocol, r: Relabeled, m: np.ndarray | None, in_window: np.ndarray,
+                     rewards: np.ndarray) -> None:
         """``goal_reward`` per goal reached in the window, ``step_reward`` per step, discounted within it."""
-        reach, t, m, gamma = r.reach, r.t, served.m, self.gamma
+        reach, t, gamma = r.reach, r.t, self.gamma
         assert m is not None
-        in_window = (reach > t[:, None]) & (reach <= (t + m)[:, None])
         powers = gamma ** np.maximum(reach - t[:, None] - 1, 0)
         rewards[:] = spec.goal_reward * (in_window * powers).sum(axis=1)
         if spec.step_reward:
@@ -205,7 +217,8 @@ class NSteps(OneStep):
         offsets = np.arange(self.n_steps)
         return (rewards.reshape(-1, self.n_steps) * (self.gamma**offsets) * (offsets < m[:, None])).sum(axis=1)
 
-    def discounts(self, window: np.ndarray) -> np.ndarray | None:
+    def discounts(self, window: np.ndarray | None) -> np.ndarray | None:
+        assert window is not None
         return (self.gamma ** window).astype(np.float32).reshape(-1, 1)
 
 
@@ -227,101 +240,106 @@ class Serving:
         self.goal_spec = goal_spec
         self.windows = windows
         self.device = device
-        #: ``(k+1, k, 1, ..., 1)`` bool table: row c masks the goals reached after c of them.
-        masks = np.arange(num_goals)[None, :] < np.arange(num_goals + 1)[:, None]
-        self.slot_masks = masks.reshape(masks.shape + (1,) * len(goal_shape))
-        #: every instruction is k goals in slot order (else: padding or groups, masked and ended per slot).
+        #: every instruction is k goals in slot order (else: padding or groups, whose instruction ends at its last
+        #: real goal's reach).
         self.ordered = bool(goal_spec.ordered)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # The slot-mask table of servings pickled before the masks came from the reach steps alone.
+        state.pop("slot_masks", None)
+        self.__dict__.update(state)
 
     def env_changed(self) -> None:
         """The buffer got a (new) env: nothing to redo in instruction mode."""
 
     def serve(self, storage: Storage, recorded_flat: np.ndarray, relabeled: Relabeled | None,
               env: VecNormalize | None) -> tuple[DictReplayBufferSamples, Served]:
-        """Gather the batch (recorded rows first, then relabeled ones) and rewrite the relabeled part."""
-        goals_key, windows = self.goal_spec.goals_key, self.windows
+        """Gather the batch (recorded rows first, then relabeled ones) and rewrite the relabeled part in place.
+
+        Each array is gathered once for the whole batch and handed to torch as it is: the relabeled rows are
+        rewritten in the gathered arrays, not assembled from parts."""
+        if relabeled is not None and not len(relabeled.flat):
+            relabeled = None
         num_rec = len(recorded_flat)
-        num_rel = 0 if relabeled is None else len(relabeled.flat)
-        flat = recorded_flat if not num_rel else np.concatenate([recorded_flat, relabeled.flat])  # type: ignore[union-attr]
-        batch = len(flat)
+        flat = recorded_flat if relabeled is None else np.concatenate((recorded_flat, relabeled.flat))
         obs = storage.obs_batch(flat)
         actions = take_rows(storage.actions, flat)
-        # Window m and the flat row whose next observation ends it, per sample.
-        window = np.ones(batch, dtype=np.int64)
-        rewards = np.empty(batch, dtype=np.float32)
-        dones = np.empty(batch, dtype=np.float32)
-        last_flat = windows.last_flat(flat)
-        if num_rec:
-            rec = slice(0, num_rec)
-            windows.recorded(storage, recorded_flat, env, window[rec], rewards[rec], dones[rec], last_flat[rec])
-        recorded_goals = obs[goals_key][:num_rec]
-        rel = slice(num_rec, batch)
-        if relabeled is not None and num_rel:
-            served = self._relabeled_windows(storage, relabeled, window[rel], dones[rel], last_flat[rel])
-        next_obs = storage.next_batch(last_flat)
-        if relabeled is not None and num_rel:
-            self._relabeled_goals(relabeled, served, obs[goals_key][rel], next_obs[goals_key][rel])
-            self._relabeled_rewards(storage, relabeled, served, next_obs, rel, rewards[rel])
-            rewards[rel] = DictReplayBuffer._normalize_reward(rewards[rel], env)
+        # Window m and the flat row whose next observation ends it, per sample (None: one transition, its own).
+        rewards, dones, window, last_flat = self.windows.recorded(storage, flat, num_rec, env)
+        goals = obs[self.goal_spec.goals_key]
+        if relabeled is None:
+            next_obs = storage.next_batch(last_flat)
+        else:
+            next_obs = self._relabel(storage, relabeled, num_rec, goals, rewards, dones, window, last_flat, env)
         samples = self._tensors(obs, actions, next_obs, dones, rewards, window, env)
-        return samples, Served(flat, num_rec, recorded_goals, relabeled if num_rel else None, window)
+        return samples, Served(flat, num_rec, goals[:num_rec], relabeled, window)
 
-    def _relabeled_windows(self, storage: Storage, r: Relabeled, window: np.ndarray, dones: np.ndarray,
-                           last_flat: np.ndarray) -> _Window:
-        """The relabeled part's windows, in place: each ends at the relabeled episode's end (its k-th goal's reach),
-        terminal there if the goals or a recorded termination they did not cause end it."""
-        if self.ordered:
-            completed = r.reach[:, -1] > 0
-            end = np.where(completed, r.reach[:, -1], r.length)  # last step of the relabeled episode
-        else:  # padding or groups: complete at the last real goal's reach (sb3_hir.reach)
-            last = instruction_end(r.reach, ~padding_mask(self.goal_spec, r.goals))
-            completed = last > 0
-            end = np.where(completed, last, r.length)
-        served = self.windows.relabeled(storage, r, end, window, last_flat)
-        dones[:] = (served.t_end == end) & (completed | r.other_end)
-        return served
+    def _relabel(self, storage: Storage, r: Relabeled, num_rec: int, goals: np.ndarray, rewards: np.ndarray,
+                 dones: np.ndarray, window: np.ndarray | None, last_flat: np.ndarray, env: VecNormalize | None
+                 ) -> dict[str, np.ndarray]:
+        """The relabeled rows (from ``num_rec`` on) rewritten in place, and the batch's next observations.
 
-    def _relabeled_goals(self, r: Relabeled, served: _Window, goals: np.ndarray, next_goals: np.ndarray) -> None:
-        """The relabeled instruction in the observations, goals reached before each of them masked."""
-        spec, reach = self.goal_spec, r.reach
-        if not self.ordered:  # each goal masked from its own reach on (a group's in any order; padding never)
-            reached = reach > 0
-            now = reached & (reach <= r.t[:, None])
-            then = reached & (reach <= served.t_end[:, None])
-            shape = (*reach.shape, *(1,) * (r.goals.ndim - 2))
-            goals[:] = np.where(now.reshape(shape), spec.mask_value, r.goals)
-            next_goals[:] = np.where(then.reshape(shape), spec.mask_value, r.goals)
-            return
-        count_now = ((reach > 0) & (reach <= r.t[:, None])).sum(axis=1)
-        next_counts = ((reach > 0) & (reach <= served.t_end[:, None])).sum(axis=1)
-        goals[:] = np.where(self.slot_masks[count_now], spec.mask_value, r.goals)
-        next_goals[:] = np.where(self.slot_masks[next_counts], spec.mask_value, r.goals)
+        Each window ends at the relabeled episode's end (its last goal's reach), terminal there if the goals or a
+        recorded termination they did not cause end it."""
+        # Padding or groups: complete at the last real goal's reach (sb3_hir.reach).
+        last = r.reach[:, -1] if self.ordered else instruction_end(r.reach, ~padding_mask(self.goal_spec, r.goals))
+        completed = last > 0
+        end = np.where(completed, last, r.length)  # last step of the relabeled episode
+        m, t_end = self.windows.relabeled(storage, r, end, window, last_flat, num_rec)
+        dones[num_rec:] = (t_end == end) & (completed | r.other_end)
+        next_obs = storage.next_batch(last_flat)
+        key = self.goal_spec.goals_key
+        in_window = self._relabeled_goals(r, t_end, goals[num_rec:], next_obs[key][num_rec:])
+        rel_rewards = rewards[num_rec:]
+        self._relabeled_rewards(storage, r, m, in_window, next_obs, num_rec, rel_rewards)
+        if env is not None:
+            rel_rewards[:] = DictReplayBuffer._normalize_reward(rel_rewards, env)
+        return next_obs
 
-    def _relabeled_rewards(self, storage: Storage, r: Relabeled, served: _Window, next_obs: dict[str, np.ndarray],
-                           rel: slice, rewards: np.ndarray) -> None:
+    def _relabeled_goals(self, r: Relabeled, t_end: np.ndarray, goals: np.ndarray, next_goals: np.ndarray
+                         ) -> np.ndarray | None:
+        """The relabeled instruction in the observations, each goal masked from its reach on; returns ``(B, k)``
+        whether each goal is reached in the window (after ``t``, by ``t_end``), which the rewards count.
+
+        A goal's own reach decides its mask, in slot order or not: in slot order the goals reached by a step are the
+        first ones (reach steps ascend, -1 from the first miss on), as a padding slot is never reached."""
+        reach = r.reach
+        reached = reach > 0
+        now = reached & (reach <= r.t[:, None])
+        then = reached & (reach <= t_end[:, None])
+        shape = (*reach.shape, *(1,) * (r.goals.ndim - 2))
+        mask_value = self.goal_spec.mask_value
+        goals[:] = np.where(now.reshape(shape), mask_value, r.goals)
+        next_goals[:] = np.where(then.reshape(shape), mask_value, r.goals)
+        return then ^ now  # now implies then: reached in (t, t_end]
+
+    def _relabeled_rewards(self, storage: Storage, r: Relabeled, m: np.ndarray | None, in_window: np.ndarray | None,
+                           next_obs: dict[str, np.ndarray], num_rec: int, rewards: np.ndarray) -> None:
         """The goal spec's rewards, in place."""
-        self.windows.goal_rewards(self.goal_spec, r, served, rewards)
+        assert in_window is not None
+        self.windows.goal_rewards(self.goal_spec, r, m, in_window, rewards)
 
     def _tensors(self, obs: dict[str, np.ndarray], actions: np.ndarray, next_obs: dict[str, np.ndarray],
-                 dones: np.ndarray, rewards: np.ndarray, window: np.ndarray, env: VecNormalize | None
+                 dones: np.ndarray, rewards: np.ndarray, window: np.ndarray | None, env: VecNormalize | None
                  ) -> DictReplayBufferSamples:
-        """The samples as tensors; ``discounts`` ``gamma ** m`` for n-step returns."""
-        obs_ = DictReplayBuffer._normalize_obs(obs, env)
-        next_obs_ = DictReplayBuffer._normalize_obs(next_obs, env)
-        assert isinstance(obs_, dict) and isinstance(next_obs_, dict)
+        """The samples as tensors; ``discounts`` ``gamma ** m`` for n-step returns.
+
+        SB3's ``to_torch`` without its defensive copy: every served array is freshly gathered, so on CPU the tensor
+        shares its memory (other devices copy once, per array)."""
+        if env is not None:
+            obs_ = DictReplayBuffer._normalize_obs(obs, env)
+            next_obs_ = DictReplayBuffer._normalize_obs(next_obs, env)
+            assert isinstance(obs_, dict) and isinstance(next_obs_, dict)
+            obs, next_obs = obs_, next_obs_
         device = self.device
-
-        def tensor(array: np.ndarray) -> th.Tensor:
-            # SB3's to_torch without its defensive copy: every served array is freshly gathered, so the tensor may
-            # share its memory (on CPU; other devices copy anyway).
-            return th.from_numpy(array) if device.type == "cpu" else th.as_tensor(array, device=device)
-
+        tensor: Callable[[np.ndarray], th.Tensor] = (
+            th.from_numpy if device.type == "cpu" else partial(th.as_tensor, device=device))
         discounts = self.windows.discounts(window)
         return DictReplayBufferSamples(
-            observations={key: tensor(value) for key, value in obs_.items()},
+            observations={key: tensor(value) for key, value in obs.items()},
             actions=tensor(actions),
-            next_observations={key: tensor(value) for key, value in next_obs_.items()},
-            dones=tensor(dones).reshape(-1, 1),
+            next_observations={key: tensor(value) for key, value in next_obs.items()},
+            dones=tensor(dones.reshape(-1, 1)),
             rewards=tensor(rewards.reshape(-1, 1)),
             discounts=None if discounts is None else tensor(discounts),
         )
@@ -356,15 +374,17 @@ class GoalEnvServing(Serving):
     def env_changed(self) -> None:
         self.reward_checked = False
 
-    def _relabeled_goals(self, r: Relabeled, served: _Window, goals: np.ndarray, next_goals: np.ndarray) -> None:
+    def _relabeled_goals(self, r: Relabeled, t_end: np.ndarray, goals: np.ndarray, next_goals: np.ndarray
+                         ) -> np.ndarray | None:
         goals[:] = r.goals[:, 0]  # a GoalEnv's desired goal stays as it is once reached
         next_goals[:] = r.goals[:, 0]
+        return None  # the env rewards: no goal is counted
 
-    def _relabeled_rewards(self, storage: Storage, r: Relabeled, served: _Window, next_obs: dict[str, np.ndarray],
-                           rel: slice, rewards: np.ndarray) -> None:
+    def _relabeled_rewards(self, storage: Storage, r: Relabeled, m: np.ndarray | None, in_window: np.ndarray | None,
+                           next_obs: dict[str, np.ndarray], num_rec: int, rewards: np.ndarray) -> None:
         # One step: the achieved goal after t is the served next observation's (no second gather).
-        achieved = next_obs[ACHIEVED_GOAL][rel] if served.m is None else None
-        rewards[:] = self._env_rewards(storage, r, served.m, achieved)
+        achieved = next_obs[ACHIEVED_GOAL][num_rec:] if m is None else None
+        rewards[:] = self._env_rewards(storage, r, m, achieved)
 
     def _env_rewards(self, storage: Storage, r: Relabeled, m: np.ndarray | None, achieved: np.ndarray | None
                      ) -> np.ndarray:
