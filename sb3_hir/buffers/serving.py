@@ -30,6 +30,7 @@ from stable_baselines3.common.buffers import DictReplayBuffer
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
+from sb3_hir.buffers import compiled
 from sb3_hir.buffers.draws import Relabeled
 from sb3_hir.buffers.goal_env import ACHIEVED_GOAL, DESIRED_GOAL
 from sb3_hir.buffers.reward_checks import check_recorded_rewards, require_compute_reward
@@ -38,7 +39,7 @@ from sb3_hir.goals import padding_mask
 from sb3_hir.protocols import GoalSpecProtocol
 from sb3_hir.reach import instruction_end
 
-__all__ = ["EnvRewards", "GoalEnvServing", "NSteps", "OneStep", "SampleInfo", "Served", "Serving"]
+__all__ = ["EnvRewards", "GoalEnvServing", "NSteps", "OneStep", "SampleInfo", "Served", "Serving", "rewrite_one_step"]
 
 
 class SampleInfo(NamedTuple):
@@ -243,11 +244,31 @@ class Serving:
         #: every instruction is k goals in slot order (else: padding or groups, whose instruction ends at its last
         #: real goal's reach).
         self.ordered = bool(goal_spec.ordered)
+        self._use_kernel()
+
+    def _use_kernel(self) -> None:
+        """Whether the relabeled rows are rewritten by :func:`rewrite_one_step` (the same rows in one call, where the
+        numpy code takes some twenty array calls): numba enabled where the buffer is built or loaded (``SB3_HIR_JIT``,
+        as the draws), 1-step windows, goals in slot order."""
+        # A serving pickled before it took its settings has no windows (``rebuilt_serving`` replaces it).
+        self.jit = compiled.enabled() and self.ordered and type(self.__dict__.get("windows")) is OneStep
+        #: kernels called (the first call may compile; ``compiled.call``).
+        self.warm: set[str] = set()
+        #: the kernel's constants, settled at its first use: ``(key, k, (fill, table))``, or ``(key, k, None)`` where
+        #: the numpy code must serve (``_kernel_constants``).
+        self._constants: tuple[tuple[Any, ...], int, tuple[np.ndarray, np.ndarray] | None] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for name in ("jit", "warm", "_constants"):  # decided where the buffer is loaded
+            state.pop(name, None)
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # The slot-mask table of servings pickled before the masks came from the reach steps alone.
         state.pop("slot_masks", None)
         self.__dict__.update(state)
+        self._use_kernel()
 
     def env_changed(self) -> None:
         """The buffer got a (new) env: nothing to redo in instruction mode."""
@@ -281,6 +302,12 @@ class Serving:
 
         Each window ends at the relabeled episode's end (its last goal's reach), terminal there if the goals or a
         recorded termination they did not cause end it."""
+        if self.jit:
+            next_obs = storage.next_batch(last_flat)
+            if self._rewrite_compiled(r, num_rec, goals, next_obs[self.goal_spec.goals_key], rewards, dones):
+                if env is not None:
+                    rewards[num_rec:] = DictReplayBuffer._normalize_reward(rewards[num_rec:], env)
+                return next_obs
         # Padding or groups: complete at the last real goal's reach (sb3_hir.reach).
         last = r.reach[:, -1] if self.ordered else instruction_end(r.reach, ~padding_mask(self.goal_spec, r.goals))
         completed = last > 0
@@ -295,6 +322,44 @@ class Serving:
         if env is not None:
             rel_rewards[:] = DictReplayBuffer._normalize_reward(rel_rewards, env)
         return next_obs
+
+    def _rewrite_compiled(self, r: Relabeled, num_rec: int, goals: np.ndarray, next_goals: np.ndarray,
+                          rewards: np.ndarray, dones: np.ndarray) -> bool:
+        """The relabeled rows' dones, goals, next goals and rewards (before normalizing) by :func:`rewrite_one_step`,
+        in place; False where the numpy code must serve them (``_kernel_constants``)."""
+        constants = self._kernel_constants(r, goals)
+        if constants is None or not (goals.flags.c_contiguous and next_goals.flags.c_contiguous):
+            return False  # the rows are rewritten through reshaped views
+        fill, table = constants
+        batch = len(r.t)
+        compiled.call(self.warm, rewrite_one_step, r.reach, r.t, r.length, r.other_end, r.goals.reshape(batch, -1),
+                      fill, table, dones[num_rec:], rewards[num_rec:], goals[num_rec:].reshape(batch, -1),
+                      next_goals[num_rec:].reshape(batch, -1))
+        return True
+
+    def _kernel_constants(self, r: Relabeled, goals: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(fill, table)`` for :func:`rewrite_one_step`: the value a masked goal is served as, and the reward of a
+        row reaching ``c`` goals in its window at ``table[c]``, each computed by the numpy code's own expressions
+        (``np.where`` with the mask value, ``goal_reward`` times the count, then ``step_reward``), so the kernel
+        writes the same bits. None where the drawn goals' dtype or the mask's promotion differs from the served
+        goals' (the numpy code serves those). Settled once per buffer."""
+        spec, drawn, k = self.goal_spec, r.goals, r.reach.shape[1]
+        key = (goals.dtype, drawn.dtype, spec.mask_value, spec.goal_reward, spec.step_reward)
+        cached = self._constants
+        if (cached is not None and cached[1] == k and cached[0][0] is key[0] and cached[0][1] is key[1]
+                and cached[0][2] is key[2] and cached[0][3] is key[3] and cached[0][4] is key[4]):
+            return cached[2]  # identity: no array compares, and a changed setting is seen
+        constants: tuple[np.ndarray, np.ndarray] | None = None
+        probe = np.where(True, spec.mask_value, drawn.reshape(-1)[:1])
+        if drawn.dtype == goals.dtype and probe.dtype == goals.dtype and probe.size:
+            counts = np.arange(k + 1) if k > 1 else np.array([False, True])  # as OneStep.goal_rewards counts
+            table = np.empty(k + 1, dtype=np.float32)
+            table[:] = spec.goal_reward * counts
+            if spec.step_reward:
+                table += np.float64(spec.step_reward)
+            constants = (probe.astype(goals.dtype), table)
+        self._constants = (key, k, constants)
+        return constants
 
     def _relabeled_goals(self, r: Relabeled, t_end: np.ndarray, goals: np.ndarray, next_goals: np.ndarray
                          ) -> np.ndarray | None:
@@ -345,6 +410,37 @@ class Serving:
         )
 
 
+@compiled.kernel
+def rewrite_one_step(reach: np.ndarray, t: np.ndarray, length: np.ndarray, other_end: np.ndarray, drawn: np.ndarray,
+                     fill: np.ndarray, table: np.ndarray, dones: np.ndarray, rewards: np.ndarray, goals: np.ndarray,
+                     next_goals: np.ndarray) -> None:
+    """``Serving._relabel`` for 1-step windows and goals in slot order, in one call: for each relabeled row ``b``
+    (``reach`` ``(B, k)``, ``drawn`` its goals ``(B, k * D)``), done when its transition ends the relabeled episode
+    (its last goal's reach, else its length) and the goals or a recorded termination end it; each goal served as
+    ``fill[0]`` from its reach on (``goals`` before the transition, ``next_goals`` after it); reward
+    ``table[goals reached at t + 1]``. Writes ``dones``, ``rewards``, ``goals`` and ``next_goals`` (``(B, k * D)``
+    views of the served arrays)."""
+    batch, k = reach.shape
+    width = drawn.shape[1] // k
+    for b in range(batch):
+        last = reach[b, k - 1]
+        end = last if last > 0 else length[b]
+        now_step = t[b]
+        next_step = now_step + 1
+        dones[b] = 1.0 if next_step == end and (last > 0 or other_end[b]) else 0.0
+        hits = 0
+        for j in range(k):
+            step = reach[b, j]
+            now = 0 < step <= now_step
+            then = 0 < step <= next_step
+            if then and not now:
+                hits += 1
+            for d in range(j * width, (j + 1) * width):
+                goals[b, d] = fill[0] if now else drawn[b, d]
+                next_goals[b, d] = fill[0] if then else drawn[b, d]
+        rewards[b] = table[hits]
+
+
 class EnvRewards(Protocol):
     """What GoalEnv serving reads of its owner: the env's batched ``compute_reward`` (HER's call), the env itself
     for the checks at its first use, and whether infos are stored."""
@@ -370,6 +466,10 @@ class GoalEnvServing(Serving):
         self.owner = owner
         #: the env's compute_reward checked: made once, at its first use (a new env is checked again).
         self.reward_checked = False
+
+    def _use_kernel(self) -> None:
+        super()._use_kernel()
+        self.jit = False  # the env's compute_reward rewards the rows: nothing for the kernel
 
     def env_changed(self) -> None:
         self.reward_checked = False
