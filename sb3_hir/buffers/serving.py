@@ -34,7 +34,7 @@ from sb3_hir.buffers import compiled
 from sb3_hir.buffers.draws import Relabeled
 from sb3_hir.buffers.goal_env import ACHIEVED_GOAL, DESIRED_GOAL
 from sb3_hir.buffers.reward_checks import check_recorded_rewards, require_compute_reward
-from sb3_hir.buffers.storage import Storage, take_rows
+from sb3_hir.buffers.storage import Storage
 from sb3_hir.goals import padding_mask
 from sb3_hir.protocols import GoalSpecProtocol
 from sb3_hir.reach import instruction_end
@@ -114,10 +114,10 @@ class OneStep:
         Every row is gathered at once, relabeled ones too: one ``take`` per array and no slice to fill beats
         sparing the few rows rewritten. ``window`` None: every window is one transition; each row's next
         observation is its own (``last_flat`` is ``flat``)."""
-        rewards = take_rows(storage.rewards, flat)
+        rewards = storage.take(storage.rewards, flat)
         if env is not None:
             rewards[:] = DictReplayBuffer._normalize_reward(rewards, env)
-        dones = take_rows(storage.dones, flat) * (1 - take_rows(storage.timeouts, flat))
+        dones = storage.take(storage.dones, flat) * (1 - storage.take(storage.timeouts, flat))
         return rewards, dones, None, flat
 
     def relabeled(self, storage: Storage, r: Relabeled, end: np.ndarray, window: np.ndarray | None,
@@ -175,15 +175,15 @@ class NSteps(OneStep):
         seq_rows = (rows[:, None] + np.arange(n)) % size
         seq_flat = seq_rows * n_envs + envs[:, None]
         # A window stops at an episode end, and at the newest row (the next one holds older data).
-        stop = (take_rows(storage.dones, seq_flat) > 0) | (take_rows(storage.timeouts, seq_flat) > 0)
+        stop = (storage.take(storage.dones, seq_flat) > 0) | (storage.take(storage.timeouts, seq_flat) > 0)
         stop |= seq_rows == storage.newest_row
         last = np.where(stop.any(axis=1), stop.argmax(axis=1), n - 1)
         steps = np.arange(n)
         mask = steps <= last[:, None]
-        seq_rewards = DictReplayBuffer._normalize_reward(take_rows(storage.rewards, seq_flat), env)
+        seq_rewards = DictReplayBuffer._normalize_reward(storage.take(storage.rewards, seq_flat), env)
         rewards[:num_recorded] = (seq_rewards * (self.gamma ** steps) * mask).sum(axis=1)
         end_flat = seq_flat[np.arange(num_recorded), last]
-        dones[:num_recorded] = take_rows(storage.dones, end_flat) * (1 - take_rows(storage.timeouts, end_flat))
+        dones[:num_recorded] = storage.take(storage.dones, end_flat) * (1 - storage.take(storage.timeouts, end_flat))
         window[:num_recorded] = last + 1
         last_flat[:num_recorded] = end_flat
         return rewards, dones, window, last_flat
@@ -284,7 +284,7 @@ class Serving:
         num_rec = len(recorded_flat)
         flat = recorded_flat if relabeled is None else np.concatenate((recorded_flat, relabeled.flat))
         obs = storage.obs_batch(flat)
-        actions = take_rows(storage.actions, flat)
+        actions = storage.take(storage.actions, flat)
         # Window m and the flat row whose next observation ends it, per sample (None: one transition, its own).
         rewards, dones, window, last_flat = self.windows.recorded(storage, flat, num_rec, env)
         goals = obs[self.goal_spec.goals_key]
@@ -496,7 +496,7 @@ class GoalEnvServing(Serving):
         n = self.windows.n_steps
         win_flat = self.windows.window_rows(storage, r, m)
         if achieved is None:
-            achieved = take_rows(storage.achieved, win_flat)
+            achieved = storage.take(storage.achieved, win_flat)
         desired = np.repeat(r.goals[:, 0], n, axis=0) if n > 1 else r.goals[:, 0]
         if not self.reward_checked:
             self._first_reward_use(storage, r)
@@ -510,12 +510,12 @@ class GoalEnvServing(Serving):
         if owner.env is not None:  # else compute_reward says that it needs one
             require_compute_reward(owner.env, self.owner)
         flat = relabeled.flat
-        achieved = take_rows(storage.achieved, flat)
+        achieved = storage.take(storage.achieved, flat)
         desired = storage.obs_rows(DESIRED_GOAL, flat)  # the goal step() was rewarded under
         computed = owner.compute_reward(achieved, desired, _infos(storage, flat))
         self.reward_checked = True  # before warning: a warning turned into an error is not repeated every sample
         # Raw with raw: the buffer stores rewards before VecNormalize, and sample() normalizes after this.
-        check_recorded_rewards(owner.env, computed, take_rows(storage.rewards, flat), flat // storage.n_envs,
+        check_recorded_rewards(owner.env, computed, storage.take(storage.rewards, flat), flat // storage.n_envs,
                                flat % storage.n_envs, relabeled.t, owner.copy_info_dict, stacklevel=7)
 
 
