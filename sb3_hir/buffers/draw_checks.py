@@ -9,8 +9,8 @@ admitted pairs, on both backends, where a source hands them to serving:
 * a strategy whose draws are all inadmissible for a while: every relabeled row is then served as recorded, and
   ``served_relabeled_share`` reads 0 without a word.
 
-Both cost a few microseconds per ``sample()`` in the usual case (two reductions over the drawn goals, a counter),
-within the noise of a 256-row sample (about 2 ms with the compiled draw on a loaded 2-core machine).
+Both cost a few microseconds per ``sample()`` in the usual case (two reductions over the drawn goals, or one pass of
+:func:`goals_within` with the compiled draw, and a counter).
 """
 
 from __future__ import annotations
@@ -20,31 +20,41 @@ import warnings
 import numpy as np
 from gymnasium import spaces
 
+from sb3_hir.buffers import compiled
 from sb3_hir.buffers.draws import DrawStrategy, DrawView, Relabeled
 from sb3_hir.buffers.storage import Storage
 
-__all__ = ["DRY_DRAWS", "DrawWatch", "check_draw", "check_goals_in_space", "uniform_bounds"]
+__all__ = ["DRY_DRAWS", "DrawWatch", "check_draw", "check_goals_in_space", "goals_within", "uniform_bounds"]
 
 #: consecutive draws that admit no pair, while finished episodes exist, before :class:`DrawWatch` warns: a healthy
 #: strategy admits some pair within a few batches even early in training.
 DRY_DRAWS = 50
 
+#: goal dtypes :func:`goals_within` takes (numba's integers and floats).
+_KERNEL_DTYPES = frozenset(np.dtype(char) for char in "bBhHiIlLqQfd")
+
 
 def check_goals_in_space(relabeled: Relabeled, view: DrawView, space: spaces.Space, strategy: str,
-                         uniform: tuple[float, float] | None = None) -> None:
+                         uniform: tuple[float, float] | None = None, warm: set[str] | None = None) -> None:
     """Refuse drawn goals outside ``space`` (the goals' Box), naming the key, the value, the bounds and the likely
     fix. The spec's own markers (mask, wildcard, padding) are left to the spec, which may place them outside; a goal
     holding the declared nothing value is never drawn (``GoalSpec.is_nothing``), so one outside the space is refused
     too.
 
     ``uniform``: the Box's bounds when every component shares them (:func:`uniform_bounds`), which settles the usual
-    case, every goal inside, in two reductions.
+    case, every goal inside, in two reductions; ``warm``: the kernels called (``compiled.call``) when the draw runs
+    compiled, which settles it in one pass (:func:`goals_within`) instead.
     """
     if not isinstance(space, spaces.Box) or not len(relabeled.goals):
         return
     goals, spec = relabeled.goals, view.goal_spec
-    if uniform is not None and goals.min() >= uniform[0] and goals.max() <= uniform[1]:
-        return
+    if uniform is not None:
+        if warm is not None and goals.dtype in _KERNEL_DTYPES:
+            inside = compiled.call(warm, goals_within, goals.reshape(-1), uniform[0], uniform[1])
+        else:
+            inside = goals.min() >= uniform[0] and goals.max() <= uniform[1]
+        if inside:
+            return
     outside = (goals < np.broadcast_to(space.low, goals.shape[1:])) | (goals > np.broadcast_to(space.high,
                                                                                                 goals.shape[1:]))
     for marker in ("mask_value", "wildcard_value", "pad_value"):
@@ -65,6 +75,17 @@ def check_goals_in_space(relabeled: Relabeled, view: DrawView, space: spaces.Spa
         f"high={space.high.max()!r}): an achieved value no instruction can hold. If it marks a step that achieved "
         f"nothing, {hint}"
     )
+
+
+@compiled.kernel
+def goals_within(goals: np.ndarray, low: float, high: float) -> bool:
+    """Whether every value of ``goals`` (flat) lies in ``[low, high]`` (a NaN does not): ``goals.min() >= low and
+    goals.max() <= high`` in one pass, stopping at the first value outside."""
+    for i in range(goals.shape[0]):
+        value = goals[i]
+        if not (value >= low and value <= high):
+            return False
+    return True
 
 
 def uniform_bounds(space: spaces.Space) -> tuple[float, float] | None:
@@ -128,4 +149,4 @@ def check_draw(relabeled: Relabeled | None, view: DrawView, storage: Storage, dr
     uniform = cached[1]
     if uniform is not None and uniform[0] == -np.inf and uniform[1] == np.inf:
         return  # an unbounded Box (GoalEnvs' goals): nothing lies outside
-    check_goals_in_space(relabeled, view, space, draws.name, uniform)
+    check_goals_in_space(relabeled, view, space, draws.name, uniform, draws.warm if draws.compiled else None)

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from sb3_hir.buffers.storage import LayoutFactory, Storage, take_rows
+from sb3_hir.buffers.storage import LayoutFactory, Storage
 
 __all__ = ["CompactLayout", "FullLayout", "SparseRows", "layout_factory"]
 
@@ -47,18 +47,20 @@ class FullLayout:
         return list(storage.observations)
 
     def obs_rows(self, storage: Storage, key: str, flat: np.ndarray) -> np.ndarray:
-        return take_rows(storage.observations[key], flat)
+        return storage.take(storage.observations[key], flat)
 
     def next_rows(self, storage: Storage, key: str, flat: np.ndarray) -> np.ndarray:
-        return take_rows(storage.next_observations[key], flat)
+        return storage.take(storage.next_observations[key], flat)
 
     def obs_batch(self, storage: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
         """Every key's observation at rows ``flat`` (what ``sample()`` serves)."""
-        return {key: take_rows(value, flat) for key, value in storage.observations.items()}
+        take = storage.take
+        return {key: take(value, flat) for key, value in storage.observations.items()}
 
     def next_batch(self, storage: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
         """Every key's next observation at rows ``flat``."""
-        return {key: take_rows(value, flat) for key, value in storage.next_observations.items()}
+        take = storage.take
+        return {key: take(value, flat) for key, value in storage.next_observations.items()}
 
     def last_next(self, storage: Storage, key: str) -> np.ndarray:
         """Every sub-env's newest stored next observation of ``key``, ``(n_envs, *shape)``."""
@@ -161,11 +163,11 @@ class CompactLayout(FullLayout):
 
     def obs_rows(self, storage: Storage, key: str, flat: np.ndarray) -> np.ndarray:
         if key != self.achieved:
-            return take_rows(storage.observations[key], flat)
+            return storage.take(storage.observations[key], flat)
         # flat indices step by n_envs per row, so the previous row is n_envs back, wrapping around the buffer
         previous = flat - storage.n_envs
         previous[previous < 0] += storage.buffer_size * storage.n_envs
-        values = take_rows(storage.next_observations[key], previous)
+        values = storage.take(storage.next_observations[key], previous)
         slots = self.start_slot.reshape(-1)[flat]
         starts = np.flatnonzero(slots >= 0)
         if len(starts):
@@ -199,9 +201,9 @@ class CompactLayout(FullLayout):
         out = {}
         for key in keys:
             if key == self.achieved:
-                out[key] = take_rows(storage.next_observations[key], flat)
+                out[key] = storage.take(storage.next_observations[key], flat)
                 continue
-            values = take_rows(storage.observations[key], source)
+            values = storage.take(storage.observations[key], source)
             if len(ended):
                 slots = self.end_slot[key].reshape(-1)[last]
                 has = np.flatnonzero(slots >= 0)

@@ -15,11 +15,20 @@ GoalEnv mode (:class:`GoalEnvServing`) serves a relabeled row as the stored epis
 by the env itself: observations with ``desired_goal = g`` (it stays once reached), reward ``compute_reward(achieved_goal
 after t, g, info_t)`` (one call per batch, as HER calls it, summed over the window for ``n_steps > 1``), and the
 recorded ``dones`` unless successes terminate (see :mod:`~sb3_hir.buffers.draws.her`).
+
+Cost: a batch is gathered once per array, recorded and relabeled rows together, and the relabeled rows are rewritten
+in the gathered arrays, which torch then shares; a 256-row batch costs about what ``DictReplayBuffer``'s gather of
+the same rows costs. The rewrite is some twenty array calls of a few microseconds each in numpy; with numba (1-step
+windows, goals in slot order) it is one kernel call, :func:`rewrite_one_step`, which writes the same bits
+(``tests/buffers/test_serving_kernel.py``). Like the draws' kernels it is chosen where the buffer is built or loaded
+(``SB3_HIR_JIT``); the buffer's ``jit`` switches the draw only.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
+from functools import partial
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -28,15 +37,16 @@ from stable_baselines3.common.buffers import DictReplayBuffer
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
+from sb3_hir.buffers import compiled
 from sb3_hir.buffers.draws import Relabeled
 from sb3_hir.buffers.goal_env import ACHIEVED_GOAL, DESIRED_GOAL
 from sb3_hir.buffers.reward_checks import check_recorded_rewards, require_compute_reward
-from sb3_hir.buffers.storage import Storage, take_rows
+from sb3_hir.buffers.storage import Storage
 from sb3_hir.goals import padding_mask
 from sb3_hir.protocols import GoalSpecProtocol
 from sb3_hir.reach import instruction_end
 
-__all__ = ["EnvRewards", "GoalEnvServing", "NSteps", "OneStep", "SampleInfo", "Served", "Serving"]
+__all__ = ["EnvRewards", "GoalEnvServing", "NSteps", "OneStep", "SampleInfo", "Served", "Serving", "rewrite_one_step"]
 
 
 class SampleInfo(NamedTuple):
@@ -71,7 +81,7 @@ class Served(NamedTuple):
     num_recorded: int
     recorded_goals: np.ndarray
     relabeled: Relabeled | None
-    window: np.ndarray
+    window: np.ndarray | None  # transitions per served window; None: one each (1-step serving allocates nothing)
 
     def info(self, num_goals: int, goal_shape: tuple[int, ...], n_envs: int) -> SampleInfo:
         flat, num_rec, recorded_goals, relabeled = self.flat, self.num_recorded, self.recorded_goals, self.relabeled
@@ -93,16 +103,9 @@ class Served(NamedTuple):
             goals=goals,
             t=t_all,
             episode_start=start_all,
-            window=self.window,
+            window=np.ones(batch, dtype=np.int64) if self.window is None else self.window,
             reach=reach,
         )
-
-
-class _Window(NamedTuple):
-    """A relabeled row's served window: ``m`` transitions (None: one), the next observation after step ``t_end``."""
-
-    m: np.ndarray | None
-    t_end: np.ndarray
 
 
 class OneStep:
@@ -110,23 +113,32 @@ class OneStep:
 
     n_steps = 1
 
-    def recorded(self, storage: Storage, flat: np.ndarray, env: VecNormalize | None, window: np.ndarray,
-                 rewards: np.ndarray, dones: np.ndarray, last_flat: np.ndarray) -> None:
-        """Fill the recorded part in place, as ``DictReplayBuffer`` serves it."""
-        rewards[:] = DictReplayBuffer._normalize_reward(take_rows(storage.rewards, flat), env)
-        dones[:] = take_rows(storage.dones, flat) * (1 - take_rows(storage.timeouts, flat))
+    def recorded(self, storage: Storage, flat: np.ndarray, num_recorded: int, env: VecNormalize | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+        """``(rewards, dones, window, last_flat)`` of the batch ``flat`` served as ``DictReplayBuffer`` serves it;
+        serving rewrites the relabeled rows (from ``num_recorded`` on) after.
 
-    def relabeled(self, storage: Storage, r: Relabeled, end: np.ndarray, window: np.ndarray,
-                  last_flat: np.ndarray) -> _Window:
-        """The window of each relabeled row: the transition itself (``end > t`` always)."""
-        return _Window(None, r.t + 1)
+        Every row is gathered at once, relabeled ones too: one ``take`` per array and no slice to fill beats
+        sparing the few rows rewritten. ``window`` None: every window is one transition; each row's next
+        observation is its own (``last_flat`` is ``flat``)."""
+        rewards = storage.take(storage.rewards, flat)
+        if env is not None:
+            rewards[:] = DictReplayBuffer._normalize_reward(rewards, env)
+        dones = storage.take(storage.dones, flat) * (1 - storage.take(storage.timeouts, flat))
+        return rewards, dones, None, flat
 
-    def last_flat(self, flat: np.ndarray) -> np.ndarray:
-        return flat  # each row's next observation is its own
+    def relabeled(self, storage: Storage, r: Relabeled, end: np.ndarray, window: np.ndarray | None,
+                  last_flat: np.ndarray, num_recorded: int) -> tuple[np.ndarray | None, np.ndarray]:
+        """``(m, t_end)`` of each relabeled row's window: the transition itself (``end > t`` always), ``m`` None
+        for one transition each; ``window`` and ``last_flat`` (past ``num_recorded``) stay as they are."""
+        return None, r.t + 1
 
-    def goal_rewards(self, spec: GoalSpecProtocol, r: Relabeled, served: _Window, rewards: np.ndarray) -> None:
-        """A goal is in the window when reached at ``t + 1``, undiscounted."""
-        rewards[:] = spec.goal_reward * (r.reach == (r.t + 1)[:, None]).sum(axis=1)
+    def goal_rewards(self, spec: GoalSpecProtocol, r: Relabeled, m: np.ndarray | None, in_window: np.ndarray,
+                     rewards: np.ndarray) -> None:
+        """``goal_reward`` per goal reached in the window (at ``t + 1``: ``in_window``), undiscounted."""
+        # One goal: the mask itself (a bool times the reward is the count's product), no reduction.
+        hits = in_window[:, 0] if in_window.shape[1] == 1 else in_window.sum(axis=1)
+        rewards[:] = spec.goal_reward * hits
         if spec.step_reward:
             rewards += np.float64(spec.step_reward)
 
@@ -137,7 +149,7 @@ class OneStep:
     def sum_window(self, rewards: np.ndarray, m: np.ndarray | None) -> np.ndarray:
         return rewards
 
-    def discounts(self, window: np.ndarray) -> np.ndarray | None:
+    def discounts(self, window: np.ndarray | None) -> np.ndarray | None:
         return None
 
 
@@ -153,41 +165,49 @@ class NSteps(OneStep):
         self.n_steps = n_steps
         self.gamma = gamma
 
-    def recorded(self, storage: Storage, flat: np.ndarray, env: VecNormalize | None, window: np.ndarray,
-                 rewards: np.ndarray, dones: np.ndarray, last_flat: np.ndarray) -> None:
-        """Fill the recorded part in place: ``NStepReplayBuffer``'s rule."""
+    def recorded(self, storage: Storage, flat: np.ndarray, num_recorded: int, env: VecNormalize | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+        """The recorded rows by ``NStepReplayBuffer``'s rule; the relabeled ones are left for serving to fill (a
+        window over ``n_steps`` rows is worth sparing)."""
+        batch = len(flat)
+        window = np.ones(batch, dtype=np.int64)
+        rewards = np.empty(batch, dtype=np.float32)
+        dones = np.empty(batch, dtype=np.float32)
+        last_flat = flat.copy()
+        if not num_recorded:
+            return rewards, dones, window, last_flat
         size, n_envs, n = storage.buffer_size, storage.n_envs, self.n_steps
-        rows, envs = flat // n_envs, flat % n_envs
+        rec = flat[:num_recorded]
+        rows, envs = rec // n_envs, rec % n_envs
         seq_rows = (rows[:, None] + np.arange(n)) % size
         seq_flat = seq_rows * n_envs + envs[:, None]
         # A window stops at an episode end, and at the newest row (the next one holds older data).
-        stop = (take_rows(storage.dones, seq_flat) > 0) | (take_rows(storage.timeouts, seq_flat) > 0)
+        stop = (storage.take(storage.dones, seq_flat) > 0) | (storage.take(storage.timeouts, seq_flat) > 0)
         stop |= seq_rows == storage.newest_row
         last = np.where(stop.any(axis=1), stop.argmax(axis=1), n - 1)
         steps = np.arange(n)
         mask = steps <= last[:, None]
-        seq_rewards = DictReplayBuffer._normalize_reward(take_rows(storage.rewards, seq_flat), env)
-        rewards[:] = (seq_rewards * (self.gamma ** steps) * mask).sum(axis=1)
-        end_flat = seq_flat[np.arange(len(flat)), last]
-        dones[:] = take_rows(storage.dones, end_flat) * (1 - take_rows(storage.timeouts, end_flat))
-        window[:] = last + 1
-        last_flat[:] = end_flat
+        seq_rewards = DictReplayBuffer._normalize_reward(storage.take(storage.rewards, seq_flat), env)
+        rewards[:num_recorded] = (seq_rewards * (self.gamma ** steps) * mask).sum(axis=1)
+        end_flat = seq_flat[np.arange(num_recorded), last]
+        dones[:num_recorded] = storage.take(storage.dones, end_flat) * (1 - storage.take(storage.timeouts, end_flat))
+        window[:num_recorded] = last + 1
+        last_flat[:num_recorded] = end_flat
+        return rewards, dones, window, last_flat
 
-    def relabeled(self, storage: Storage, r: Relabeled, end: np.ndarray, window: np.ndarray,
-                  last_flat: np.ndarray) -> _Window:
+    def relabeled(self, storage: Storage, r: Relabeled, end: np.ndarray, window: np.ndarray | None,
+                  last_flat: np.ndarray, num_recorded: int) -> tuple[np.ndarray | None, np.ndarray]:
+        assert window is not None
         m = np.minimum(self.n_steps, end - r.t)
-        window[:] = m
-        last_flat[:] = ((r.start + r.t + m - 1) % storage.buffer_size) * storage.n_envs + r.env
-        return _Window(m, r.t + m)
+        window[num_recorded:] = m
+        last_flat[num_recorded:] = ((r.start + r.t + m - 1) % storage.buffer_size) * storage.n_envs + r.env
+        return m, r.t + m
 
-    def last_flat(self, flat: np.ndarray) -> np.ndarray:
-        return flat.copy()
-
-    def goal_rewards(self, spec: GoalSpecProtocol, r: Relabeled, served: _Window, rewards: np.ndarray) -> None:
+    def goal_rewards(self, spec: GoalSpecProtocol, r: Relabeled, m: np.ndarray | None, in_window: np.ndarray,
+                     rewards: np.ndarray) -> None:
         """``goal_reward`` per goal reached in the window, ``step_reward`` per step, discounted within it."""
-        reach, t, m, gamma = r.reach, r.t, served.m, self.gamma
+        reach, t, gamma = r.reach, r.t, self.gamma
         assert m is not None
-        in_window = (reach > t[:, None]) & (reach <= (t + m)[:, None])
         powers = gamma ** np.maximum(reach - t[:, None] - 1, 0)
         rewards[:] = spec.goal_reward * (in_window * powers).sum(axis=1)
         if spec.step_reward:
@@ -205,7 +225,8 @@ class NSteps(OneStep):
         offsets = np.arange(self.n_steps)
         return (rewards.reshape(-1, self.n_steps) * (self.gamma**offsets) * (offsets < m[:, None])).sum(axis=1)
 
-    def discounts(self, window: np.ndarray) -> np.ndarray | None:
+    def discounts(self, window: np.ndarray | None) -> np.ndarray | None:
+        assert window is not None
         return (self.gamma ** window).astype(np.float32).reshape(-1, 1)
 
 
@@ -227,104 +248,204 @@ class Serving:
         self.goal_spec = goal_spec
         self.windows = windows
         self.device = device
-        #: ``(k+1, k, 1, ..., 1)`` bool table: row c masks the goals reached after c of them.
-        masks = np.arange(num_goals)[None, :] < np.arange(num_goals + 1)[:, None]
-        self.slot_masks = masks.reshape(masks.shape + (1,) * len(goal_shape))
-        #: every instruction is k goals in slot order (else: padding or groups, masked and ended per slot).
+        #: every instruction is k goals in slot order (else: padding or groups, whose instruction ends at its last
+        #: real goal's reach).
         self.ordered = bool(goal_spec.ordered)
+        self._use_kernel()
+
+    def _use_kernel(self) -> None:
+        """Whether the relabeled rows are rewritten by :func:`rewrite_one_step` (the same rows in one call, where the
+        numpy code takes some twenty array calls): numba enabled where the buffer is built or loaded (``SB3_HIR_JIT``,
+        as the draws), 1-step windows, goals in slot order."""
+        # A serving pickled before it took its settings has no windows (``rebuilt_serving`` replaces it).
+        self.jit = compiled.enabled() and self.ordered and type(self.__dict__.get("windows")) is OneStep
+        #: kernels called (the first call may compile; ``compiled.call``).
+        self.warm: set[str] = set()
+        #: the kernel's constants, settled at its first use: ``(key, k, (fill, table))``, or ``(key, k, None)`` where
+        #: the numpy code must serve (``_kernel_constants``).
+        self._constants: tuple[tuple[Any, ...], int, tuple[np.ndarray, np.ndarray] | None] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for name in ("jit", "warm", "_constants"):  # decided where the buffer is loaded
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # The slot-mask table of servings pickled before the masks came from the reach steps alone.
+        state.pop("slot_masks", None)
+        self.__dict__.update(state)
+        self._use_kernel()
 
     def env_changed(self) -> None:
         """The buffer got a (new) env: nothing to redo in instruction mode."""
 
     def serve(self, storage: Storage, recorded_flat: np.ndarray, relabeled: Relabeled | None,
               env: VecNormalize | None) -> tuple[DictReplayBufferSamples, Served]:
-        """Gather the batch (recorded rows first, then relabeled ones) and rewrite the relabeled part."""
-        goals_key, windows = self.goal_spec.goals_key, self.windows
+        """Gather the batch (recorded rows first, then relabeled ones) and rewrite the relabeled part in place.
+
+        Each array is gathered once for the whole batch and handed to torch as it is: the relabeled rows are
+        rewritten in the gathered arrays, not assembled from parts."""
+        if relabeled is not None and not len(relabeled.flat):
+            relabeled = None
         num_rec = len(recorded_flat)
-        num_rel = 0 if relabeled is None else len(relabeled.flat)
-        flat = recorded_flat if not num_rel else np.concatenate([recorded_flat, relabeled.flat])  # type: ignore[union-attr]
-        batch = len(flat)
+        flat = recorded_flat if relabeled is None else np.concatenate((recorded_flat, relabeled.flat))
         obs = storage.obs_batch(flat)
-        actions = take_rows(storage.actions, flat)
-        # Window m and the flat row whose next observation ends it, per sample.
-        window = np.ones(batch, dtype=np.int64)
-        rewards = np.empty(batch, dtype=np.float32)
-        dones = np.empty(batch, dtype=np.float32)
-        last_flat = windows.last_flat(flat)
-        if num_rec:
-            rec = slice(0, num_rec)
-            windows.recorded(storage, recorded_flat, env, window[rec], rewards[rec], dones[rec], last_flat[rec])
-        recorded_goals = obs[goals_key][:num_rec]
-        rel = slice(num_rec, batch)
-        if relabeled is not None and num_rel:
-            served = self._relabeled_windows(storage, relabeled, window[rel], dones[rel], last_flat[rel])
-        next_obs = storage.next_batch(last_flat)
-        if relabeled is not None and num_rel:
-            self._relabeled_goals(relabeled, served, obs[goals_key][rel], next_obs[goals_key][rel])
-            self._relabeled_rewards(storage, relabeled, served, next_obs, rel, rewards[rel])
-            rewards[rel] = DictReplayBuffer._normalize_reward(rewards[rel], env)
+        actions = storage.take(storage.actions, flat)
+        # Window m and the flat row whose next observation ends it, per sample (None: one transition, its own).
+        rewards, dones, window, last_flat = self.windows.recorded(storage, flat, num_rec, env)
+        goals = obs[self.goal_spec.goals_key]
+        if relabeled is None:
+            next_obs = storage.next_batch(last_flat)
+        else:
+            next_obs = self._relabel(storage, relabeled, num_rec, goals, rewards, dones, window, last_flat, env)
         samples = self._tensors(obs, actions, next_obs, dones, rewards, window, env)
-        return samples, Served(flat, num_rec, recorded_goals, relabeled if num_rel else None, window)
+        return samples, Served(flat, num_rec, goals[:num_rec], relabeled, window)
 
-    def _relabeled_windows(self, storage: Storage, r: Relabeled, window: np.ndarray, dones: np.ndarray,
-                           last_flat: np.ndarray) -> _Window:
-        """The relabeled part's windows, in place: each ends at the relabeled episode's end (its k-th goal's reach),
-        terminal there if the goals or a recorded termination they did not cause end it."""
-        if self.ordered:
-            completed = r.reach[:, -1] > 0
-            end = np.where(completed, r.reach[:, -1], r.length)  # last step of the relabeled episode
-        else:  # padding or groups: complete at the last real goal's reach (sb3_hir.reach)
-            last = instruction_end(r.reach, ~padding_mask(self.goal_spec, r.goals))
-            completed = last > 0
-            end = np.where(completed, last, r.length)
-        served = self.windows.relabeled(storage, r, end, window, last_flat)
-        dones[:] = (served.t_end == end) & (completed | r.other_end)
-        return served
+    def _relabel(self, storage: Storage, r: Relabeled, num_rec: int, goals: np.ndarray, rewards: np.ndarray,
+                 dones: np.ndarray, window: np.ndarray | None, last_flat: np.ndarray, env: VecNormalize | None
+                 ) -> dict[str, np.ndarray]:
+        """The relabeled rows (from ``num_rec`` on) rewritten in place, and the batch's next observations.
 
-    def _relabeled_goals(self, r: Relabeled, served: _Window, goals: np.ndarray, next_goals: np.ndarray) -> None:
-        """The relabeled instruction in the observations, goals reached before each of them masked."""
-        spec, reach = self.goal_spec, r.reach
-        if not self.ordered:  # each goal masked from its own reach on (a group's in any order; padding never)
-            reached = reach > 0
-            now = reached & (reach <= r.t[:, None])
-            then = reached & (reach <= served.t_end[:, None])
-            shape = (*reach.shape, *(1,) * (r.goals.ndim - 2))
-            goals[:] = np.where(now.reshape(shape), spec.mask_value, r.goals)
-            next_goals[:] = np.where(then.reshape(shape), spec.mask_value, r.goals)
-            return
-        count_now = ((reach > 0) & (reach <= r.t[:, None])).sum(axis=1)
-        next_counts = ((reach > 0) & (reach <= served.t_end[:, None])).sum(axis=1)
-        goals[:] = np.where(self.slot_masks[count_now], spec.mask_value, r.goals)
-        next_goals[:] = np.where(self.slot_masks[next_counts], spec.mask_value, r.goals)
+        Each window ends at the relabeled episode's end (its last goal's reach), terminal there if the goals or a
+        recorded termination they did not cause end it."""
+        if self.jit:
+            next_obs = storage.next_batch(last_flat)
+            if self._rewrite_compiled(r, num_rec, goals, next_obs[self.goal_spec.goals_key], rewards, dones):
+                if env is not None:
+                    rewards[num_rec:] = DictReplayBuffer._normalize_reward(rewards[num_rec:], env)
+                return next_obs
+        # Padding or groups: complete at the last real goal's reach (sb3_hir.reach).
+        last = r.reach[:, -1] if self.ordered else instruction_end(r.reach, ~padding_mask(self.goal_spec, r.goals))
+        completed = last > 0
+        end = np.where(completed, last, r.length)  # last step of the relabeled episode
+        m, t_end = self.windows.relabeled(storage, r, end, window, last_flat, num_rec)
+        dones[num_rec:] = (t_end == end) & (completed | r.other_end)
+        next_obs = storage.next_batch(last_flat)
+        key = self.goal_spec.goals_key
+        in_window = self._relabeled_goals(r, t_end, goals[num_rec:], next_obs[key][num_rec:])
+        rel_rewards = rewards[num_rec:]
+        self._relabeled_rewards(storage, r, m, in_window, next_obs, num_rec, rel_rewards)
+        if env is not None:
+            rel_rewards[:] = DictReplayBuffer._normalize_reward(rel_rewards, env)
+        return next_obs
 
-    def _relabeled_rewards(self, storage: Storage, r: Relabeled, served: _Window, next_obs: dict[str, np.ndarray],
-                           rel: slice, rewards: np.ndarray) -> None:
+    def _rewrite_compiled(self, r: Relabeled, num_rec: int, goals: np.ndarray, next_goals: np.ndarray,
+                          rewards: np.ndarray, dones: np.ndarray) -> bool:
+        """The relabeled rows' dones, goals, next goals and rewards (before normalizing) by :func:`rewrite_one_step`,
+        in place; False where the numpy code must serve them (``_kernel_constants``)."""
+        constants = self._kernel_constants(r, goals)
+        if constants is None or not (goals.flags.c_contiguous and next_goals.flags.c_contiguous):
+            return False  # the rows are rewritten through reshaped views
+        fill, table = constants
+        batch = len(r.t)
+        compiled.call(self.warm, rewrite_one_step, r.reach, r.t, r.length, r.other_end, r.goals.reshape(batch, -1),
+                      fill, table, dones[num_rec:], rewards[num_rec:], goals[num_rec:].reshape(batch, -1),
+                      next_goals[num_rec:].reshape(batch, -1))
+        return True
+
+    def _kernel_constants(self, r: Relabeled, goals: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(fill, table)`` for :func:`rewrite_one_step`: the value a masked goal is served as, and the reward of a
+        row reaching ``c`` goals in its window at ``table[c]``, each computed by the numpy code's own expressions
+        (``np.where`` with the mask value, ``goal_reward`` times the count, then ``step_reward``), so the kernel
+        writes the same bits. None where the drawn goals' dtype or the mask's promotion differs from the served
+        goals' (the numpy code serves those). Settled once per buffer."""
+        spec, drawn, k = self.goal_spec, r.goals, r.reach.shape[1]
+        key = (goals.dtype, drawn.dtype, spec.mask_value, spec.goal_reward, spec.step_reward)
+        cached = self._constants
+        if (cached is not None and cached[1] == k and cached[0][0] is key[0] and cached[0][1] is key[1]
+                and cached[0][2] is key[2] and cached[0][3] is key[3] and cached[0][4] is key[4]):
+            return cached[2]  # identity: no array compares, and a changed setting is seen
+        constants: tuple[np.ndarray, np.ndarray] | None = None
+        probe = np.where(True, spec.mask_value, drawn.reshape(-1)[:1])
+        if drawn.dtype == goals.dtype and probe.dtype == goals.dtype and probe.size:
+            counts = np.arange(k + 1) if k > 1 else np.array([False, True])  # as OneStep.goal_rewards counts
+            table = np.empty(k + 1, dtype=np.float32)
+            table[:] = spec.goal_reward * counts
+            if spec.step_reward:
+                table += np.float64(spec.step_reward)
+            constants = (probe.astype(goals.dtype), table)
+        self._constants = (key, k, constants)
+        return constants
+
+    def _relabeled_goals(self, r: Relabeled, t_end: np.ndarray, goals: np.ndarray, next_goals: np.ndarray
+                         ) -> np.ndarray | None:
+        """The relabeled instruction in the observations, each goal masked from its reach on; returns ``(B, k)``
+        whether each goal is reached in the window (after ``t``, by ``t_end``), which the rewards count.
+
+        A goal's own reach decides its mask, in slot order or not: in slot order the goals reached by a step are the
+        first ones (reach steps ascend, -1 from the first miss on), as a padding slot is never reached."""
+        reach = r.reach
+        reached = reach > 0
+        now = reached & (reach <= r.t[:, None])
+        then = reached & (reach <= t_end[:, None])
+        shape = (*reach.shape, *(1,) * (r.goals.ndim - 2))
+        mask_value = self.goal_spec.mask_value
+        goals[:] = np.where(now.reshape(shape), mask_value, r.goals)
+        next_goals[:] = np.where(then.reshape(shape), mask_value, r.goals)
+        return then ^ now  # now implies then: reached in (t, t_end]
+
+    def _relabeled_rewards(self, storage: Storage, r: Relabeled, m: np.ndarray | None, in_window: np.ndarray | None,
+                           next_obs: dict[str, np.ndarray], num_rec: int, rewards: np.ndarray) -> None:
         """The goal spec's rewards, in place."""
-        self.windows.goal_rewards(self.goal_spec, r, served, rewards)
+        assert in_window is not None
+        self.windows.goal_rewards(self.goal_spec, r, m, in_window, rewards)
 
     def _tensors(self, obs: dict[str, np.ndarray], actions: np.ndarray, next_obs: dict[str, np.ndarray],
-                 dones: np.ndarray, rewards: np.ndarray, window: np.ndarray, env: VecNormalize | None
+                 dones: np.ndarray, rewards: np.ndarray, window: np.ndarray | None, env: VecNormalize | None
                  ) -> DictReplayBufferSamples:
-        """The samples as tensors; ``discounts`` ``gamma ** m`` for n-step returns."""
-        obs_ = DictReplayBuffer._normalize_obs(obs, env)
-        next_obs_ = DictReplayBuffer._normalize_obs(next_obs, env)
-        assert isinstance(obs_, dict) and isinstance(next_obs_, dict)
+        """The samples as tensors; ``discounts`` ``gamma ** m`` for n-step returns.
+
+        SB3's ``to_torch`` without its defensive copy: every served array is freshly gathered, so on CPU the tensor
+        shares its memory (other devices copy once, per array)."""
+        if env is not None:
+            obs_ = DictReplayBuffer._normalize_obs(obs, env)
+            next_obs_ = DictReplayBuffer._normalize_obs(next_obs, env)
+            assert isinstance(obs_, dict) and isinstance(next_obs_, dict)
+            obs, next_obs = obs_, next_obs_
         device = self.device
-
-        def tensor(array: np.ndarray) -> th.Tensor:
-            # SB3's to_torch without its defensive copy: every served array is freshly gathered, so the tensor may
-            # share its memory (on CPU; other devices copy anyway).
-            return th.from_numpy(array) if device.type == "cpu" else th.as_tensor(array, device=device)
-
+        tensor: Callable[[np.ndarray], th.Tensor] = (
+            th.from_numpy if device.type == "cpu" else partial(th.as_tensor, device=device))
         discounts = self.windows.discounts(window)
         return DictReplayBufferSamples(
-            observations={key: tensor(value) for key, value in obs_.items()},
+            observations={key: tensor(value) for key, value in obs.items()},
             actions=tensor(actions),
-            next_observations={key: tensor(value) for key, value in next_obs_.items()},
-            dones=tensor(dones).reshape(-1, 1),
+            next_observations={key: tensor(value) for key, value in next_obs.items()},
+            dones=tensor(dones.reshape(-1, 1)),
             rewards=tensor(rewards.reshape(-1, 1)),
             discounts=None if discounts is None else tensor(discounts),
         )
+
+
+@compiled.kernel
+def rewrite_one_step(reach: np.ndarray, t: np.ndarray, length: np.ndarray, other_end: np.ndarray, drawn: np.ndarray,
+                     fill: np.ndarray, table: np.ndarray, dones: np.ndarray, rewards: np.ndarray, goals: np.ndarray,
+                     next_goals: np.ndarray) -> None:
+    """``Serving._relabel`` for 1-step windows and goals in slot order, in one call: for each relabeled row ``b``
+    (``reach`` ``(B, k)``, ``drawn`` its goals ``(B, k * D)``), done when its transition ends the relabeled episode
+    (its last goal's reach, else its length) and the goals or a recorded termination end it; each goal served as
+    ``fill[0]`` from its reach on (``goals`` before the transition, ``next_goals`` after it); reward
+    ``table[goals reached at t + 1]``. Writes ``dones``, ``rewards``, ``goals`` and ``next_goals`` (``(B, k * D)``
+    views of the served arrays)."""
+    batch, k = reach.shape
+    width = drawn.shape[1] // k
+    for b in range(batch):
+        last = reach[b, k - 1]
+        end = last if last > 0 else length[b]
+        now_step = t[b]
+        next_step = now_step + 1
+        dones[b] = 1.0 if next_step == end and (last > 0 or other_end[b]) else 0.0
+        hits = 0
+        for j in range(k):
+            step = reach[b, j]
+            now = 0 < step <= now_step
+            then = 0 < step <= next_step
+            if then and not now:
+                hits += 1
+            for d in range(j * width, (j + 1) * width):
+                goals[b, d] = fill[0] if now else drawn[b, d]
+                next_goals[b, d] = fill[0] if then else drawn[b, d]
+        rewards[b] = table[hits]
 
 
 class EnvRewards(Protocol):
@@ -353,18 +474,24 @@ class GoalEnvServing(Serving):
         #: the env's compute_reward checked: made once, at its first use (a new env is checked again).
         self.reward_checked = False
 
+    def _use_kernel(self) -> None:
+        super()._use_kernel()
+        self.jit = False  # the env's compute_reward rewards the rows: nothing for the kernel
+
     def env_changed(self) -> None:
         self.reward_checked = False
 
-    def _relabeled_goals(self, r: Relabeled, served: _Window, goals: np.ndarray, next_goals: np.ndarray) -> None:
+    def _relabeled_goals(self, r: Relabeled, t_end: np.ndarray, goals: np.ndarray, next_goals: np.ndarray
+                         ) -> np.ndarray | None:
         goals[:] = r.goals[:, 0]  # a GoalEnv's desired goal stays as it is once reached
         next_goals[:] = r.goals[:, 0]
+        return None  # the env rewards: no goal is counted
 
-    def _relabeled_rewards(self, storage: Storage, r: Relabeled, served: _Window, next_obs: dict[str, np.ndarray],
-                           rel: slice, rewards: np.ndarray) -> None:
+    def _relabeled_rewards(self, storage: Storage, r: Relabeled, m: np.ndarray | None, in_window: np.ndarray | None,
+                           next_obs: dict[str, np.ndarray], num_rec: int, rewards: np.ndarray) -> None:
         # One step: the achieved goal after t is the served next observation's (no second gather).
-        achieved = next_obs[ACHIEVED_GOAL][rel] if served.m is None else None
-        rewards[:] = self._env_rewards(storage, r, served.m, achieved)
+        achieved = next_obs[ACHIEVED_GOAL][num_rec:] if m is None else None
+        rewards[:] = self._env_rewards(storage, r, m, achieved)
 
     def _env_rewards(self, storage: Storage, r: Relabeled, m: np.ndarray | None, achieved: np.ndarray | None
                      ) -> np.ndarray:
@@ -376,7 +503,7 @@ class GoalEnvServing(Serving):
         n = self.windows.n_steps
         win_flat = self.windows.window_rows(storage, r, m)
         if achieved is None:
-            achieved = take_rows(storage.achieved, win_flat)
+            achieved = storage.take(storage.achieved, win_flat)
         desired = np.repeat(r.goals[:, 0], n, axis=0) if n > 1 else r.goals[:, 0]
         if not self.reward_checked:
             self._first_reward_use(storage, r)
@@ -390,12 +517,12 @@ class GoalEnvServing(Serving):
         if owner.env is not None:  # else compute_reward says that it needs one
             require_compute_reward(owner.env, self.owner)
         flat = relabeled.flat
-        achieved = take_rows(storage.achieved, flat)
+        achieved = storage.take(storage.achieved, flat)
         desired = storage.obs_rows(DESIRED_GOAL, flat)  # the goal step() was rewarded under
         computed = owner.compute_reward(achieved, desired, _infos(storage, flat))
         self.reward_checked = True  # before warning: a warning turned into an error is not repeated every sample
         # Raw with raw: the buffer stores rewards before VecNormalize, and sample() normalizes after this.
-        check_recorded_rewards(owner.env, computed, take_rows(storage.rewards, flat), flat // storage.n_envs,
+        check_recorded_rewards(owner.env, computed, storage.take(storage.rewards, flat), flat // storage.n_envs,
                                flat % storage.n_envs, relabeled.t, owner.copy_info_dict, stacklevel=7)
 
 

@@ -106,7 +106,31 @@ class Storage:
         self.obs_shape = obs_shape
         self.goals_key = goals_key
         self.achieved_key = achieved_key
+        #: ``id(array) -> (array, flat view)``: the flat views :meth:`take` reads through (not pickled).
+        self._views: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.layout: Layout = layout(self) if callable(layout) else layout
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_views", None)  # views of the arrays pickled beside them: made again where loaded
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._views = {}
+
+    def take(self, array: np.ndarray, flat: np.ndarray) -> np.ndarray:
+        """Rows ``flat`` of ``array``, one of this storage's ``(buffer_size, n_envs, ...)`` arrays: ``take_rows``
+        through a flat view made once per array, since a reshape on every read costs about as much as the gather of
+        a batch's rows. An array replaced in the storage gets a view of its own (the entry holds the array, so its
+        id is not reused while cached)."""
+        views = self._views
+        held = views.get(id(array))
+        if held is None or held[0] is not array:
+            if len(views) > 256:  # arrays replaced over and over: keep no stale ones alive
+                views.clear()
+            held = views[id(array)] = (array, array.reshape(-1, *array.shape[2:]))
+        return held[1].take(flat, axis=0)
 
     @classmethod
     def of_rows(cls, rows: Any, infos: np.ndarray | None, cursor: Any, goals_key: str, achieved_key: str,

@@ -1,0 +1,89 @@
+"""The compiled rewrite of the relabeled rows (``serving.rewrite_one_step``) writes the bits the numpy code writes.
+
+The golden tests (``test_served_rows.py``) serve their cases through the kernel where numba runs, and through the
+numpy code under ``SB3_HIR_JIT=0``; here both rewrite the same random relabeled rows under goal specs the golden
+cases do not hold (negative and integer-valued rewards, a step reward, float and integer goals, a float mask on
+integer goals, which the numpy code serves), reach steps in any form, and rows at the end of their episodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch as th
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sb3_hir.buffers import compiled
+from sb3_hir.buffers.draws import Relabeled
+from sb3_hir.buffers.serving import OneStep, Serving
+from sb3_hir.goals import ExactGoalSpec
+
+pytestmark = [pytest.mark.once("dagger"),
+              pytest.mark.skipif(not compiled.AVAILABLE, reason="numba is not importable here")]
+
+
+class _Rows:
+    """The one read the rewrite makes of the storage: next observations, fresh arrays (as gathered)."""
+
+    def __init__(self, next_obs: dict[str, np.ndarray]) -> None:
+        self.next_obs = next_obs
+
+    def next_batch(self, flat: np.ndarray) -> dict[str, np.ndarray]:
+        return {key: value.copy() for key, value in self.next_obs.items()}
+
+
+def _rewrite(serving: Serving, jit: bool, r: Relabeled, num_rec: int, batch: dict[str, np.ndarray],
+             next_obs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    serving.jit = jit
+    goals, rewards, dones = (batch[name].copy() for name in ("goals", "rewards", "dones"))
+    storage: Any = _Rows(next_obs)
+    served_next = serving._relabel(storage, r, num_rec, goals, rewards, dones, None, np.arange(len(rewards)), None)
+    return [goals, served_next["goals"], rewards, dones]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    k=st.integers(1, 4),
+    goal_shape=st.sampled_from([(), (2,), (2, 3)]),
+    dtype=st.sampled_from([np.int32, np.int64, np.float32, np.float64]),
+    mask_value=st.sampled_from([-1, -1.0, -7, 0.5]),
+    goal_reward=st.sampled_from([1.0, -2.5, 0.1, 3.0]),
+    step_reward=st.sampled_from([0.0, -1.0, 0.3]),
+    num_rel=st.integers(1, 30),
+    num_rec=st.integers(0, 5),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_the_kernel_writes_the_numpy_rewrite(k: int, goal_shape: tuple[int, ...], dtype: Any, mask_value: float,
+                                             goal_reward: float, step_reward: float, num_rel: int, num_rec: int,
+                                             seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    spec = ExactGoalSpec(mask_value=mask_value, goal_reward=goal_reward, step_reward=step_reward)
+    serving = Serving(spec, k, goal_shape, OneStep(), th.device("cpu"))
+    length = rng.integers(1, 12, size=num_rel)
+    t = (rng.random(num_rel) * length).astype(np.int64)
+    ends = rng.random(num_rel) < 0.3
+    t[ends] = length[ends] - 1  # the last transition of the episode
+    reach = np.sort(rng.integers(1, length[:, None] + 1, size=(num_rel, k)), axis=1)
+    reach[rng.random((num_rel, k)) < 0.3] = -1  # any form: the rewrite reads each goal's own reach
+    reach[rng.random(num_rel) < 0.2, -1] = -1
+    drawn = rng.integers(-3, 9, size=(num_rel, k, *goal_shape)).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        drawn += 0.25
+    r = Relabeled(np.arange(num_rel), np.zeros(num_rel, np.int64), np.zeros(num_rel, np.int64), t, length, drawn,
+                  reach, rng.random(num_rel) < 0.5)
+    batch_size = num_rec + num_rel
+    batch = {"goals": rng.integers(0, 5, size=(batch_size, k, *goal_shape)).astype(dtype),
+             "rewards": rng.random(batch_size).astype(np.float32),
+             "dones": (rng.random(batch_size) < 0.5).astype(np.float32)}
+    next_obs = {"goals": rng.integers(0, 5, size=(batch_size, k, *goal_shape)).astype(dtype)}
+    numpy_rows = _rewrite(serving, False, r, num_rec, batch, next_obs)
+    kernel_rows = _rewrite(serving, True, r, num_rec, batch, next_obs)
+    for name, a, b in zip(("goals", "next goals", "rewards", "dones"), numpy_rows, kernel_rows, strict=True):
+        assert a.dtype == b.dtype, name
+        assert a.tobytes() == b.tobytes(), name  # the same bits, the sign of a zero reward included
+    # The kernel serves where the mask keeps the goals' dtype; a float mask on integer goals is the numpy code's.
+    fallback = np.dtype(dtype).kind == "i" and isinstance(mask_value, float)
+    assert (serving._constants is not None and serving._constants[2] is None) == fallback
