@@ -21,7 +21,7 @@ in the gathered arrays, which torch then shares; a 256-row batch costs about wha
 the same rows costs. The rewrite is some twenty array calls of a few microseconds each in numpy; with numba (1-step
 windows, goals in slot order) it is one kernel call, :func:`rewrite_one_step`, which writes the same bits
 (``tests/buffers/test_serving_kernel.py``). Like the draws' kernels it is chosen where the buffer is built or loaded
-(``SB3_HIR_JIT``); the buffer's ``jit`` switches the draw only.
+(``SB3_HIR_JIT``); the buffer's ``jit`` switches it with the draw.
 """
 
 from __future__ import annotations
@@ -257,13 +257,17 @@ class Serving:
         """Whether the relabeled rows are rewritten by :func:`rewrite_one_step` (the same rows in one call, where the
         numpy code takes some twenty array calls): numba enabled where the buffer is built or loaded (``SB3_HIR_JIT``,
         as the draws), 1-step windows, goals in slot order."""
-        # A serving pickled before it took its settings has no windows (``rebuilt_serving`` replaces it).
-        self.jit = compiled.enabled() and self.ordered and type(self.__dict__.get("windows")) is OneStep
+        self.use_compiled(compiled.enabled())
         #: kernels called (the first call may compile; ``compiled.call``).
         self.warm: set[str] = set()
         #: the kernel's constants, settled at its first use: ``(key, k, (fill, table))``, or ``(key, k, None)`` where
         #: the numpy code must serve (``_kernel_constants``).
         self._constants: tuple[tuple[Any, ...], int, tuple[np.ndarray, np.ndarray] | None] | None = None
+
+    def use_compiled(self, on: bool) -> None:
+        """Rewrite the relabeled rows with the kernel where it serves (the buffer's ``jit`` switches it with the
+        draws); a serving pickled before it took its settings has no windows (the upgrade replaces it)."""
+        self.jit = bool(on) and self.ordered and type(self.__dict__.get("windows")) is OneStep
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -474,8 +478,7 @@ class GoalEnvServing(Serving):
         #: the env's compute_reward checked: made once, at its first use (a new env is checked again).
         self.reward_checked = False
 
-    def _use_kernel(self) -> None:
-        super()._use_kernel()
+    def use_compiled(self, on: bool) -> None:
         self.jit = False  # the env's compute_reward rewards the rows: nothing for the kernel
 
     def env_changed(self) -> None:
