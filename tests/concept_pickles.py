@@ -49,7 +49,8 @@ def demonstrations(buffer: Any, case: str, count: int) -> list[Any]:
             for i in range(count)]
 
 
-def main() -> None:
+def write(path: Path) -> None:
+    """Fill each case's buffer with the code at hand, pickle it and what it serves next into ``path``."""
     arrays: dict[str, np.ndarray] = {}
     for name, (case, overrides, steps) in CASES.items():
         buffer = filled_buffer(case, steps=steps, size=SIZE, **overrides)
@@ -57,10 +58,10 @@ def main() -> None:
             buffer.add_demonstrations(demonstrations(buffer, case, DEMOS[name]))
         arrays[f"{name}/pickle"] = np.frombuffer(pickle.dumps(buffer), dtype=np.uint8)
         arrays.update({f"{name}/{key}": value for key, value in served(buffer).items()})
-    CONCEPT.parent.mkdir(exist_ok=True)
-    np.savez_compressed(CONCEPT, **arrays)
-    print(f"wrote {len(arrays)} arrays of {len(CASES)} cases to {CONCEPT}", file=sys.stderr)
+    path.parent.mkdir(exist_ok=True)
+    np.savez_compressed(path, **arrays)
+    print(f"wrote {len(arrays)} arrays of {len(CASES)} cases to {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    main()
+    write(CONCEPT)

@@ -10,30 +10,11 @@ it serves exactly those rows.
 
 from __future__ import annotations
 
-import pickle
-import sys
 from pathlib import Path
 
-import numpy as np
-from concept_pickles import CASES, DEMOS, demonstrations
-from served_rows import filled_buffer, served
+from concept_pickles import write
 
 SOURCE = Path(__file__).parent / "data" / "source_pickles.npz"
-SIZE = 40
-
-
-def main() -> None:
-    arrays: dict[str, np.ndarray] = {}
-    for name, (case, overrides, steps) in CASES.items():
-        buffer = filled_buffer(case, steps=steps, size=SIZE, **overrides)
-        if name in DEMOS:
-            buffer.add_demonstrations(demonstrations(buffer, case, DEMOS[name]))
-        arrays[f"{name}/pickle"] = np.frombuffer(pickle.dumps(buffer), dtype=np.uint8)
-        arrays.update({f"{name}/{key}": value for key, value in served(buffer).items()})
-    SOURCE.parent.mkdir(exist_ok=True)
-    np.savez_compressed(SOURCE, **arrays)
-    print(f"wrote {len(arrays)} arrays of {len(CASES)} cases to {SOURCE}", file=sys.stderr)
-
 
 if __name__ == "__main__":
-    main()
+    write(SOURCE)

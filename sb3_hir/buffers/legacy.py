@@ -14,7 +14,7 @@ earlier states load:
 :func:`upgrade` takes any of them to the parts every state shares (the online rows' storage, index and draw strategy,
 the serving, the demonstration region), then builds today's state from those parts and the options read from the
 settings, the same way whatever the version. The generator and the index carry over, so a loaded buffer draws on as
-it would have (``tests/buffers/test_legacy_pickles.py``, ``test_concept_pickles.py``, ``test_source_pickles.py``).
+it would have (``tests/buffers/test_legacy_pickles.py``; ``test_concept_pickles.py`` for versions 2 and 3).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""Buffers pickled before the storage owned the rows (``_layout`` and the cursor on the buffer, the serving reading
-its settings from it, the draws reading the buffer) load with today's code and serve on exactly as before.
+"""Buffers pickled by two earlier states load with today's code and serve on exactly as before: before the storage
+owned the rows (``_layout`` and the cursor on the buffer, the serving reading its settings from it, the draws reading
+the buffer), and by 0.2 (sources holding the parts, views reading the buffer, the settings copied onto it).
 
-``tests/data/concept_pickles.npz`` holds, per case (every draw strategy, both layouts, 1-step and n-step serving,
-instruction and GoalEnv mode), a buffer pickled at commit a8ff4f8 (``tests/concept_pickles.py``) and the rows it
-served next.
+``tests/data/concept_pickles.npz`` and ``tests/data/source_pickles.npz`` hold, per case (every draw strategy, both
+layouts, 1-step and n-step serving, instruction and GoalEnv mode, demonstrations), a buffer pickled at commit a8ff4f8
+(``tests/concept_pickles.py``) or c3075a3 (``tests/source_pickles.py``) and the rows it served next.
 """
 
 from __future__ import annotations
@@ -15,15 +16,16 @@ import pytest
 from concept_pickles import CASES, CONCEPT
 from served_rows import CASES as FILLS
 from served_rows import served
+from source_pickles import SOURCE
 
 from sb3_hir.buffers import compiled
 from sb3_hir.buffers.serving import NSteps
 from sb3_hir.buffers.storage import Storage
 
 
-@pytest.fixture(scope="module")
-def pickles() -> dict[str, np.ndarray]:
-    with np.load(CONCEPT) as data:
+@pytest.fixture(scope="module", params=[CONCEPT, SOURCE], ids=["a8ff4f8", "c3075a3"])
+def pickles(request: pytest.FixtureRequest) -> dict[str, np.ndarray]:
+    with np.load(request.param) as data:
         return {key: data[key] for key in data.files}
 
 
@@ -31,8 +33,8 @@ def pickles() -> dict[str, np.ndarray]:
                                                                               reason="numba is not importable here")),
                                  False], ids=["compiled", "numpy"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_buffers_pickled_before_the_storage_serve_on_as_before(name: str, jit: bool,
-                                                               pickles: dict[str, np.ndarray]) -> None:
+def test_buffers_pickled_by_earlier_states_serve_on_as_before(name: str, jit: bool,
+                                                              pickles: dict[str, np.ndarray]) -> None:
     buffer = pickle.loads(pickles[f"{name}/pickle"].tobytes())
     make_venv = FILLS[CASES[name][0]][0]
     if buffer.goal_env:  # as SB3's load_replay_buffer gives a HER buffer its env back
