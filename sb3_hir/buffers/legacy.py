@@ -63,6 +63,7 @@ def upgrade(owner: str, state: dict[str, Any]) -> dict[str, Any]:
     if index is None:  # version 1: the index and the draw strategy are built again from the flat state
         draws, index = _flat_index(state, options, storage)
     assert draws is not None
+    _settle(draws)
     env_rewards = GoalEnvRewards(None, options.copy_info_dict, owner)
     sources = SourceBuilder(options, state["observation_space"], state["action_space"], state["device"],
                             _unbound_copy(draws), state.get("terminate_on_success"))
@@ -152,6 +153,7 @@ def _serving(state: dict[str, Any], options: BufferOptions, env_rewards: GoalEnv
     serving = state.get("_serving")
     if serving is None or not hasattr(serving, "windows"):
         return choose_serving(options, state["device"], env_rewards, owner)
+    vars(serving).pop("slot_masks", None)  # the masks come from the reach steps alone since 0.2
     if isinstance(serving, GoalEnvServing):
         serving.env_rewards = env_rewards
     return serving
@@ -173,6 +175,7 @@ def _demonstrations(state: dict[str, Any], sources: SourceBuilder) -> tuple[Demo
                         nested._online.view)
         source.view.rng = nested.rng
     if source is not None:
+        _settle(source.draws)
         rng = source.view.rng if source.view.rng is not None else state["rng"]
         source = sources.rebuilt(source.rows, source.storage, _plain_index(source.index), source.draws, rng)
     vars(demos).update(source=source, sources=sources)
@@ -188,6 +191,13 @@ def _carry_counts(state: dict[str, Any], mixture: Mixture) -> None:
     mixture.num_served_demos = state.get("num_served_demos", 0)
     last = state.get("_last_sample")
     mixture.last_online = Served(*last) if isinstance(last, tuple) and not isinstance(last, Served) else last
+
+
+def _settle(draws: DrawStrategy) -> None:
+    """What a draw strategy pickled by an earlier version lacks: whether it was bound (it was, inside a buffer).
+    Whether it draws among event steps is a class default (False: event goals came later), since it decides the
+    backend as the strategy is unpickled."""
+    vars(draws).setdefault("bound", True)
 
 
 def _unbound_copy(draws: DrawStrategy) -> DrawStrategy:

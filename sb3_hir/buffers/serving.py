@@ -276,8 +276,6 @@ class Serving:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        # The slot-mask table of servings pickled before the masks came from the reach steps alone.
-        state.pop("slot_masks", None)
         self.__dict__.update(state)
         self._use_kernel()
 

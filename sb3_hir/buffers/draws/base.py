@@ -174,7 +174,6 @@ class DrawStrategy:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        state.setdefault("bound", True)  # pickled inside a buffer before binding was recorded
         self.__dict__.update(state)
         self.use_compiled(compiled.enabled())  # where the buffer is loaded, not where it was saved
 

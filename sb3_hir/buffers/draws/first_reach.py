@@ -39,6 +39,9 @@ class FirstReachDraw(DrawStrategy):
     #: ``ffirst`` is ``first[forder]``: the drawn step's first reach, read from the row that draws it.
     fields = ("first", "forder", "fcount", "ffirst")
 
+    #: class default, for strategies pickled before event goals (an instance sets its own in ``__init__``).
+    events = False
+
     def __init__(self, exact_values: bool | None = None) -> None:
         self.exact_values = exact_values  # type: ignore[assignment]
         self.cfg: np.ndarray | None = None
@@ -46,7 +49,6 @@ class FirstReachDraw(DrawStrategy):
         super().__init__()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        state.setdefault("events", False)  # pickled before event goals were told apart
         state["cfg"] = None  # rebuilt with today's settings on the first draw
         super().__setstate__(state)
 

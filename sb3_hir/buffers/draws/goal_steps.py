@@ -9,8 +9,6 @@ goals (a goal spec's ``nothing_value``) are drawn among the steps that achieved 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from sb3_hir.buffers import compiled
@@ -39,6 +37,9 @@ class GoalStepsDraw(DrawStrategy):
         which the compiled kernels reproduce. None: decided from the buffer's relabeler.
     """
 
+    #: class default, for strategies pickled before event goals (an instance sets its own in ``__init__``).
+    events = False
+
     def __init__(self, builtin: bool | None = None) -> None:
         self.builtin = builtin
         #: event goals (the goal spec declares ``nothing_value``): goal steps drawn among the event steps.
@@ -55,10 +56,6 @@ class GoalStepsDraw(DrawStrategy):
         if self.events:
             self.fields = (*type(self).fields, *EVENT_FIELDS)
         self.use_compiled(self.compiled)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        state.setdefault("events", False)  # pickled before event goals were drawn among event steps
-        super().__setstate__(state)
 
     def use_compiled(self, on: bool) -> None:
         super().use_compiled(on)
