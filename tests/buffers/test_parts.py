@@ -117,3 +117,17 @@ def test_the_parts_built_from_the_options_alone_store_and_serve_demonstrations()
     batch = mixture.sample(64)  # the online rows are empty: every row from the demonstrations
     assert batch.rewards.shape == (64, 1) and mixture.num_served_demos == 64
     assert mixture.last_demonstrations is not None and mixture.last_online is None
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("relabel_ratio", 1.5, r"relabel_ratio must be a number in \[0, 1\]"),
+    ("terminate_on_success", "yes", "terminate_on_success must be True, False or None"),
+    ("rng", 3, "rng must be a numpy Generator"),
+    ("num_served", -1, "num_served must be an int >= 0"),
+])
+def test_the_settable_settings_refuse_bad_values_by_name_and_keep_theirs(name: str, value: Any, message: str) -> None:
+    buffer = filled_buffer("bitflip_future", steps=10, size=40)
+    before = getattr(buffer, name)
+    with pytest.raises(ValueError, match=message):
+        setattr(buffer, name, value)
+    assert getattr(buffer, name) is before or getattr(buffer, name) == before
