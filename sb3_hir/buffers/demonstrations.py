@@ -5,10 +5,11 @@ arXiv 1709.10089), and symmetric sampling (a fixed share of each batch from the 
 2302.02948) needs no change to the algorithm. SB3 never shipped it (SB3 issues #249, #278).
 
 The demonstrations are the sampler's second source (:class:`Demonstrations`, a :class:`~sb3_hir.buffers.source.Source`
-of their own): rows of a plain ``DictReplayBuffer`` sized to hold them all and never wrapped, in the owner's layout,
-with their own episode index and a copy of the owner's draw strategy. Online data cannot overwrite them, and they are
-relabeled, served and n-stepped exactly as online episodes are, because the owner's settings, generator and serving
-serve them. A batch of ``B`` takes ``floor(B * demo_ratio)`` rows from
+of their own, built by the buffer's :class:`~sb3_hir.buffers.source.SourceBuilder`): rows of a plain
+``DictReplayBuffer`` sized to hold them all and never wrapped, in the buffer's layout, with their own episode index,
+generator and copy of the draw strategy. Online data cannot overwrite them, and they are relabeled, served and
+n-stepped exactly as online episodes are, because the buffer's options, terminal rule and serving serve them
+(:class:`~sb3_hir.buffers.mixture.Mixture`). A batch of ``B`` takes ``floor(B * demo_ratio)`` rows from
 them, one more with probability of the remainder, so ``demo_ratio`` is the served share, with the least variance.
 
 Sources (:func:`as_episodes`): :class:`~sb3_hir.episodes.Episode`\\ s, imitation ``TrajectoryWithRew`` lists (with
