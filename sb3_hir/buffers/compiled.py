@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "AVAILABLE", "DRAW_MODES", "SELECTIONS", "SOME_AT_LEAST_ONE", "box_generator", "call", "config",
+    "AVAILABLE", "DRAW_MODES", "SELECTIONS", "SOME_AT_LEAST_ONE", "below", "box_generator", "call", "config",
     "deferred_interrupt", "draw_goal_steps", "draw_goal_steps_boxed", "draw_mode", "enabled", "jitable", "kernel",
     "kernels_of",
 ]
@@ -121,11 +121,21 @@ class _Lazy:
         return self.dispatcher(*args)
 
 
+def below(rng: np.random.Generator, upper: int) -> int:
+    """``rng.integers(0, upper)`` as kernels draw it: this in plain Python, ``rng_box.below`` once kernels compile
+    (the same draw, without numba's per-call array)."""
+    return int(rng.integers(0, upper))
+
+
 def _materialize() -> None:
     if not _PENDING:
         return
     import numba
     from numba.extending import register_jitable
+
+    from sb3_hir.buffers import rng_box
+
+    globals()["below"] = rng_box.below  # kernels read it as ``compiled.below``, resolved as they compile
 
     for fn in _JITABLE:
         register_jitable(fn)

@@ -1,8 +1,14 @@
-"""The buffer's ``np.random.Generator`` boxed once for the kernels (imported with numba, on the first compiled draw).
+"""The buffer's ``np.random.Generator`` as the kernels take it (imported with numba, on the first compiled draw).
 
 numba unboxes a Generator argument on every call (three ``ctypes.cast`` of its bit generator's function pointers:
 ~7 us, as much as a tenth of a whole ``sample(256)``). A structref that holds it is unboxed in ~0.6 us, and draws
 from the very same stream: the kernels and the numpy code share one generator, as they must to serve identical rows.
+
+:func:`below` is ``rng.integers(0, upper)`` for kernels. numba's scalar ``integers`` allocates a one-element array
+per call (~60 ns, against ~6 ns for the draw itself), and a round draws two integers per candidate row. ``below`` runs
+NumPy's bounded draws on the generator directly (Lemire's rejection, on buffered 32-bit draws below 2**32), so it
+consumes the generator exactly as NumPy's ``integers`` does (``tests/buffers/test_rng_box.py``); above 2**32 it also
+corrects numba's, which leaves NumPy's stream there.
 """
 
 from __future__ import annotations
@@ -14,7 +20,15 @@ import numpy as np
 from numba.core import types
 from numba.experimental import structref
 
-__all__ = ["GeneratorBox", "box"]
+try:  # the generator's raw draws and NumPy's 32-bit bounded draw, as numba's Generator.integers calls them
+    from numba.np.random.generator_core import next_uint32, next_uint64
+    from numba.np.random.random_methods import buffered_bounded_lemire_uint32
+
+    _RAW_DRAWS = True
+except ImportError:  # pragma: no cover - a numba that moved them: integers() itself, the same stream below 2**32
+    _RAW_DRAWS = False
+
+__all__ = ["GeneratorBox", "below", "box"]
 
 
 @structref.register
@@ -40,3 +54,42 @@ def _new(rng):  # type: ignore[no-untyped-def]
 def box(rng: np.random.Generator) -> GeneratorBox:
     """``rng`` boxed (compiled once per machine, then loaded from numba's cache)."""
     return _new(rng)
+
+
+if _RAW_DRAWS:
+
+    @numba.njit(cache=True, nogil=True)
+    def _lemire64(bitgen, span):  # type: ignore[no-untyped-def]
+        """NumPy's ``bounded_lemire_uint64``, in unsigned arithmetic throughout: numba's own mixes ``span`` (signed)
+        with ``UINT64_MAX`` into a float threshold, so its ``integers`` leaves NumPy's stream above 2**32."""
+        excl = np.uint64(span) + np.uint64(1)
+        x = next_uint64(bitgen)
+        if x * excl < excl:
+            threshold = (np.uint64(0xFFFFFFFFFFFFFFFF) - np.uint64(span)) % excl
+            while x * excl < threshold:
+                x = next_uint64(bitgen)
+        low = np.uint64(0xFFFFFFFF)
+        x0, x1, e0, e1 = x & low, x >> np.uint64(32), excl & low, excl >> np.uint64(32)
+        w0 = x0 * e0
+        mid = x1 * e0 + (w0 >> np.uint64(32))
+        w1 = (mid & low) + x0 * e1
+        return x1 * e1 + (mid >> np.uint64(32)) + (w1 >> np.uint64(32))
+
+    @numba.njit(cache=True, nogil=True)
+    def below(rng, upper):  # type: ignore[no-untyped-def]
+        """``rng.integers(0, upper)`` (``upper >= 1``), the same draw without numba's one-element array."""
+        span = upper - 1
+        if span == 0:
+            return np.int64(0)  # integers(0, 1) draws nothing
+        if span < 0xFFFFFFFF:
+            return np.int64(buffered_bounded_lemire_uint32(rng.bit_generator, span))
+        if span == 0xFFFFFFFF:
+            return np.int64(next_uint32(rng.bit_generator))
+        return np.int64(_lemire64(rng.bit_generator, span))
+
+else:  # pragma: no cover
+
+    @numba.njit(cache=True, nogil=True)
+    def below(rng, upper):  # type: ignore[no-untyped-def]
+        """``rng.integers(0, upper)``."""
+        return rng.integers(0, upper)

@@ -365,9 +365,9 @@ def _finished_rows(rng, meta, missing, admitted, upper, cfg):  # type: ignore[no
     rows = np.empty(draws, np.int64)
     envs = np.empty(draws, np.int64)
     for i in range(draws):
-        rows[i] = rng.integers(0, upper)
+        rows[i] = compiled.below(rng, upper)
     for i in range(draws):
-        envs[i] = rng.integers(0, c.n_envs)
+        envs[i] = compiled.below(rng, c.n_envs)
     flat = np.empty(draws, np.int64)
     t = np.empty(draws, np.int64)
     length = np.empty(draws, np.int64)

@@ -1,0 +1,73 @@
+"""The kernels' bounded draw (``rng_box.below``) consumes the generator exactly as NumPy's ``integers`` does.
+
+The compiled draws call ``below`` where the numpy code calls ``rng.integers(0, upper, size=n)``; the served rows are
+identical only if every value and the generator's state after them are. The bounds cover each branch of NumPy's
+bounded draw: nothing drawn (``upper == 1``), Lemire's rejection on buffered 32-bit draws, a full 32-bit draw
+(``upper == 2**32``) and the 64-bit rejection, mixed with float draws that must see the same 32-bit buffer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sb3_hir.buffers import compiled
+
+pytestmark = [pytest.mark.once("dagger"),
+              pytest.mark.skipif(not compiled.AVAILABLE, reason="numba is not importable here")]
+
+_BOUNDS = st.one_of(st.sampled_from([1, 2, 3, 7, 2**31, 2**32 - 1, 2**32, 2**32 + 1, 2**62 + 3]),
+                    st.integers(1, 2**63 - 1))
+
+
+@pytest.fixture(scope="module")
+def draws():  # type: ignore[no-untyped-def]
+    import numba
+
+    from sb3_hir.buffers import rng_box
+
+    below = rng_box.below
+
+    @numba.njit
+    def run(rng, uppers, floats_after):  # type: ignore[no-untyped-def]
+        out = np.empty(len(uppers), np.int64)
+        tail = np.empty(floats_after)
+        for i in range(len(uppers)):
+            out[i] = below(rng, uppers[i])
+        for i in range(floats_after):
+            tail[i] = rng.random()
+        return out, tail
+
+    return run
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), upper=_BOUNDS, count=st.integers(1, 40), floats=st.integers(0, 3))
+def test_below_draws_numpys_integers(draws, seed: int, upper: int, count: int, floats: int) -> None:  # type: ignore[no-untyped-def]
+    ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
+    values, tail = draws(ours, np.full(count, upper, np.int64), floats)
+    expected = theirs.integers(0, upper, size=count)
+    np.testing.assert_array_equal(values, expected)
+    np.testing.assert_array_equal(tail, theirs.random(floats))
+    assert ours.bit_generator.state == theirs.bit_generator.state
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), uppers=st.lists(_BOUNDS, min_size=1, max_size=30))
+def test_below_mixed_bounds_match_scalar_integers(draws, seed: int, uppers: list[int]) -> None:  # type: ignore[no-untyped-def]
+    """Bounds that change from draw to draw, as a round's rows then sub-envs: one ``integers`` call each."""
+    ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
+    values, _ = draws(ours, np.array(uppers, np.int64), 0)
+    np.testing.assert_array_equal(values, [theirs.integers(0, upper) for upper in uppers])
+    assert ours.bit_generator.state == theirs.bit_generator.state
+
+
+def test_kernels_draw_through_below() -> None:
+    """Once kernels compile, ``compiled.below`` is the numba function (a plain call would allocate per draw)."""
+    from sb3_hir.buffers import rng_box
+
+    compiled.draw_goal_steps(np.random.default_rng(0), np.full((1, 1), -1, np.int64), np.array([3]), np.array([0]),
+                             2, True)
+    assert compiled.below is rng_box.below
