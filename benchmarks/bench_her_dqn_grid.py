@@ -12,10 +12,15 @@ Each run is scored at 5k, 10k, 20k and 30k env steps (one run per seed: DQN's ex
 with its own seed (``sb3_hir.experiment.episode_evaluator``). Target (issue 56): at every (cell, budget), ours'
 mean success is at most 0.03 below HER's, or above it, over 5 seeds.
 
+Below the table, what 5 seeds can decide: the misses expected if both sides were one algorithm (each pair's chance of
+a gap below -0.03 under a normal difference with the pair's own standard error), and the mean gap over cells (each
+cell's gaps averaged over its budgets, which share runs) with its 95 % interval across the independent cells.
+
 Each finished run is kept as a JSON file in ``--runs`` (one per cell, side and seed, written atomically), so a grid
 cut short resumes where it stopped; ``--ray`` runs the missing ones as Ray Tune trials, one core each.
 
-Usage: ``python benchmarks/bench_her_dqn_grid.py [--seeds 0 1 2 3 4] [--bits 8 11 14] [--ray] [--table-only]``
+Usage: ``python benchmarks/bench_her_dqn_grid.py [--seeds 0 1 2 3 4] [--bits 8 11 14] [--cells NAME ...] [--ray]
+[--table-only]``
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import time
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -90,9 +97,11 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def table(grid: list[dict[str, Any]], args: argparse.Namespace) -> tuple[list[list[str]], int, int]:
-    """One row per (cell, budget) with every seed of both sides on file; the rows held and those compared."""
+def table(grid: list[dict[str, Any]], args: argparse.Namespace) -> tuple[list[list[str]], int, int, list[str]]:
+    """One row per (cell, budget) with every seed of both sides on file; the rows held and those compared, and the
+    calibration lines (module docstring)."""
     rows, held, compared = [], 0, 0
+    expected_misses, cell_gaps = 0.0, []
     for cell in grid:
         found = {side: [run_path(args.runs, dict(cell=cell, side=side, seed=s, budgets=args.budgets,
                                                  eval_episodes=args.eval_episodes)) for s in args.seeds]
@@ -100,6 +109,7 @@ def table(grid: list[dict[str, Any]], args: argparse.Namespace) -> tuple[list[li
         if not all(p.is_file() for paths in found.values() for p in paths):
             continue
         scores = {side: [json.loads(p.read_text())["scores"] for p in paths] for side, paths in found.items()}
+        gaps = []
         for budget in args.budgets:
             her = np.asarray([s[str(budget)] for s in scores["HER"]])
             ours = np.asarray([s[str(budget)] for s in scores["ours"]])
@@ -108,7 +118,30 @@ def table(grid: list[dict[str, Any]], args: argparse.Namespace) -> tuple[list[li
             held, compared = held + ok, compared + 1
             rows.append([cell_name(cell), str(budget), mean_std(her), mean_std(ours), f"{gap:+.3f}",
                          "yes" if ok else "NO"])
-    return rows, held, compared
+            gaps.append(gap)
+            expected_misses += miss_chance(her, ours)
+        cell_gaps.append(float(np.mean(gaps)))
+    return rows, held, compared, calibration(expected_misses, compared, cell_gaps)
+
+
+def miss_chance(her: np.ndarray, ours: np.ndarray) -> float:
+    """The chance that the pair misses the tolerance if both sides were one algorithm (normal difference)."""
+    if len(her) < 2 or len(ours) < 2:
+        return 0.0
+    se = math.sqrt(her.var(ddof=1) / len(her) + ours.var(ddof=1) / len(ours))
+    return NormalDist().cdf(-TOLERANCE / se) if se > 0 else 0.0
+
+
+def calibration(expected_misses: float, compared: int, cell_gaps: list[float]) -> list[str]:
+    """What the seeds can decide: misses expected under one algorithm, and the mean gap over cells with its
+    95 % interval."""
+    if len(cell_gaps) < 2:
+        return []
+    gaps = np.asarray(cell_gaps)
+    mean, half = gaps.mean(), 1.96 * gaps.std(ddof=1) / math.sqrt(len(gaps))
+    return [f"if both sides were one algorithm, {expected_misses:.1f} of {compared} pairs would miss by chance",
+            f"mean gap over {len(gaps)} cells (ours - HER): {mean:+.4f}, 95 % interval [{mean - half:+.4f}, "
+            f"{mean + half:+.4f}]"]
 
 
 def main() -> None:
@@ -118,6 +151,8 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=100)
     parser.add_argument("--budgets", type=int, nargs="+", default=BUDGETS,
                         help="env steps at which each run is scored; a run lasts the largest")
+    parser.add_argument("--cells", nargs="+", default=None, metavar="NAME",
+                        help="only these cells (names as in the table), e.g. to add seeds where one is in doubt")
     parser.add_argument("--runs", type=Path, default=RUNS, help="where each finished run is kept (and resumed from)")
     parser.add_argument("--ray", action="store_true", help="run the missing runs as Ray Tune trials")
     parser.add_argument("--table-only", action="store_true", help="print the table of the kept runs; run nothing")
@@ -130,6 +165,12 @@ def main() -> None:
         parser.error(f"--budgets must be >= 1; got {args.budgets}")
     args.budgets = sorted(set(args.budgets))
     grid = cells(args.bits)
+    if args.cells is not None:
+        unknown = sorted(set(args.cells) - {cell_name(cell) for cell in grid})
+        if unknown:
+            parser.error(f"--cells: no such cell {unknown}; cells are named as in the table, e.g. "
+                         f"{cell_name(grid[0])}")
+        grid = [cell for cell in grid if cell_name(cell) in args.cells]
     todo = []
     for cell, seed, side in itertools.product(grid, args.seeds, SIDES):
         config = dict(cell=cell, side=side, seed=seed, eval_episodes=args.eval_episodes, budgets=args.budgets)
@@ -141,12 +182,14 @@ def main() -> None:
         for config, out in zip(todo, run_all(run, todo, use_ray=args.ray, name="her_dqn_grid"), strict=True):
             print(f"{cell_name(config['cell'])} {config['side']} seed {config['seed']}: {out['scores']} "
                   f"({out['seconds']:.0f} s)", flush=True)
-    rows, held, compared = table(grid, args)
+    rows, held, compared, notes = table(grid, args)
     print(f"\nSuccess (greedy, {args.eval_episodes} episodes) of SB3's HER and of sb3_hir's drop-in, "
           f"{len(args.seeds)} seeds (mean ± std); held: ours >= HER - {TOLERANCE}")
     print(markdown_table(["cell", "budget", "HER", "ours", "ours - HER", "held"], rows, "lrrrrl"))
     print(f"{'PASS' if rows and held == compared else 'MISS'}  {held} of {compared} (cell, budget) pairs held; "
           f"{len(rows) // len(args.budgets)} of {len(grid)} cells complete")
+    for note in notes:
+        print(note)
 
 
 if __name__ == "__main__":
