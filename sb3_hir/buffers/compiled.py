@@ -11,10 +11,14 @@ Kernels take their settings as a named configuration (:func:`config`): a one-ele
 reads by field name (``cfg[0].n_envs``), so no kernel depends on the order of its settings, and numba unboxes it as
 one argument (twenty scalars cost about twice the call overhead). :func:`draw_goal_steps` reproduces
 ``HindsightInstructionRelabeler.draw_goal_steps`` (``sb3_hir/relabel.py``), which two strategies call.
+
+Kernels are cached on disk (numba's ``cache=True``), each stamped with a digest of every kernel file of the package
+besides its own (:func:`kernel_sources_stamp`): numba's own stamp misses a change in a kernel it compiles in.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import signal
@@ -22,6 +26,8 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -30,7 +36,7 @@ import numpy as np
 __all__ = [
     "AVAILABLE", "DRAW_MODES", "SELECTIONS", "SOME_AT_LEAST_ONE", "below", "box_generator", "call", "config",
     "deferred_interrupt", "draw_goal_steps", "draw_goal_steps_boxed", "draw_mode", "enabled", "jitable", "kernel",
-    "kernels_of",
+    "kernel_sources_stamp", "kernels_of",
 ]
 
 #: numba is a dependency; the numpy code stays the reference, and the fallback where numba has no wheel. numba is
@@ -140,14 +146,49 @@ def _materialize() -> None:
     for fn in _JITABLE:
         register_jitable(fn)
     _JITABLE.clear()
+    stamp = kernel_sources_stamp()
     for lazy in _PENDING:
         lazy.dispatcher = numba.njit(cache=True, nogil=True)(lazy.fn)
+        _stamp_cache(lazy.dispatcher, stamp)
     namespaces = {id(lazy.fn.__globals__): lazy.fn.__globals__ for lazy in _PENDING}
     _PENDING.clear()
     for namespace in namespaces.values():
         for name, value in list(namespace.items()):
             if isinstance(value, _Lazy) and value.dispatcher is not None:
                 namespace[name] = value.dispatcher
+
+
+#: what marks a file of the package whose functions kernels compile in.
+_KERNEL_MARKERS = ("@compiled.kernel", "@compiled.jitable", "@kernel\n", "@jitable\n", "@numba.njit")
+
+
+@cache
+def kernel_sources_stamp() -> str:
+    """A digest of every file of the package that defines kernels or what they compile in (found by their
+    decorators, so every process gets the same digest, whichever kernels it has loaded)."""
+    digest = hashlib.sha256()
+    root = Path(__file__).resolve().parents[1]
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_bytes()
+        if any(marker.encode() in text for marker in _KERNEL_MARKERS):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + text)
+    return digest.hexdigest()
+
+
+def _stamp_cache(dispatcher: Any, stamp: str) -> None:
+    """Make ``dispatcher``'s on-disk cache stale when any kernel file of the package changes, not only its own.
+
+    numba stamps a cached kernel with its own file's content alone, while the kernels it calls are compiled into it:
+    a kernel whose file did not change would load the old code of a changed callee (``draw_rounds`` in
+    ``draws/base.py``, ``below`` in ``rng_box.py``) from the cache, on an upgrade of the package as in a checkout.
+    A kernel of a plugin's module gets the package's stamp the same way. Where numba keeps its cache otherwise
+    (another version's internals), it stays as numba made it."""
+    try:
+        cache_file = dispatcher._cache._cache_file
+        own = cache_file._source_stamp
+    except AttributeError:  # no disk cache, or another numba's internals
+        return
+    cache_file._source_stamp = (own, stamp)
 
 
 def box_generator(rng: np.random.Generator) -> Any:
