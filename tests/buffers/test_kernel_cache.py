@@ -43,7 +43,8 @@ def below(rng, upper):  # type: ignore[no-untyped-def]
 
 def _rows(root: Path) -> str:
     env = {**os.environ, "PYTHONPATH": str(root), "SB3_HIR_JIT": "1"}
-    env.pop("NUMBA_DISABLE_JIT", None)
+    for name in ("NUMBA_DISABLE_JIT", "NUMBA_CACHE_DIR"):  # compiled, and cached beside the copy's files
+        env.pop(name, None)
     done = subprocess.run([sys.executable, "-c", _RUN], env=env, cwd=root, capture_output=True, text=True,
                           timeout=300, check=False)  # cwd: ``-c`` puts it first on the path
     assert done.returncode == 0, done.stderr[-2000:]
