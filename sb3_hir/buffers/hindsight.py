@@ -498,17 +498,17 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
                 got = list(value) if isinstance(value, dict) else type(value).__name__
                 raise ValueError(f"add(): {name} must be a dict with the keys {list(self.obs_shape)}; got {got}")
             for key, shape in self.obs_shape.items():
-                if np.size(value[key]) != n * math.prod(shape):
+                if _size(value[key]) != n * math.prod(shape):
                     raise ValueError(f"add(): {name}[{key!r}] must hold (n_envs, *{tuple(shape)}) = "
                                      f"{(n, *shape)} values; got shape {np.shape(value[key])}")
-        if np.size(action) != n * self.action_dim:
+        if _size(action) != n * self.action_dim:
             raise ValueError(f"add(): action must hold (n_envs, {self.action_dim}) values of "
                              f"{describe(self.action_space)}; got shape {np.shape(action)}")
         for name, per_env in (("reward", reward), ("done", done)):
-            if np.size(per_env) != n:
+            if _size(per_env) != n:
                 raise ValueError(f"add(): {name} must hold one value per env (n_envs={n}); got shape "
                                  f"{np.shape(per_env)}")
-        if not np.isfinite(reward).all():
+        if not _finite(reward):
             raise ValueError(f"add(): reward must be finite; got {np.asarray(reward).tolist()}")
         if not isinstance(infos, (list, tuple)) or len(infos) != n or not all(isinstance(i, dict) for i in infos):
             raise ValueError(f"add(): infos must be a list of n_envs={n} dicts (as a VecEnv returns them); got "
@@ -657,3 +657,15 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
     #: (counted by the episode index when they end).
     episodes_ending_at_goal = property(attrgetter("_index.episodes_ending_at_goal"))
     episodes_going_on_after_goal = property(attrgetter("_index.episodes_going_on_after_goal"))
+
+
+def _size(value: Any) -> int:
+    """``np.size(value)``; an array's own ``size`` where it is one (``add()`` checks a dozen sizes per step)."""
+    return value.size if isinstance(value, np.ndarray) else int(np.size(value))
+
+
+def _finite(values: Any) -> bool:
+    """Whether every value is finite; one env's reward without two ufunc calls."""
+    if isinstance(values, np.ndarray) and values.size == 1 and values.dtype.kind in "fiub":
+        return math.isfinite(values.item())
+    return bool(np.isfinite(values).all())
