@@ -77,7 +77,9 @@ if _RAW_DRAWS:
 
     @numba.njit(cache=True, nogil=True)
     def below(rng, upper):  # type: ignore[no-untyped-def]
-        """``rng.integers(0, upper)`` (``upper >= 1``), the same draw without numba's one-element array."""
+        """``rng.integers(0, upper)``, the same draw without numba's one-element array."""
+        if upper < 1:
+            raise ValueError("below: upper must be >= 1 (rng.integers(0, upper) draws from [0, upper))")
         span = upper - 1
         if span == 0:
             return np.int64(0)  # integers(0, 1) draws nothing

@@ -64,6 +64,12 @@ def test_below_mixed_bounds_match_scalar_integers(draws, seed: int, uppers: list
     assert ours.bit_generator.state == theirs.bit_generator.state
 
 
+def test_below_refuses_an_empty_range(draws) -> None:  # type: ignore[no-untyped-def]
+    """As ``integers(0, 0)`` does: nothing to draw from is an error, not a value."""
+    with pytest.raises(ValueError, match="upper must be >= 1"):
+        draws(np.random.default_rng(0), np.array([0], np.int64), 0)
+
+
 def test_kernels_draw_through_below() -> None:
     """Once kernels compile, ``compiled.below`` is the numba function (a plain call would allocate per draw)."""
     from sb3_hir.buffers import rng_box
