@@ -39,6 +39,8 @@ class ArgumentError(ValueError):
 
 def check_int(value: Any, name: str, minimum: int | None = None, maximum: int | None = None, hint: str = "") -> int:
     """``value`` as an ``int`` in ``[minimum, maximum]`` (either bound optional)."""
+    if type(value) is int and (minimum is None or value >= minimum) and (maximum is None or value <= maximum):
+        return value  # the usual case, without the Integral ABC check (sample() checks its batch size per call)
     if (
         not is_int(value)
         or (minimum is not None and int(value) < minimum)

@@ -172,6 +172,44 @@ def test_relabel_ratio_is_the_share_served_relabeled() -> None:
         assert abs(buffer.last_sample_info.relabeled.mean() - ratio) < 0.05
 
 
+@pytest.mark.parametrize("n_envs", [1, 3])
+def test_recorded_rows_draw_as_dict_replay_buffer(n_envs: int) -> None:
+    """Rows served as recorded are the rows SB3's DictReplayBuffer draws from the same np.random state, and leave
+    np.random where it leaves it (one sub-env included, whose sub-env draw ours skips)."""
+    from stable_baselines3.common.buffers import DictReplayBuffer
+
+    rng = np.random.default_rng(1)
+    buffer = make_buffer(1, size=300, n_envs=n_envs, relabel_ratio=0.0)
+    stream = Stream.into(buffer)
+    for _ in range(8):
+        recs = [simulate(random_path(rng, 12), rng.integers(0, GRID, size=(1, 2))) for _ in range(n_envs)]
+        for t in range(min(len(r.episode) for r in recs)):
+            stream.add(recs, [t] * n_envs)
+    plain = DictReplayBuffer(buffer.buffer_size * n_envs, buffer.observation_space, buffer.action_space, device="cpu",
+                             n_envs=n_envs)
+    upper = buffer.buffer_size if buffer.full else buffer.pos
+    for name in ("observations", "next_observations"):
+        for key, value in getattr(plain, name).items():
+            value[:upper] = getattr(buffer, name)[key][:upper]
+    plain.actions[:upper], plain.rewards[:upper] = buffer.actions[:upper], buffer.rewards[:upper]
+    plain.dones[:upper], plain.timeouts[:upper] = buffer.dones[:upper], buffer.timeouts[:upper]
+    plain.pos, plain.full = buffer.pos, buffer.full
+    for seed in range(3):
+        np.random.seed(seed)
+        ours = buffer.sample(64)
+        after_ours = np.random.get_state()
+        np.random.seed(seed)
+        theirs = plain.sample(64)
+        after_theirs = np.random.get_state()
+        np.testing.assert_array_equal(after_ours[1], after_theirs[1])
+        assert after_ours[2:] == after_theirs[2:]
+        for key in ours.observations:
+            np.testing.assert_array_equal(ours.observations[key].numpy(), theirs.observations[key].numpy())
+            np.testing.assert_array_equal(ours.next_observations[key].numpy(), theirs.next_observations[key].numpy())
+        for name in ("actions", "rewards", "dones"):
+            np.testing.assert_array_equal(getattr(ours, name).numpy(), getattr(theirs, name).numpy())
+
+
 def test_future_goals_come_from_at_or_after_the_transition() -> None:
     """k = 1, "all", future: HER's rule; the goal is a cell achieved after t, first reached after t."""
     rng = np.random.default_rng(1)
