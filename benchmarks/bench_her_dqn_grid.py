@@ -19,13 +19,17 @@ cell's gaps averaged over its budgets, which share runs) with its 95 % interval 
 Each finished run is kept as a JSON file in ``--runs`` (one per cell, side and seed, written atomically), so a grid
 cut short resumes where it stopped; ``--ray`` runs the missing ones as Ray Tune trials, one core each.
 
+``--ours-kwargs KEY=VALUE ...`` passes replay-buffer arguments to ours alone (a diagnosis, not the drop-in by pure
+swap: e.g. ``terminate_on_success=False``, HER's recorded ``dones``); its runs are kept under their own names.
+
 Usage: ``python benchmarks/bench_her_dqn_grid.py [--seeds 0 1 2 3 4] [--bits 8 11 14] [--cells NAME ...] [--ray]
-[--table-only]``
+[--ours-kwargs KEY=VALUE ...] [--table-only]``
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import itertools
 import json
 import math
@@ -66,10 +70,33 @@ def cells(bits: list[int]) -> list[dict[str, Any]]:
             for n, lr, target, explore in itertools.product(bits, LEARNING_RATES, TARGET_UPDATES, EXPLORATIONS)]
 
 
+def side_name(side: str, ours_kwargs: dict[str, Any]) -> str:
+    """A side as its runs are named: ours with ``--ours-kwargs`` is a side of its own."""
+    if side != "ours" or not ours_kwargs:
+        return side
+    return "ours+" + ",".join(f"{key}={value!r}" for key, value in sorted(ours_kwargs.items()))
+
+
+def parse_kwargs(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs, each value a Python literal."""
+    kwargs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise ValueError(f"--ours-kwargs takes KEY=VALUE pairs; got {item!r}")
+        try:
+            kwargs[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"--ours-kwargs {key}: the value must be a Python literal (True, 0.5, 'x'); got "
+                             f"{value!r}") from None
+    return kwargs
+
+
 def run_path(runs: Path, config: dict[str, Any]) -> Path:
     """Where a run is kept: its name holds everything that changes its result."""
     budgets = "-".join(map(str, config["budgets"]))
-    return runs / (f"{cell_name(config['cell'])}-budgets{budgets}-eval{config['eval_episodes']}-{config['side']}-"
+    return runs / (f"{cell_name(config['cell'])}-budgets{budgets}-eval{config['eval_episodes']}-"
+                   f"{side_name(config['side'], config.get('ours_kwargs', {}))}-"
                    f"seed{config['seed']}.json")
 
 
@@ -79,8 +106,9 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
     th.manual_seed(seed)
     fraction, final_eps = EXPLORATIONS[cell["exploration"]]
     venv = make_vec_env(lambda: BitFlippingEnv(n_bits=n_bits, continuous=False), n_envs=1, seed=seed)
+    extra = config.get("ours_kwargs", {}) if config["side"] == "ours" else {}
     model = DQN("MultiInputPolicy", venv, replay_buffer_class=SIDES[config["side"]],
-                replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future"),
+                replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future", **extra),
                 buffer_size=max(config["budgets"]), learning_rate=cell["learning_rate"],
                 target_update_interval=cell["target_update_interval"], exploration_fraction=fraction,
                 exploration_final_eps=final_eps, seed=seed, device="cpu")
@@ -104,7 +132,8 @@ def table(grid: list[dict[str, Any]], args: argparse.Namespace) -> tuple[list[li
     expected_misses, cell_gaps = 0.0, []
     for cell in grid:
         found = {side: [run_path(args.runs, dict(cell=cell, side=side, seed=s, budgets=args.budgets,
-                                                 eval_episodes=args.eval_episodes)) for s in args.seeds]
+                                                 eval_episodes=args.eval_episodes, ours_kwargs=args.ours_kwargs))
+                        for s in args.seeds]
                  for side in SIDES}
         if not all(p.is_file() for paths in found.values() for p in paths):
             continue
@@ -156,7 +185,13 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, default=RUNS, help="where each finished run is kept (and resumed from)")
     parser.add_argument("--ray", action="store_true", help="run the missing runs as Ray Tune trials")
     parser.add_argument("--table-only", action="store_true", help="print the table of the kept runs; run nothing")
+    parser.add_argument("--ours-kwargs", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="replay-buffer arguments for ours alone, e.g. terminate_on_success=False (a diagnosis)")
     args = parser.parse_args()
+    try:
+        args.ours_kwargs = parse_kwargs(args.ours_kwargs)
+    except ValueError as exc:
+        parser.error(str(exc))
     if min(args.bits) < 2:
         parser.error(f"--bits must be >= 2; got {args.bits}")
     if args.eval_episodes < 1:
@@ -174,6 +209,8 @@ def main() -> None:
     todo = []
     for cell, seed, side in itertools.product(grid, args.seeds, SIDES):
         config = dict(cell=cell, side=side, seed=seed, eval_episodes=args.eval_episodes, budgets=args.budgets)
+        if side == "ours" and args.ours_kwargs:
+            config["ours_kwargs"] = args.ours_kwargs
         path = run_path(args.runs, config)
         if not path.is_file():
             todo.append({**config, "path": str(path)})
@@ -183,7 +220,8 @@ def main() -> None:
             print(f"{cell_name(config['cell'])} {config['side']} seed {config['seed']}: {out['scores']} "
                   f"({out['seconds']:.0f} s)", flush=True)
     rows, held, compared, notes = table(grid, args)
-    print(f"\nSuccess (greedy, {args.eval_episodes} episodes) of SB3's HER and of sb3_hir's drop-in, "
+    ours = "sb3_hir's drop-in" + (f" with {args.ours_kwargs}" if args.ours_kwargs else "")
+    print(f"\nSuccess (greedy, {args.eval_episodes} episodes) of SB3's HER and of {ours}, "
           f"{len(args.seeds)} seeds (mean ± std); held: ours >= HER - {TOLERANCE}")
     print(markdown_table(["cell", "budget", "HER", "ours", "ours - HER", "held"], rows, "lrrrrl"))
     print(f"{'PASS' if rows and held == compared else 'MISS'}  {held} of {compared} (cell, budget) pairs held; "
