@@ -333,9 +333,10 @@ class DrawStrategy:
             self._boxed = (view.rng, compiled.call(self.warm, compiled.box_generator, view.rng))
         return self._boxed[1]
 
-    def _kernel_arrays(self, view: DrawView) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(meta, achieved, own_goals, nothing_row)`` as the draw kernels take them, flat over rows and sub-envs:
-        reshaped once, while the buffer keeps the same arrays (a loaded or reset buffer has new ones)."""
+    def _kernel_arrays(self, view: DrawView) -> tuple[tuple[np.ndarray, ...], tuple[int, ...]]:
+        """``(meta, achieved, own_goals, nothing_row)`` as the draw kernels take them, flat over rows and sub-envs,
+        and the shape of one drawn instruction ``(k, *goal_shape)``: made once, while the buffer keeps the same
+        arrays (a loaded or reset buffer has new ones)."""
         assert view.index is not None, "the episode index is built with the buffer, before any draw"
         meta, achieved, instructions = view.index.meta, view.achieved, view.instructions
         nothing = view.goal_spec.nothing_value
@@ -349,22 +350,22 @@ class DrawStrategy:
         # The nothing value as one achieved row in the goals' dtype (the kernel's output dtype), or a 0-length row.
         nothing_row = (np.empty(0, own_goals.dtype) if nothing is None
                        else np.full(flat_achieved.shape[1], nothing, own_goals.dtype))
-        arrays = (meta.reshape(flat_rows, -1), flat_achieved, own_goals, nothing_row)
+        arrays = ((meta.reshape(flat_rows, -1), flat_achieved, own_goals, nothing_row),
+                  (view.num_goals, *view.goal_shape))
         self._flat = (meta, achieved, instructions, nothing, arrays)
         return arrays
 
     def _run_kernel(self, view: DrawView, kernel: Callable[..., Any], count: int, upper: int,
                     cfg: np.ndarray, *extra: Any) -> Relabeled | None:
         """Call a strategy's :func:`draw_rounds` kernel on the buffer's arrays, flat over rows and sub-envs."""
+        arrays, instruction_shape = self._kernel_arrays(view)
         rows, goals, reach, other_end, self.admitted = compiled.call(
-            self.warm, kernel, self._generator(view), *self._kernel_arrays(view), float(self.admitted), upper, count,
-            cfg, *extra,
+            self.warm, kernel, self._generator(view), *arrays, float(self.admitted), upper, count, cfg, *extra,
         )
         if not rows.shape[1]:
             return None
         flat, start, envs, t, length = rows
-        goals = goals.reshape(len(flat), view.num_goals, *view.goal_shape)
-        return Relabeled(flat, start, envs, t, length, goals, reach, other_end)
+        return Relabeled(flat, start, envs, t, length, goals.reshape(-1, *instruction_shape), reach, other_end)
 
 
 @compiled.kernel
