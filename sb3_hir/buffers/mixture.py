@@ -76,7 +76,8 @@ class Mixture:
     def sample_recorded(self, batch_inds: np.ndarray, env: VecNormalize | None = None) -> DictReplayBufferSamples:
         """Online rows ``batch_inds`` served as recorded (with random sub-envs), as ``DictReplayBuffer`` serves
         them (SB3's ``_get_samples``)."""
-        return self._serve(self.online, _with_envs(np.asarray(batch_inds), self.online.storage.n_envs), None, env)
+        # A copy: the served rows are kept (last_sample_info), and the caller's array is the caller's.
+        return self._serve(self.online, _with_envs(np.array(batch_inds), self.online.storage.n_envs), None, env)
 
     def reset_counts(self) -> None:
         """Forget what was served (the buffer's ``reset``)."""
