@@ -112,7 +112,7 @@ def _with_envs(rows: np.ndarray, n_envs: int) -> np.ndarray:
     """Flat indices of ``rows`` with sub-envs drawn as ``DictReplayBuffer._get_samples`` draws them (``np.random``).
 
     One sub-env draws nothing: NumPy's ``randint(0, 1)`` returns zeros without touching the stream, so the rows
-    themselves are the flat indices and the stream is the same, without a ~4 us call."""
+    themselves are the flat indices and the stream is the same, without the call (``bench_kernel_costs.py``)."""
     if n_envs == 1:
         return rows
     return rows * n_envs + np.random.randint(0, high=n_envs, size=(len(rows),))

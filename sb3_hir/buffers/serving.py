@@ -431,8 +431,9 @@ def rewrite_one_step(reach: np.ndarray, t: np.ndarray, length: np.ndarray, other
     views of the served arrays)."""
     batch, k = reach.shape
     width = drawn.shape[1] // k
-    mask = fill[0]  # read once: inside the loop it is loaded again after every store (the outputs might alias it)
-    # Every goal as drawn, then the reached ones masked (few are): a select per value cost ~33 ns a row, this ~10.
+    mask = fill[0]  # read once: in the loop it is loaded again after every store (the outputs might alias it)
+    # Every goal as drawn, then the reached ones masked (few are): a select per value and the mask read in the
+    # loop cost 2.8x this (benchmarks/bench_kernel_costs.py).
     goals[:] = drawn
     next_goals[:] = drawn
     for b in range(batch):

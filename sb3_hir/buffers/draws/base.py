@@ -459,7 +459,7 @@ def draw_rounds(rng, meta, achieved, own_goals, nothing, admitted, upper, missin
         admitted = max(admissible / draws, 0.01)
         filled += got
         missing -= got
-    # Four arrays, not eight: numba boxes each returned array (about 0.6 us apiece).
+    # Four arrays, not eight: numba boxes each returned array (benchmarks/bench_kernel_costs.py).
     return o_rows[:, :filled], o_goals[:filled], o_reach[:filled], o_end[:filled], admitted
 
 
