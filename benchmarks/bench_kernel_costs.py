@@ -121,11 +121,11 @@ def main() -> None:
         for name, (before, after) in pairs.items():
             times[name].append((timed(before, args.calls)(), timed(after, args.calls)()))
     print(f"median of {args.rounds} interleaved rounds of {args.calls} calls")
-    rows = []
+    table_rows = []
     for name, values in times.items():
         old_us, new_us = np.median([v[0] for v in values]), np.median([v[1] for v in values])
-        rows.append([name, f"{old_us:.2f}", f"{new_us:.2f}", f"{new_us / old_us:.2f}"])
-    print(markdown_table(["cost", "before us", "after us", "after / before"], rows, "lrrr"))
+        table_rows.append([name, f"{old_us:.2f}", f"{new_us:.2f}", f"{new_us / old_us:.2f}"])
+    print(markdown_table(["cost", "before us", "after us", "after / before"], table_rows, "lrrr"))
 
 
 if __name__ == "__main__":
