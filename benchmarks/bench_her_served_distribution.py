@@ -12,8 +12,14 @@ they do, near 0 when they do not.
 
 Printed per goal selection strategy and seed: the rewarded share of each buffer and both p-values against HER.
 
+What it cannot see: which stored rows are served, beyond what a row reads. HER samples rows of finished episodes
+only; the drop-in's recorded rows are drawn as ``DictReplayBuffer`` draws them, over every stored row, the running
+episodes' too. Under a stationary policy those rows read alike, so ``--buffer-size`` (a buffer that wraps, where HER
+also drops an overwritten episode's remaining rows) shows the relabeling under overwriting, not that difference.
+
 Usage: ``python benchmarks/bench_her_served_distribution.py [--n-bits 4] [--max-steps 16] [--n-envs 2]
-[--steps 8000] [--batches 400] [--seeds 0 1 2] [--strategies future episode final]``
+[--steps 8000] [--batches 400] [--seeds 0 1 2] [--strategies future episode final]
+[--n-sampled-goal 4] [--continuous] [--buffer-size N]``
 """
 
 from __future__ import annotations
@@ -34,13 +40,14 @@ from sb3_hir.experiment import markdown_table
 BATCH = 256
 
 
-def bitflip(n_bits: int, max_steps: int, n_envs: int) -> DummyVecEnv:
-    return DummyVecEnv([lambda: BitFlippingEnv(n_bits=n_bits, continuous=False, max_steps=max_steps)] * n_envs)
+def bitflip(n_bits: int, max_steps: int, n_envs: int, continuous: bool = False) -> DummyVecEnv:
+    return DummyVecEnv([lambda: BitFlippingEnv(n_bits=n_bits, continuous=continuous, max_steps=max_steps)] * n_envs)
 
 
-def buffers(env: DummyVecEnv, strategy: str, seed: int, size: int) -> dict[str, Any]:
-    """SB3's HER, the drop-in and the control, with HER's defaults (``n_sampled_goal=4``)."""
-    kwargs: dict[str, Any] = dict(n_envs=env.num_envs, n_sampled_goal=4, goal_selection_strategy=strategy)
+def buffers(env: DummyVecEnv, strategy: str, seed: int, size: int, n_sampled_goal: int = 4) -> dict[str, Any]:
+    """SB3's HER, the drop-in and the control, each with ``n_sampled_goal`` (HER's default 4)."""
+    kwargs: dict[str, Any] = dict(n_envs=env.num_envs, n_sampled_goal=n_sampled_goal,
+                                  goal_selection_strategy=strategy)
     obs_space, action_space = env.observation_space, env.action_space
     assert isinstance(obs_space, spaces.Dict)
     return {
@@ -57,10 +64,13 @@ def fill(targets: list[Any], env: DummyVecEnv, steps: int, seed: int) -> None:
     env.seed(seed)
     rng = np.random.default_rng(seed)
     action_space = env.action_space
-    assert isinstance(action_space, spaces.Discrete)
     obs = env.reset()
     for _ in range(steps):
-        action = rng.integers(0, int(action_space.n), size=env.num_envs)
+        if isinstance(action_space, spaces.Discrete):  # one bit flipped, uniformly
+            action = rng.integers(0, int(action_space.n), size=env.num_envs)
+        else:  # continuous: each bit flipped where its action is positive
+            assert isinstance(action_space, spaces.Box)
+            action = rng.uniform(-1.0, 1.0, size=(env.num_envs, *action_space.shape)).astype(action_space.dtype)
         next_obs, reward, done, infos = env.step(action)
         assert isinstance(next_obs, dict)
         stored_next = {key: value.copy() for key, value in next_obs.items()}
@@ -68,7 +78,7 @@ def fill(targets: list[Any], env: DummyVecEnv, steps: int, seed: int) -> None:
             for key in stored_next:
                 stored_next[key][i] = infos[i]["terminal_observation"][key]
         for buffer in targets:
-            buffer.add(obs, stored_next, action.reshape(-1, 1), reward, done, infos)
+            buffer.add(obs, stored_next, action.reshape(env.num_envs, -1), reward, done, infos)
         obs = next_obs
 
 
@@ -105,8 +115,10 @@ def homogeneity_p(a: np.ndarray, b: np.ndarray) -> float:
 
 def compare(strategy: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     """One seed: the three buffers filled alike, their rows served, the rewarded shares and both p-values."""
-    env = bitflip(args.n_bits, args.max_steps, args.n_envs)
-    built = buffers(env, strategy, seed + 1, size=2 * args.steps * args.n_envs)  # never wraps
+    env = bitflip(args.n_bits, args.max_steps, args.n_envs, getattr(args, "continuous", False))
+    # Without --buffer-size, twice what is stored: no row is overwritten.
+    size = args.buffer_size if getattr(args, "buffer_size", None) else 2 * args.steps * args.n_envs
+    built = buffers(env, strategy, seed + 1, size=size, n_sampled_goal=getattr(args, "n_sampled_goal", 4))
     fill(list(built.values()), env, args.steps, seed)
     rows = {name: served(buffer, args.batches, seed + 2) for name, buffer in built.items()}
     rewarded = {name: float(np.mean(cells // (2 * (args.n_bits + 1)) == 0)) for name, cells in rows.items()}
@@ -121,15 +133,20 @@ def main() -> None:
     parser.add_argument("--n-envs", type=int, default=2)
     parser.add_argument("--steps", type=int, default=8000, help="env steps stored (per sub-env)")
     parser.add_argument("--batches", type=int, default=400, help="batches of 256 served by each buffer")
+    parser.add_argument("--n-sampled-goal", type=int, default=4, help="HER's: relabeled share n / (n + 1)")
+    parser.add_argument("--continuous", action="store_true", help="BitFlipping's continuous actions (a Box)")
+    parser.add_argument("--buffer-size", type=int, default=None,
+                        help="the buffers' buffer_size (SB3's: over all sub-envs); default: no row overwritten")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--strategies", nargs="+", default=["future", "episode", "final"],
                         choices=["future", "episode", "final"])
     args = parser.parse_args()
-    for name in ("n_bits", "max_steps", "n_envs", "steps", "batches"):
+    for name in ("n_bits", "max_steps", "n_envs", "steps", "batches", "n_sampled_goal"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1; got {getattr(args, name)}")
-    print(f"BitFlipping {args.n_bits} bits, {args.max_steps} steps, {args.n_envs} envs, a random policy, "
-          f"{args.steps} steps stored; {args.batches} batches of {BATCH} served by each buffer")
+    print(f"BitFlipping {args.n_bits} bits, {args.max_steps} steps, {args.n_envs} envs, "
+          f"{'continuous' if args.continuous else 'discrete'} actions, a random policy, {args.steps} steps stored; "
+          f"n_sampled_goal={args.n_sampled_goal}; {args.batches} batches of {BATCH} served by each buffer")
     table_rows = []
     for strategy in args.strategies:
         for seed in args.seeds:
