@@ -19,7 +19,8 @@ recorded ``dones`` unless successes terminate (see :mod:`~sb3_hir.buffers.draws.
 Cost: a batch is gathered once per array, recorded and relabeled rows together, and the relabeled rows are rewritten
 in the gathered arrays, which torch then shares; a 256-row batch costs about what ``DictReplayBuffer``'s gather of
 the same rows costs. The rewrite is some twenty array calls of a few microseconds each in numpy; with numba (1-step
-windows, goals in slot order) it is one kernel call, :func:`rewrite_one_step`, which writes the same bits
+windows, goals in slot order) the recorded rows' rewards and dones and the relabeled rows' rewrite are one kernel
+call, :func:`serve_one_step` (:func:`rewrite_one_step` for the relabeled rows), which writes the same bits
 (``tests/buffers/test_serving_kernel.py``). Like the draws' kernels it is chosen where the buffer is built or loaded
 (``SB3_HIR_JIT``); the buffer's ``jit`` switches it with the draw.
 """
@@ -46,7 +47,10 @@ from sb3_hir.goals import padding_mask
 from sb3_hir.protocols import GoalSpecProtocol
 from sb3_hir.reach import instruction_end
 
-__all__ = ["EnvRewards", "GoalEnvServing", "NSteps", "OneStep", "SampleInfo", "Served", "Serving", "rewrite_one_step"]
+__all__ = [
+    "EnvRewards", "GoalEnvServing", "NSteps", "OneStep", "SampleInfo", "Served", "Serving", "rewrite_one_step",
+    "serve_one_step",
+]
 
 
 class SampleInfo(NamedTuple):
@@ -254,9 +258,9 @@ class Serving:
         self._use_kernel()
 
     def _use_kernel(self) -> None:
-        """Whether the relabeled rows are rewritten by :func:`rewrite_one_step` (the same rows in one call, where the
-        numpy code takes some twenty array calls): numba enabled where the buffer is built or loaded (``SB3_HIR_JIT``,
-        as the draws), 1-step windows, goals in slot order."""
+        """Whether the batch's rewards and dones and the relabeled rows' goals are written by :func:`serve_one_step`
+        (the same rows in one call, where the numpy code takes some twenty array calls): numba enabled where the
+        buffer is built or loaded (``SB3_HIR_JIT``, as the draws), 1-step windows, goals in slot order."""
         self.use_compiled(compiled.enabled())
         #: kernels called (the first call may compile; ``compiled.call``).
         self.warm: set[str] = set()
@@ -294,15 +298,46 @@ class Serving:
         flat = recorded_flat if relabeled is None else np.concatenate((recorded_flat, relabeled.flat))
         obs = storage.obs_batch(flat)
         actions = storage.take(storage.actions, flat)
-        # Window m and the flat row whose next observation ends it, per sample (None: one transition, its own).
-        rewards, dones, window, last_flat = self.windows.recorded(storage, flat, num_rec, env)
         goals = obs[self.goal_spec.goals_key]
-        if relabeled is None:
-            next_obs = storage.next_batch(last_flat)
+        one_call = self._serve_compiled(storage, flat, num_rec, relabeled, goals, env) if self.jit else None
+        window: np.ndarray | None = None
+        if one_call is not None:
+            next_obs, rewards, dones = one_call
         else:
-            next_obs = self._relabel(storage, relabeled, num_rec, goals, rewards, dones, window, last_flat, env)
+            # Window m and the flat row whose next observation ends it, per sample (None: one transition, its own).
+            rewards, dones, window, last_flat = self.windows.recorded(storage, flat, num_rec, env)
+            if relabeled is None:
+                next_obs = storage.next_batch(last_flat)
+            else:
+                next_obs = self._relabel(storage, relabeled, num_rec, goals, rewards, dones, window, last_flat, env)
         samples = self._tensors(obs, actions, next_obs, dones, rewards, window, env)
         return samples, Served(flat, num_rec, goals[:num_rec], relabeled, window)
+
+    def _serve_compiled(self, storage: Storage, flat: np.ndarray, num_rec: int, r: Relabeled | None,
+                        goals: np.ndarray, env: VecNormalize | None
+                        ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray] | None:
+        """The batch's next observations, rewards and dones by :func:`serve_one_step`, one call for the recorded and
+        the relabeled rows (the goals rewritten in place); None where the numpy code serves: no relabeled row, or
+        constants the kernel cannot write (``_kernel_constants``)."""
+        if r is None or not goals.flags.c_contiguous:  # the goals are rewritten through a reshaped view
+            return None
+        constants = self._kernel_constants(r, goals)
+        dones_dtype = storage.dones.dtype
+        if constants is None or storage.timeouts.dtype != dones_dtype:
+            return None
+        next_obs = storage.next_batch(flat)
+        key = self.goal_spec.goals_key
+        next_goals = next_obs[key] = np.ascontiguousarray(next_obs[key])  # a copy only where a layout gave a view
+        batch, fill, table = len(flat), *constants
+        rewards = np.empty(batch, dtype=storage.rewards.dtype)
+        dones = np.empty(batch, dtype=dones_dtype)
+        compiled.call(self.warm, serve_one_step, flat[:num_rec], storage.flat_rows(storage.rewards),
+                      storage.flat_rows(storage.dones), storage.flat_rows(storage.timeouts), r.reach, r.t, r.length,
+                      r.other_end, r.goals.reshape(len(r.t), -1), fill, table, dones, rewards,
+                      goals.reshape(batch, -1), next_goals.reshape(batch, -1))
+        if env is not None:
+            rewards[:] = DictReplayBuffer._normalize_reward(rewards, env)
+        return next_obs, rewards, dones
 
     def _relabel(self, storage: Storage, r: Relabeled, num_rec: int, goals: np.ndarray, rewards: np.ndarray,
                  dones: np.ndarray, window: np.ndarray | None, last_flat: np.ndarray, env: VecNormalize | None
@@ -311,12 +346,6 @@ class Serving:
 
         Each window ends at the relabeled episode's end (its last goal's reach), terminal there if the goals or a
         recorded termination they did not cause end it."""
-        if self.jit:
-            next_obs = storage.next_batch(last_flat)
-            if self._rewrite_compiled(r, num_rec, goals, next_obs[self.goal_spec.goals_key], rewards, dones):
-                if env is not None:
-                    rewards[num_rec:] = DictReplayBuffer._normalize_reward(rewards[num_rec:], env)
-                return next_obs
         # Padding or groups: complete at the last real goal's reach (sb3_hir.reach).
         last = r.reach[:, -1] if self.ordered else instruction_end(r.reach, ~padding_mask(self.goal_spec, r.goals))
         completed = last > 0
@@ -331,20 +360,6 @@ class Serving:
         if env is not None:
             rel_rewards[:] = DictReplayBuffer._normalize_reward(rel_rewards, env)
         return next_obs
-
-    def _rewrite_compiled(self, r: Relabeled, num_rec: int, goals: np.ndarray, next_goals: np.ndarray,
-                          rewards: np.ndarray, dones: np.ndarray) -> bool:
-        """The relabeled rows' dones, goals, next goals and rewards (before normalizing) by :func:`rewrite_one_step`,
-        in place; False where the numpy code must serve them (``_kernel_constants``)."""
-        constants = self._kernel_constants(r, goals)
-        if constants is None or not (goals.flags.c_contiguous and next_goals.flags.c_contiguous):
-            return False  # the rows are rewritten through reshaped views
-        fill, table = constants
-        batch = len(r.t)
-        compiled.call(self.warm, rewrite_one_step, r.reach, r.t, r.length, r.other_end, r.goals.reshape(batch, -1),
-                      fill, table, dones[num_rec:], rewards[num_rec:], goals[num_rec:].reshape(batch, -1),
-                      next_goals[num_rec:].reshape(batch, -1))
-        return True
 
     def _kernel_constants(self, r: Relabeled, goals: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """``(fill, table)`` for :func:`rewrite_one_step`: the value a masked goal is served as, and the reward of a
@@ -417,6 +432,24 @@ class Serving:
             rewards=tensor(rewards.reshape(-1, 1)),
             discounts=None if discounts is None else tensor(discounts),
         )
+
+
+@compiled.kernel
+def serve_one_step(recorded: np.ndarray, stored_rewards: np.ndarray, stored_dones: np.ndarray,
+                   stored_timeouts: np.ndarray, reach: np.ndarray, t: np.ndarray, length: np.ndarray,
+                   other_end: np.ndarray, drawn: np.ndarray, fill: np.ndarray, table: np.ndarray, dones: np.ndarray,
+                   rewards: np.ndarray, goals: np.ndarray, next_goals: np.ndarray) -> None:
+    """1-step serving in one call: the batch's first rows, ``recorded`` (their flat rows in the storage's flat
+    ``stored_*`` arrays), as ``OneStep.recorded`` serves them (the stored reward; done unless a time-out, as
+    ``dones * (1 - timeouts)`` in the stored dtype), then the relabeled rows by :func:`rewrite_one_step`. One call
+    in place of three gathers, two array operations and the rewrite's own (``bench_kernel_costs.py``)."""
+    num_rec = len(recorded)
+    for i in range(num_rec):
+        row = recorded[i]
+        rewards[i] = stored_rewards[row]
+        dones[i] = stored_dones[row] * (np.float32(1.0) - stored_timeouts[row])  # numpy's dtype: no float64 step
+    rewrite_one_step(reach, t, length, other_end, drawn, fill, table, dones[num_rec:], rewards[num_rec:],
+                     goals[num_rec:], next_goals[num_rec:])
 
 
 @compiled.kernel

@@ -121,16 +121,21 @@ class Storage:
 
     def take(self, array: np.ndarray, flat: np.ndarray) -> np.ndarray:
         """Rows ``flat`` of ``array``, one of this storage's ``(buffer_size, n_envs, ...)`` arrays: ``take_rows``
-        through a flat view made once per array, since a reshape on every read costs about as much as the gather of
-        a batch's rows. An array replaced in the storage gets a view of its own (the entry holds the array, so its
-        id is not reused while cached)."""
+        through its flat view (:meth:`flat_rows`)."""
+        return self.flat_rows(array).take(flat, axis=0)
+
+    def flat_rows(self, array: np.ndarray) -> np.ndarray:
+        """``array``, one of this storage's ``(buffer_size, n_envs, ...)`` arrays, with rows and sub-envs as one axis:
+        a view made once per array, since a reshape on every read costs about as much as the gather of a batch's
+        rows. An array replaced in the storage gets a view of its own (the entry holds the array, so its id is not
+        reused while cached)."""
         views = self._views
         held = views.get(id(array))
         if held is None or held[0] is not array:
             if len(views) > 256:  # arrays replaced over and over: keep no stale ones alive
                 views.clear()
             held = views[id(array)] = (array, array.reshape(-1, *array.shape[2:]))
-        return held[1].take(flat, axis=0)
+        return held[1]
 
     @classmethod
     def of_rows(cls, rows: Any, infos: np.ndarray | None, cursor: Any, goals_key: str, achieved_key: str,

@@ -1,4 +1,5 @@
-"""The compiled rewrite of the relabeled rows (``serving.rewrite_one_step``) writes the bits the numpy code writes.
+"""1-step serving's kernel (``serving.serve_one_step``: the recorded rows' rewards and dones, then the relabeled
+rows' rewrite) writes the bits the numpy code writes.
 
 The golden tests (``test_served_rows.py``) serve their cases through the kernel where numba runs, and through the
 numpy code under ``SB3_HIR_JIT=0``; here both rewrite the same random relabeled rows under goal specs the golden
@@ -8,6 +9,7 @@ integer goals, which the numpy code serves), reach steps in any form, and rows a
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import numpy as np
@@ -15,10 +17,13 @@ import pytest
 import torch as th
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from served_rows import filled_buffer
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from sb3_hir.buffers import compiled
 from sb3_hir.buffers.draws import Relabeled
 from sb3_hir.buffers.serving import OneStep, Serving
+from sb3_hir.envs import MazeRunnerEnv
 from sb3_hir.goals import ExactGoalSpec
 
 pytestmark = [pytest.mark.once("dagger"),
@@ -26,10 +31,18 @@ pytestmark = [pytest.mark.once("dagger"),
 
 
 class _Rows:
-    """The one read the rewrite makes of the storage: next observations, fresh arrays (as gathered)."""
+    """What 1-step serving reads of a storage: the stored rewards, dones and time-outs of the batch's rows (one
+    sub-env, the batch's rows in order) and its next observations (fresh arrays, as gathered)."""
 
-    def __init__(self, next_obs: dict[str, np.ndarray]) -> None:
+    def __init__(self, batch: dict[str, np.ndarray], next_obs: dict[str, np.ndarray]) -> None:
+        self.rewards, self.dones, self.timeouts = (batch[name][:, None] for name in ("rewards", "dones", "timeouts"))
         self.next_obs = next_obs
+
+    def flat_rows(self, array: np.ndarray) -> np.ndarray:
+        return array.reshape(-1)
+
+    def take(self, array: np.ndarray, flat: np.ndarray) -> np.ndarray:
+        return self.flat_rows(array).take(flat, axis=0)
 
     def next_batch(self, flat: np.ndarray) -> dict[str, np.ndarray]:
         return {key: value.copy() for key, value in self.next_obs.items()}
@@ -37,10 +50,17 @@ class _Rows:
 
 def _rewrite(serving: Serving, jit: bool, r: Relabeled, num_rec: int, batch: dict[str, np.ndarray],
              next_obs: dict[str, np.ndarray]) -> list[np.ndarray]:
-    serving.jit = jit
-    goals, rewards, dones = (batch[name].copy() for name in ("goals", "rewards", "dones"))
-    storage: Any = _Rows(next_obs)
-    served_next = serving._relabel(storage, r, num_rec, goals, rewards, dones, None, np.arange(len(rewards)), None)
+    """The batch's goals, next goals, rewards and dones as the kernel (``jit``, where it serves) or the numpy code
+    serves them."""
+    storage: Any = _Rows(batch, next_obs)
+    flat = np.arange(len(batch["rewards"]))
+    goals = batch["goals"].copy()
+    one_call = serving._serve_compiled(storage, flat, num_rec, r, goals, None) if jit else None
+    if one_call is not None:
+        served_next, rewards, dones = one_call
+    else:
+        rewards, dones, window, last_flat = serving.windows.recorded(storage, flat, num_rec, None)
+        served_next = serving._relabel(storage, r, num_rec, goals, rewards, dones, window, last_flat, None)
     return [goals, served_next["goals"], rewards, dones]
 
 
@@ -77,7 +97,8 @@ def test_the_kernel_writes_the_numpy_rewrite(k: int, goal_shape: tuple[int, ...]
     batch_size = num_rec + num_rel
     batch = {"goals": rng.integers(0, 5, size=(batch_size, k, *goal_shape)).astype(dtype),
              "rewards": rng.random(batch_size).astype(np.float32),
-             "dones": (rng.random(batch_size) < 0.5).astype(np.float32)}
+             "dones": (rng.random(batch_size) < 0.5).astype(np.float32),
+             "timeouts": (rng.random(batch_size) < 0.3).astype(np.float32)}
     next_obs = {"goals": rng.integers(0, 5, size=(batch_size, k, *goal_shape)).astype(dtype)}
     numpy_rows = _rewrite(serving, False, r, num_rec, batch, next_obs)
     kernel_rows = _rewrite(serving, True, r, num_rec, batch, next_obs)
@@ -87,3 +108,26 @@ def test_the_kernel_writes_the_numpy_rewrite(k: int, goal_shape: tuple[int, ...]
     # The kernel serves where the mask keeps the goals' dtype; a float mask on integer goals is the numpy code's.
     fallback = np.dtype(dtype).kind == "i" and isinstance(mask_value, float)
     assert (serving._constants is not None and serving._constants[2] is None) == fallback
+
+
+@pytest.mark.parametrize("case", ["maze_k3_some_future", "maze_k1_some_future"])
+def test_vec_normalize_rewards_are_served_as_the_numpy_code_serves_them(case: str) -> None:
+    """With a ``VecNormalize`` env the kernel's batch is normalized as a whole, the numpy code's recorded and relabeled
+    parts apart: the same bits either way (a copy of one buffer samples on each backend from the same state)."""
+    buffer = filled_buffer(case)
+    venv = VecNormalize(DummyVecEnv([MazeRunnerEnv]), norm_obs=False, norm_reward=True,
+                        clip_reward=1.5)
+    venv.ret_rms.var = np.array(2.7)
+    batches = []
+    for jit in (True, False):
+        copy = pickle.loads(pickle.dumps(buffer))  # the same generator state and draw estimates on both sides
+        copy.jit = jit
+        np.random.seed(3)
+        batches.append([copy.sample(64, venv) for _ in range(3)])
+    for fast, slow in zip(*batches, strict=True):
+        assert fast.rewards.numpy().tobytes() == slow.rewards.numpy().tobytes()
+        assert fast.dones.numpy().tobytes() == slow.dones.numpy().tobytes()
+        for key in fast.observations:
+            assert th.equal(fast.next_observations[key], slow.next_observations[key]), key
+    rewards = th.cat([samples.rewards for samples in batches[0]])
+    assert rewards.abs().max() <= 1.5 and len(th.unique(rewards)) > 1  # normalized and clipped, not all one value
