@@ -144,6 +144,8 @@ def main() -> None:
     for name in ("n_bits", "max_steps", "n_envs", "steps", "batches", "n_sampled_goal"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1; got {getattr(args, name)}")
+    if args.buffer_size is not None and args.buffer_size < 2 * args.n_envs:
+        parser.error(f"--buffer-size must be >= 2 rows per sub-env ({2 * args.n_envs}); got {args.buffer_size}")
     print(f"BitFlipping {args.n_bits} bits, {args.max_steps} steps, {args.n_envs} envs, "
           f"{'continuous' if args.continuous else 'discrete'} actions, a random policy, {args.steps} steps stored; "
           f"n_sampled_goal={args.n_sampled_goal}; {args.batches} batches of {BATCH} served by each buffer")
