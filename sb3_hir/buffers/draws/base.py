@@ -375,36 +375,37 @@ def _finished_rows(rng, meta, missing, admitted, upper, cfg):  # type: ignore[no
     ``keep[:batch]`` indexing them.
 
     Each pass makes one level of independent loads over the whole batch (the row, then the episode's first row),
-    so the memory system overlaps them: the rows are scattered over the view.
+    so the memory system overlaps them: the rows are scattered over the view. The kept rows are listed without a
+    branch, as in ``_admit_round``.
     """
     c = cfg[0]
+    size, n_envs, f_t, f_len, f_id = c.size, c.n_envs, c.f_t, c.f_len, c.f_id
     draws = oversample(missing, admitted)
     rows = np.empty(draws, np.int64)
     envs = np.empty(draws, np.int64)
     for i in range(draws):
         rows[i] = compiled.below(rng, upper)
     for i in range(draws):
-        envs[i] = compiled.below(rng, c.n_envs)
+        envs[i] = compiled.below(rng, n_envs)
     flat = np.empty(draws, np.int64)
     t = np.empty(draws, np.int64)
     length = np.empty(draws, np.int64)
     row_id = np.empty(draws, np.int64)
     for i in range(draws):
-        flat[i] = rows[i] * c.n_envs + envs[i]
-        t[i] = meta[flat[i], c.f_t]
-        length[i] = meta[flat[i], c.f_len]
-        row_id[i] = meta[flat[i], c.f_id]
+        at = rows[i] * n_envs + envs[i]
+        flat[i] = at
+        t[i] = meta[at, f_t]
+        length[i] = meta[at, f_len]
+        row_id[i] = meta[at, f_id]
     keep = np.empty(draws, np.int64)
     start = np.empty(draws, np.int64)
     batch = 0
-    for i in range(draws):
+    for i in range(draws):  # without a branch: every row is written, and the count moves on the kept ones
         first_row = rows[i] - t[i]
-        if first_row < 0:
-            first_row += c.size
-        if length[i] > 0 and meta[first_row * c.n_envs + envs[i], c.f_id] == row_id[i]:
-            keep[batch] = i
-            start[batch] = first_row
-            batch += 1
+        first_row += size * (first_row < 0)
+        keep[batch] = i
+        start[batch] = first_row
+        batch += (length[i] > 0) & (meta[first_row * n_envs + envs[i], f_id] == row_id[i])
     return draws, envs, flat, t, length, keep, start, batch
 
 
@@ -443,10 +444,11 @@ def draw_rounds(rng, meta, achieved, own_goals, nothing, admitted, upper, missin
     """
     c = cfg[0]
     total = missing
-    o_rows = np.empty((5, total), np.int64)  # flat, start, env, t, length
-    o_goals = np.empty((total, c.k * achieved.shape[1]), nothing.dtype)
-    o_reach = np.empty((total, c.k), np.int64)
-    o_end = np.empty(total, np.bool_)
+    # One row more than the draws fill: ``_admit_round`` writes every draw, and one it drops lands there.
+    o_rows = np.empty((5, total + 1), np.int64)  # flat, start, env, t, length
+    o_goals = np.empty((total + 1, c.k * achieved.shape[1]), nothing.dtype)
+    o_reach = np.empty((total + 1, c.k), np.int64)
+    o_end = np.empty(total + 1, np.bool_)
     filled = 0
     for _ in range(c.rounds + 1):
         if missing == 0:
@@ -471,38 +473,39 @@ def _admit_round(achieved: np.ndarray, own_goals: np.ndarray, nothing: np.ndarra
     """One round of :func:`draw_rounds`: its admissible draws, in order, written to the outputs from row ``filled``
     on until they are full, each with its goals (achieved values of the goal steps, or the own goals). Returns
     ``(admissible, written)``: extra admissible draws count as admissible but are dropped, which keeps the kept ones
-    uniform."""
+    uniform.
+
+    Without a branch on admission, which about a third of the draws fail at random (a mispredicted branch each):
+    every draw is written at the next free row (the outputs' last row once they are full) and the count moves on the
+    admissible ones, so a dropped draw is overwritten (``benchmarks/results/bench_compare_branchless.txt``)."""
     c = cfg[0]
-    k, dim, total = c.k, achieved.shape[1], len(o_end)
+    k, dim, total = c.k, achieved.shape[1], len(o_end) - 1  # the last row takes what is dropped
+    size, n_envs = c.size, c.n_envs
     has_nothing = nothing.shape[0] > 0
     admissible = 0
     got = 0
     for b in range(batch):
         i = keep[b]
         last = reach[b, k - 1]
-        if not ok[b] or (last > 0 and last <= t[i]):
-            continue  # not admissible: the relabeled episode would have ended before t
-        if has_nothing and _takes_nothing(achieved, nothing, steps, b, start[b], envs[i], k, dim, c.size, c.n_envs):
-            continue  # not admissible: a goal would be a step that achieved nothing
-        admissible += 1
-        if filled + got >= total:
-            continue  # more than needed: extra admissible draws are dropped, which keeps the kept ones uniform
-        out = filled + got
+        # Not admissible where the relabeled episode would have ended before t.
+        admit = np.int64(ok[b]) & np.int64(not ((last > 0) & (last <= t[i])))
+        if has_nothing and admit and _takes_nothing(achieved, nothing, steps, b, start[b], envs[i], k, dim, size,
+                                                    n_envs):
+            admit = 0  # not admissible: a goal would be a step that achieved nothing
+        admissible += admit
+        out = min(filled + got, total)
         o_rows[0, out], o_rows[1, out], o_rows[2, out], o_rows[3, out] = flat[i], start[b], envs[i], t[i]
         o_rows[4, out] = length[i]
         o_end[out] = other_end[b]
+        own = start[b] * n_envs + envs[i]
         for j in range(k):
             o_reach[out, j] = reach[b, j]
-            at = start[b] * c.n_envs + envs[i]
-            if steps[b, j] > 0:
-                row = start[b] + steps[b, j] - 1
-                if row >= c.size:
-                    row -= c.size
-                at = row * c.n_envs + envs[i]
-                for d in range(dim):
-                    o_goals[out, j * dim + d] = achieved[at, d]
-            else:
-                for d in range(dim):
-                    o_goals[out, j * dim + d] = own_goals[at, j * dim + d]
-        got += 1
+            step = steps[b, j]
+            row = start[b] + step - 1
+            row += size * (row < 0) - size * (row >= size)  # an own goal's (step -1) stays a row of the view
+            at = row * n_envs + envs[i]
+            for d in range(dim):  # both read, one kept: a select, where a branch would mispredict
+                drawn, recorded = achieved[at, d], own_goals[own, j * dim + d]
+                o_goals[out, j * dim + d] = drawn if step > 0 else recorded
+        got += admit & np.int64(filled + got < total)  # more than needed: dropped, which keeps the kept ones uniform
     return admissible, got

@@ -161,45 +161,47 @@ def first_reach(achieved: np.ndarray, own_goals: np.ndarray, spec: GoalSpec, goa
 
 @compiled.kernel
 def _first_reach_round(rng, meta, envs, flat, t, length, keep, start, batch, cfg, params):  # type: ignore[no-untyped-def]
-    """``FirstReachDraw._instructions`` for one round of :func:`~sb3_hir.buffers.draws.base.draw_rounds`."""
+    """``FirstReachDraw._instructions`` for one round of :func:`~sb3_hir.buffers.draws.base.draw_rounds`.
+
+    The coin and the drawn goal's reach decide each draw at random, so each is a select, not a branch
+    (``_admit_round``)."""
     c = cfg[0]
+    size, n_envs, mode = c.size, c.n_envs, c.draw_mode
     own_step = np.empty(batch, np.int64)
     for b in range(batch):
-        own_step[b] = meta[start[b] * c.n_envs + envs[keep[b]], c.f_own]
+        own_step[b] = meta[start[b] * n_envs + envs[keep[b]], c.f_own]
     draw = np.empty(batch, np.bool_)
     for b in range(batch):
-        draw[b] = c.draw_mode != 0 and own_step[b] <= 0
-    if c.draw_mode == 1:  # "some": half the transitions with a free slot draw a goal
+        draw[b] = (mode != 0) & (own_step[b] <= 0)
+    if mode == 1:  # "some": half the transitions with a free slot draw a goal
         for b in range(batch):
-            draw[b] = (rng.random() < 0.5) and draw[b]
-    steps = np.full((batch, 1), -1, np.int64)
+            draw[b] = (rng.random() < 0.5) & draw[b]
+    steps = np.empty((batch, 1), np.int64)
     reach = np.empty((batch, 1), np.int64)
     ok = np.empty(batch, np.bool_)
     other_end = np.empty(batch, np.bool_)
+    f_first, f_forder, f_ffirst, f_fcount = c.f_first, c.f_forder, c.f_ffirst, c.f_fcount
     for b in range(batch):
         i = keep[b]
         if c.selection == 2:  # "final"
-            step = length[i]
+            step = np.int64(length[i])
             at = start[b] + length[i] - 1
-            if at >= c.size:
-                at -= c.size
-            first = meta[at * c.n_envs + envs[i], c.f_first]
+            at -= size * (at >= size)
+            first = np.int64(meta[at * n_envs + envs[i], f_first])
         else:
-            pick = np.int64(rng.random() * max(np.int64(meta[flat[i], c.f_fcount]), 1))
+            pick = np.int64(rng.random() * max(np.int64(meta[flat[i], f_fcount]), 1))
             at = start[b] + pick
-            if at >= c.size:
-                at -= c.size
-            step = meta[at * c.n_envs + envs[i], c.f_forder]
-            first = meta[at * c.n_envs + envs[i], c.f_ffirst]  # same row: no second lookup
-        if c.events and c.draw_mode != 0:  # event goals: admitted where a drawn goal would be, coin or not
-            ok[b] = own_step[b] > 0 or first > t[i]
+            at -= size * (at >= size)
+            step = np.int64(meta[at * n_envs + envs[i], f_forder])
+            first = np.int64(meta[at * n_envs + envs[i], f_ffirst])  # same row: no second lookup
+        drawn = draw[b]
+        if c.events and mode != 0:  # event goals: admitted where a drawn goal would be, coin or not
+            ok[b] = (own_step[b] > 0) | (first > t[i])
         else:
-            ok[b] = (not draw[b]) or first > t[i]
-        if draw[b]:
-            steps[b, 0] = step
-            reach[b, 0] = first if first > 0 else -1
-        else:
-            reach[b, 0] = own_step[b]
+            ok[b] = (not drawn) | (first > t[i])
+        steps[b, 0] = step if drawn else -1
+        reach_drawn = first if first > 0 else -1
+        reach[b, 0] = reach_drawn if drawn else own_step[b]
         other_end[b] = meta[flat[i], c.f_end] > 0
     return steps, reach, ok, other_end
 
