@@ -12,6 +12,7 @@ included), then samples with fixed seeds of ``np.random`` and of the buffer.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -103,10 +104,12 @@ CASES: dict[str, tuple[Any, type, dict[str, Any], int]] = {
 }
 
 
-def filled_buffer(name: str, steps: int | None = None, size: int = 150, **overrides: Any
+def filled_buffer(name: str, steps: int | None = None, size: int = 150,
+                  after_add: Callable[[HindsightInstructionReplayBuffer, int], None] | None = None, **overrides: Any
                   ) -> HindsightInstructionReplayBuffer:
     """Case ``name``'s buffer (``size`` rows per env) after ``steps`` (default: the case's) of a seeded random
-    policy, added as SB3's collection adds them."""
+    policy, added as SB3's collection adds them; ``after_add(buffer, step)`` runs after each step's ``add`` (to
+    sample while the buffer fills, as training does)."""
     make_venv, cls, kwargs, case_steps = CASES[name]
     steps = case_steps if steps is None else steps
     venv = make_venv()
@@ -115,7 +118,7 @@ def filled_buffer(name: str, steps: int | None = None, size: int = 150, **overri
     rng = np.random.default_rng(5)
     obs = venv.reset()
     space = venv.action_space
-    for _ in range(steps):
+    for step in range(steps):
         if isinstance(space, spaces.Discrete):
             actions = rng.integers(0, int(space.n), size=venv.num_envs)
         else:
@@ -127,6 +130,8 @@ def filled_buffer(name: str, steps: int | None = None, size: int = 150, **overri
                 next_obs[key][i] = infos[i]["terminal_observation"][key]
         stored = actions if not isinstance(space, spaces.Discrete) else actions.reshape(-1, 1)
         buffer.add(obs, next_obs, stored, rewards, dones, infos)
+        if after_add is not None:
+            after_add(buffer, step)
         obs = new_obs
     return buffer
 

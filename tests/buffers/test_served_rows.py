@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from served_rows import CASES, GOLDEN, filled_buffer, served
 
-from sb3_hir.buffers import compiled
+from sb3_hir.buffers import HindsightInstructionReplayBuffer, compiled
 from sb3_hir.relabel import HindsightInstructionRelabeler
 
 # One profile runs these (tests/conftest.py): the buffer runs on numpy, numba, torch and SB3, the same
@@ -86,3 +86,32 @@ def test_compiled_and_numpy_draws_agree_on_other_fills(name: str, steps: int, si
     assert sorted(batches[0]) == sorted(batches[1])
     for key, value in batches[1].items():
         np.testing.assert_array_equal(batches[0][key], value, err_msg=f"{name}: {key}")
+
+
+@needs_numba
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_compiled_and_numpy_draws_agree_when_sampling_while_adding(name: str) -> None:
+    """Sampling from the start, as training does: episodes indexed after a kernel's first draw are drawn as the
+    numpy code draws them (what a kernel keeps of the index between draws, such as ``ExactIndexDraw.order_column``,
+    follows it), also once the buffer wraps."""
+    batches: list[list[np.ndarray]] = []
+    for jit in (True, False):
+        got: list[np.ndarray] = []
+
+        def sample_often(buffer: HindsightInstructionReplayBuffer, step: int, jit: bool = jit,
+                         got: list[np.ndarray] = got) -> None:
+            if step == 0:
+                buffer.jit = jit
+                np.random.seed(7)
+            if step % 9 == 8:
+                samples = buffer.sample(32)
+                info = buffer.last_sample_info
+                assert info is not None
+                got += [samples.rewards.numpy(), samples.dones.numpy(), info.rows, info.env_indices, info.t,
+                        info.goals, *(value.numpy() for value in samples.next_observations.values())]
+
+        filled_buffer(name, steps=240, size=60, after_add=sample_often)
+        batches.append(got)
+    assert len(batches[0]) == len(batches[1]) > 0
+    for compiled_value, numpy_value in zip(*batches, strict=True):
+        np.testing.assert_array_equal(compiled_value, numpy_value, err_msg=name)

@@ -5,10 +5,14 @@ a value), with each step's position in that order (``rank``), the start of its v
 previous occurrence of its value (``prev``); the own goals' value ranges go in the episode's first rows (``olo``,
 ``ohi``). Reach steps then cost O(k) per sample: a drawn goal taken from step ``u`` is first reached at ``u`` unless its
 value occurred since the previous goal's reach, which one lookup of ``prev`` tells; only then a binary search over that
-value's occurrences runs (:func:`first_after`).
+value's occurrences runs (:func:`first_after`). The kernels search ``order`` in a copy of its own, contiguous over rows
+(:meth:`ExactIndexDraw.order_column`): a value's occurrences then share a cache line or two, where the index's rows
+spread them one row apart (0.91x of ``sample(256)`` at k = 3, ``benchmarks/results/bench_compare_order.txt``).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +41,23 @@ class ExactIndexDraw(GoalStepsDraw):
     def __init__(self, builtin: bool | None = None) -> None:
         self.cfg: np.ndarray | None = None
         super().__init__(builtin)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state.pop("_order", None)  # a copy of the index's column: made again from the index where it is loaded
+        return state
+
+    def order_column(self, view: DrawView) -> np.ndarray:
+        """The index's ``order`` column, ``(rows * envs,)`` contiguous, as the kernels search it: copied from the
+        index once per index array (a loaded buffer's too), and kept equal to it as episodes are indexed
+        (:meth:`index_episode`). Rows of no finished episode may differ (a reset index); no draw reads them."""
+        assert view.index is not None, "the episode index is built with the buffer, before any draw"
+        meta = view.index.meta
+        held = self.__dict__.get("_order")
+        if held is None or held[0] is not meta:
+            column = np.ascontiguousarray(meta[..., view.index.field["order"]]).reshape(-1)
+            held = self._order = (meta, column)
+        return held[1]
 
     def setup(self, view: DrawView) -> None:
         if not view.goal_spec.ordered:
@@ -69,6 +90,9 @@ class ExactIndexDraw(GoalStepsDraw):
         meta[:, field["rank"]] = rank
         meta[:, field["glo"]] = group_lo
         meta[:, field["order"]] = order + 1  # steps are 1-based
+        held = self.__dict__.get("_order")
+        if held is not None and view.index is not None and held[0] is view.index.meta:
+            held[1].reshape(view.buffer_size, view.n_envs)[episode.rows, episode.env] = order + 1
         slots = min(view.num_goals, length)
         meta[:slots, field["olo"]] = np.searchsorted(sorted_ids, own_ids, side="left")[:slots]
         meta[:slots, field["ohi"]] = np.searchsorted(sorted_ids, own_ids, side="right")[:slots]
@@ -109,11 +133,11 @@ class ExactIndexDraw(GoalStepsDraw):
                        step_rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
         assert view.index is not None, "the episode index is built with the buffer, before any draw"
         meta_flat = view.index.meta.reshape(view.buffer_size * view.n_envs, -1)
-        return compiled.call(self.warm, reach_indexed, meta_flat, steps, rows.start, rows.env, rows.length,
-                             self._cfg(view))
+        return compiled.call(self.warm, reach_indexed, meta_flat, self.order_column(view), steps, rows.start,
+                             rows.env, rows.length, self._cfg(view))
 
     def _draw_compiled(self, view: DrawView, count: int, upper: int) -> Relabeled | None:
-        return self._run_kernel(view, draw_exact, count, upper, self._cfg(view))
+        return self._run_kernel(view, draw_exact, count, upper, self._cfg(view), self.order_column(view))
 
     def _cfg(self, view: DrawView) -> np.ndarray:
         if self.cfg is None:
@@ -154,8 +178,9 @@ def first_after(
 
 
 @compiled.kernel
-def reach_indexed(meta, steps, start, envs, length, cfg):  # type: ignore[no-untyped-def]
-    """``ExactIndexDraw._reach_indexed``: reach steps of ``k`` drawn goals (``cfg``: sizes and index columns).
+def reach_indexed(meta, order, steps, start, envs, length, cfg):  # type: ignore[no-untyped-def]
+    """``ExactIndexDraw._reach_indexed``: reach steps of ``k`` drawn goals (``cfg``: sizes and index columns;
+    ``order``: the index's ``order`` column, :meth:`ExactIndexDraw.order_column`).
 
     ``steps`` (B, k) are the drawn goal steps (-1: the episode's own goal j). A goal from step u is first reached at
     u unless its value occurred after the previous goal's reach; only then, and for own goals, a binary search over
@@ -173,8 +198,8 @@ def reach_indexed(meta, steps, start, envs, length, cfg):  # type: ignore[no-unt
     for j in range(k):
         count = _reach_lookups(meta, steps, start, envs, length, cfg, j, previous, reach, lo, hi, end, search)
         work[:count] = search[:count]
-        _bisect_after(meta, start, envs, cfg, previous, lo, hi, work, count)
-        _reach_found(meta, start, envs, cfg, j, reach, lo, end, search, count)
+        _bisect_after(order, start, envs, cfg, previous, lo, hi, work, count)
+        _reach_found(order, start, envs, cfg, j, reach, lo, end, search, count)
         for b in range(batch):
             if previous[b] >= 0:
                 previous[b] = reach[b, j]
@@ -220,12 +245,12 @@ def _reach_lookups(meta: np.ndarray, steps: np.ndarray, start: np.ndarray, envs:
 
 
 @compiled.kernel
-def _bisect_after(meta: np.ndarray, start: np.ndarray, envs: np.ndarray, cfg: np.ndarray, previous: np.ndarray,
+def _bisect_after(order: np.ndarray, start: np.ndarray, envs: np.ndarray, cfg: np.ndarray, previous: np.ndarray,
                   lo: np.ndarray, hi: np.ndarray, work: np.ndarray, active: int) -> None:
     """Narrow ``lo`` of the ``active`` samples listed in ``work`` to the first position whose step is past the
     previous reach: one bisection step for every sample still searching, then drop the finished ones."""
     c = cfg[0]
-    size, n_envs, f_order = c.size, c.n_envs, c.f_order
+    size, n_envs = c.size, c.n_envs
     while active:
         still = 0
         for w in range(active):
@@ -236,7 +261,7 @@ def _bisect_after(meta: np.ndarray, start: np.ndarray, envs: np.ndarray, cfg: np
             row = start[b] + mid
             if row >= size:
                 row -= size
-            if np.int64(meta[row * n_envs + envs[b], f_order]) <= previous[b]:
+            if np.int64(order[row * n_envs + envs[b]]) <= previous[b]:
                 lo[b] = mid + 1
             else:
                 hi[b] = mid
@@ -246,7 +271,7 @@ def _bisect_after(meta: np.ndarray, start: np.ndarray, envs: np.ndarray, cfg: np
 
 
 @compiled.kernel
-def _reach_found(meta: np.ndarray, start: np.ndarray, envs: np.ndarray, cfg: np.ndarray, j: int, reach: np.ndarray,
+def _reach_found(order: np.ndarray, start: np.ndarray, envs: np.ndarray, cfg: np.ndarray, j: int, reach: np.ndarray,
                  lo: np.ndarray, end: np.ndarray, search: np.ndarray, count: int) -> None:
     """Goal ``j``'s reach for the ``count`` searched samples: the step at the position found, if inside the range
     (else it stays -1, never reached)."""
@@ -257,7 +282,7 @@ def _reach_found(meta: np.ndarray, start: np.ndarray, envs: np.ndarray, cfg: np.
             row = start[b] + lo[b]
             if row >= c.size:
                 row -= c.size
-            reach[b, j] = meta[row * c.n_envs + envs[b], c.f_order]
+            reach[b, j] = order[row * c.n_envs + envs[b]]
 
 
 @compiled.kernel
@@ -281,12 +306,13 @@ def _exact_round(rng, meta, envs, flat, t, length, keep, start, batch, cfg, para
             own[b, j] = meta[at * c.n_envs + envs[i], c.f_own]
         other_end[b] = meta[flat[i], c.f_end] > 0
     steps = draw_goal_steps(rng, own, b_len, b_t, c.draw_mode, c.future != 0)
-    reach = reach_indexed(meta, steps, start[:batch], b_env, b_len, cfg)
+    reach = reach_indexed(meta, params[0], steps, start[:batch], b_env, b_len, cfg)
     return steps, reach, np.ones(batch, np.bool_), other_end
 
 
 @compiled.kernel
-def draw_exact(box, meta, achieved, own_goals, nothing, admitted, upper, missing, cfg):  # type: ignore[no-untyped-def]
-    """:class:`ExactIndexDraw`'s draw in one call (``cfg``: ``draw_mode``, ``future`` and the index columns)."""
+def draw_exact(box, meta, achieved, own_goals, nothing, admitted, upper, missing, cfg, order):  # type: ignore[no-untyped-def]
+    """:class:`ExactIndexDraw`'s draw in one call (``cfg``: ``draw_mode``, ``future`` and the index columns;
+    ``order``: :meth:`ExactIndexDraw.order_column`)."""
     return draw_rounds(box.rng, meta, achieved, own_goals, nothing, admitted, upper, missing, cfg,
-                       _here._exact_round, ())
+                       _here._exact_round, (order,))
