@@ -497,15 +497,19 @@ def _admit_round(achieved: np.ndarray, own_goals: np.ndarray, nothing: np.ndarra
         o_rows[0, out], o_rows[1, out], o_rows[2, out], o_rows[3, out] = flat[i], start[b], envs[i], t[i]
         o_rows[4, out] = length[i]
         o_end[out] = other_end[b]
-        own = start[b] * n_envs + envs[i]
         for j in range(k):
             o_reach[out, j] = reach[b, j]
-            step = steps[b, j]
-            row = start[b] + step - 1
-            row += size * (row < 0) - size * (row >= size)  # an own goal's (step -1) stays a row of the view
-            at = row * n_envs + envs[i]
-            for d in range(dim):  # both read, one kept: a select, where a branch would mispredict
-                drawn, recorded = achieved[at, d], own_goals[own, j * dim + d]
-                o_goals[out, j * dim + d] = drawn if step > 0 else recorded
+            # A branch, not a select: reading both values costs a scattered load more than a misprediction.
+            if steps[b, j] > 0:
+                row = start[b] + steps[b, j] - 1
+                if row >= size:
+                    row -= size
+                at = row * n_envs + envs[i]
+                for d in range(dim):
+                    o_goals[out, j * dim + d] = achieved[at, d]
+            else:
+                at = start[b] * n_envs + envs[i]
+                for d in range(dim):
+                    o_goals[out, j * dim + d] = own_goals[at, j * dim + d]
         got += admit & np.int64(filled + got < total)  # more than needed: dropped, which keeps the kept ones uniform
     return admissible, got
