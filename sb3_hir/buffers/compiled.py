@@ -242,11 +242,8 @@ def draw_goal_steps(rng, own, length, t, strategy, future):  # type: ignore[no-u
     clash = np.empty(batch, np.int64)
     for i in range(k):
         from_t = i == 0 and future
-        _admissible_rows(excluded, h, length, t, i, from_t, active)
-        for b in range(batch):
-            lo = t[b] + 1 if from_t else 1
-            draw[b] = lo + np.int64(rng.random() * max(length[b] - lo + 1, 1))
-        _redraw_clashes(rng, excluded, k + i, length, t, from_t, draw, active, clash)
+        count = _first_draws(rng, excluded, h, length, t, i, from_t, draw, active, clash)
+        _redraw_clashes(rng, excluded, k + i, length, t, from_t, draw, clash, count)
         for b in range(batch):
             if i == 0 and not active[b]:
                 h[b] = 0  # no admissible first alternative: keep the own instruction
@@ -293,31 +290,35 @@ def _goal_counts(rng: np.random.Generator, h: np.ndarray, strategy: int) -> None
 
 
 @kernel
-def _admissible_rows(excluded: np.ndarray, h: np.ndarray, length: np.ndarray, t: np.ndarray, i: int, from_t: bool,
-                     active: np.ndarray) -> None:
-    """Which rows draw alternative ``i`` (into ``active``): those that still want a goal and have a step in their
-    range (after ``t`` where ``from_t``) that none of the first ``k + i`` excluded steps holds."""
+def _first_draws(rng: np.random.Generator, excluded: np.ndarray, h: np.ndarray, length: np.ndarray, t: np.ndarray,
+                 i: int, from_t: bool, draw: np.ndarray, active: np.ndarray, clash: np.ndarray) -> int:
+    """Alternative ``i``'s first draw for every row, in one pass: whether the row draws it (into ``active``: it still
+    wants a goal and has a step in its range, after ``t`` where ``from_t``, that none of the first ``k + i`` excluded
+    steps holds), the draw itself (every row draws, as the numpy code draws a whole batch), and the active rows whose
+    draw an excluded step holds, listed in ``clash`` in row order; returns how many. One pass, not three: each row's
+    test, draw and clash read only that row, and the generator is drawn in row order all the same."""
     width = excluded.shape[1] // 2 + i
+    count = 0
     for b in range(len(h)):
         lo = t[b] + 1 if from_t else 1
         span = length[b] - lo + 1
         inside = 0
         for j in range(width):
-            if excluded[b, j] >= lo and excluded[b, j] <= length[b]:
-                inside += 1
-        active[b] = i < h[b] and span - inside > 0
+            inside += (excluded[b, j] >= lo) & (excluded[b, j] <= length[b])
+        wanted = (i < h[b]) & (span - inside > 0)
+        active[b] = wanted
+        draw[b] = lo + np.int64(rng.random() * max(span, 1))
+        clash[count] = b
+        count += wanted & _clashes(excluded, b, width, draw[b])
+    return count
 
 
 @kernel
 def _redraw_clashes(rng: np.random.Generator, excluded: np.ndarray, width: int, length: np.ndarray, t: np.ndarray,
-                    from_t: bool, draw: np.ndarray, active: np.ndarray, clash: np.ndarray) -> None:
-    """Uniform over the free steps by rejection: redraw the active rows whose ``draw`` one of the first ``width``
-    excluded steps holds, in row order, round by round (the numpy code's order of draws)."""
-    count = 0
-    for b in range(len(draw)):
-        if active[b] and _clashes(excluded, b, width, draw[b]):
-            clash[count] = b
-            count += 1
+                    from_t: bool, draw: np.ndarray, clash: np.ndarray, count: int) -> None:
+    """Uniform over the free steps by rejection: redraw the ``count`` rows listed in ``clash`` (active rows whose
+    ``draw`` one of the first ``width`` excluded steps holds), in row order, round by round (the numpy code's order
+    of draws)."""
     while count:
         for c in range(count):
             b = clash[c]
