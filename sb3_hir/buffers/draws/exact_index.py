@@ -133,8 +133,9 @@ class ExactIndexDraw(GoalStepsDraw):
                        step_rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
         assert view.index is not None, "the episode index is built with the buffer, before any draw"
         meta_flat = view.index.meta.reshape(view.buffer_size * view.n_envs, -1)
-        return compiled.call(self.warm, reach_indexed, meta_flat, self.order_column(view), steps, rows.start,
-                             rows.env, rows.length, self._cfg(view))
+        (_, achieved, _, _), _ = self._kernel_arrays(view)
+        return compiled.call(self.warm, reach_indexed, meta_flat, self.order_column(view), achieved, steps,
+                             rows.start, rows.env, rows.length, self._cfg(view))
 
     def _draw_compiled(self, view: DrawView, count: int, upper: int) -> Relabeled | None:
         return self._run_kernel(view, draw_exact, count, upper, self._cfg(view), self.order_column(view))
@@ -178,9 +179,10 @@ def first_after(
 
 
 @compiled.kernel
-def reach_indexed(meta, order, steps, start, envs, length, cfg):  # type: ignore[no-untyped-def]
+def reach_indexed(meta, order, achieved, steps, start, envs, length, cfg):  # type: ignore[no-untyped-def]
     """``ExactIndexDraw._reach_indexed``: reach steps of ``k`` drawn goals (``cfg``: sizes and index columns;
-    ``order``: the index's ``order`` column, :meth:`ExactIndexDraw.order_column`).
+    ``order``: the index's ``order`` column, :meth:`ExactIndexDraw.order_column`; ``achieved``: the achieved values,
+    flat over rows and sub-envs, which the lookups bring into cache for ``_admit_round``).
 
     ``steps`` (B, k) are the drawn goal steps (-1: the episode's own goal j). A goal from step u is first reached at
     u unless its value occurred after the previous goal's reach; only then, and for own goals, a binary search over
@@ -195,8 +197,10 @@ def reach_indexed(meta, order, steps, start, envs, length, cfg):  # type: ignore
     end = np.empty(batch, np.int64)
     search = np.empty(batch, np.int64)
     work = np.empty(batch, np.int64)
+    warm = np.empty(batch, achieved.dtype)
     for j in range(k):
-        count = _reach_lookups(meta, steps, start, envs, length, cfg, j, previous, reach, lo, hi, end, search)
+        count = _reach_lookups(meta, achieved, warm, steps, start, envs, length, cfg, j, previous, reach, lo, hi, end,
+                               search)
         work[:count] = search[:count]
         _bisect_after(order, start, envs, cfg, previous, lo, hi, work, count)
         _reach_found(order, start, envs, cfg, j, reach, lo, end, search, count)
@@ -207,13 +211,18 @@ def reach_indexed(meta, order, steps, start, envs, length, cfg):  # type: ignore
 
 
 @compiled.kernel
-def _reach_lookups(meta: np.ndarray, steps: np.ndarray, start: np.ndarray, envs: np.ndarray, length: np.ndarray,
-                   cfg: np.ndarray, j: int, previous: np.ndarray, reach: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                   end: np.ndarray, search: np.ndarray) -> int:
+def _reach_lookups(meta: np.ndarray, achieved: np.ndarray, warm: np.ndarray, steps: np.ndarray, start: np.ndarray,
+                   envs: np.ndarray, length: np.ndarray, cfg: np.ndarray, j: int, previous: np.ndarray,
+                   reach: np.ndarray, lo: np.ndarray, hi: np.ndarray, end: np.ndarray, search: np.ndarray) -> int:
     """Goal ``j``'s reach where one lookup tells it (a drawn goal's value not seen since the previous reach), and
     for the rest the range of positions to search (``lo``, ``hi``, ``end``): returns how many, listed in ``search``.
 
-    Samples whose previous goal is never reached are skipped, and so are own goal slots past the episode's end."""
+    Samples whose previous goal is never reached are skipped, and so are own goal slots past the episode's end.
+
+    A drawn goal's achieved value is read here too, into ``warm``, which nothing reads: its row, as scattered as the
+    index row read beside it, is then in flight with it, and ``_admit_round``'s copy of the goal finds it in cache
+    (numba has no prefetch; a load stored to an array is one LLVM keeps). 0.94x of ``sample(256)`` at k = 3
+    (``benchmarks/results/bench_compare_warm.txt``)."""
     c = cfg[0]
     size, n_envs = c.size, c.n_envs
     count = 0
@@ -226,6 +235,7 @@ def _reach_lookups(meta: np.ndarray, steps: np.ndarray, start: np.ndarray, envs:
             if at >= size:
                 at -= size
             at = at * n_envs + envs[b]
+            warm[b] = achieved[at, 0]
             if np.int64(meta[at, c.f_prev]) <= previous[b]:
                 reach[b, j] = step
                 continue
@@ -306,7 +316,7 @@ def _exact_round(rng, meta, envs, flat, t, length, keep, start, batch, cfg, para
             own[b, j] = meta[at * c.n_envs + envs[i], c.f_own]
         other_end[b] = meta[flat[i], c.f_end] > 0
     steps = draw_goal_steps(rng, own, b_len, b_t, c.draw_mode, c.future != 0)
-    reach = reach_indexed(meta, params[0], steps, start[:batch], b_env, b_len, cfg)
+    reach = reach_indexed(meta, params[0], params[1], steps, start[:batch], b_env, b_len, cfg)
     return steps, reach, np.ones(batch, np.bool_), other_end
 
 
@@ -315,4 +325,4 @@ def draw_exact(box, meta, achieved, own_goals, nothing, admitted, upper, missing
     """:class:`ExactIndexDraw`'s draw in one call (``cfg``: ``draw_mode``, ``future`` and the index columns;
     ``order``: :meth:`ExactIndexDraw.order_column`)."""
     return draw_rounds(box.rng, meta, achieved, own_goals, nothing, admitted, upper, missing, cfg,
-                       _here._exact_round, (order,))
+                       _here._exact_round, (order, achieved))
