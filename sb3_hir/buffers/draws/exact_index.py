@@ -261,8 +261,8 @@ def _bisect_after(order: np.ndarray, start: np.ndarray, envs: np.ndarray, cfg: n
     previous reach: one bisection step for every sample still searching, then drop the finished ones.
 
     Each step's side is a select, not a branch: it goes either way at random (a misprediction half the time), and
-    the finished samples are dropped by a count, not a branch (0.96x of ``sample(256)`` at k = 3,
-    ``benchmarks/results/bench_compare_bisect.txt``)."""
+    the finished samples are dropped by a count, not a branch (0.98x of ``sample(256)`` at k = 3 paired, 0.95-0.98x in
+    one process; ``benchmarks/results/bench_compare_bisect.txt``)."""
     c = cfg[0]
     size, n_envs = c.size, c.n_envs
     active = 0
