@@ -38,9 +38,10 @@ class FirstReachDraw(DrawStrategy):
 
     #: ``ffirst`` is ``first[forder]``: the drawn step's first reach, read from the row that draws it. In the order the
     #: draw reads them: ``fcount`` beside the index's own fields, which the draw reads in the same row, then
-    #: ``forder`` and ``ffirst``, read together, so each row read touches one cache line more often (0.97x of
-    #: ``sample(256)`` at k = 1, ``benchmarks/results/bench_compare_branchless.txt``). Pickled buffers keep their own
-    #: order: the draw reads columns by name.
+    #: ``forder`` and ``ffirst``, read together, so each row read touches one cache line more often (0.97-0.98x of
+    #: ``sample(256)`` at k = 1 in one process; with the branchless rounds 0.914x paired,
+    #: ``benchmarks/results/bench_compare_branchless.txt``). Pickled buffers keep their own order: the draw reads
+    #: columns by name.
     fields = ("fcount", "forder", "ffirst", "first")
 
     #: class default, for strategies pickled before event goals (an instance sets its own in ``__init__``).
