@@ -7,7 +7,8 @@ previous occurrence of its value (``prev``); the own goals' value ranges go in t
 value occurred since the previous goal's reach, which one lookup of ``prev`` tells; only then a binary search over that
 value's occurrences runs (:func:`first_after`). The kernels search ``order`` in a copy of its own, contiguous over rows
 (:meth:`ExactIndexDraw.order_column`): a value's occurrences then share a cache line or two, where the index's rows
-spread them one row apart (0.91x of ``sample(256)`` at k = 3, ``benchmarks/results/bench_compare_order.txt``).
+spread them one row apart (0.945x of ``sample(256)`` at k = 3 paired, 0.90x in one process;
+``benchmarks/results/bench_compare_order.txt``).
 """
 
 from __future__ import annotations
@@ -132,8 +133,7 @@ class ExactIndexDraw(GoalStepsDraw):
     def _reach_compiled(self, view: DrawView, rows: Candidates, steps: np.ndarray,
                        step_rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
         assert view.index is not None, "the episode index is built with the buffer, before any draw"
-        meta_flat = view.index.meta.reshape(view.buffer_size * view.n_envs, -1)
-        (_, achieved, _, _), _ = self._kernel_arrays(view)
+        (meta_flat, achieved, _, _), _ = self._kernel_arrays(view)
         return compiled.call(self.warm, reach_indexed, meta_flat, self.order_column(view), achieved, steps,
                              rows.start, rows.env, rows.length, self._cfg(view))
 
