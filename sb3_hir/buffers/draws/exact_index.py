@@ -5,9 +5,10 @@ a value), with each step's position in that order (``rank``), the start of its v
 previous occurrence of its value (``prev``); the own goals' value ranges go in the episode's first rows (``olo``,
 ``ohi``). Reach steps then cost O(k) per sample: a drawn goal taken from step ``u`` is first reached at ``u`` unless its
 value occurred since the previous goal's reach, which one lookup of ``prev`` tells; only then a binary search over that
-value's occurrences runs (:func:`first_after`). The kernels search ``order`` in a copy of its own, contiguous over rows
-(:meth:`ExactIndexDraw.order_column`): a value's occurrences then share a cache line or two, where the index's rows
-spread them one row apart (0.945x of ``sample(256)`` at k = 3 paired, 0.90x in one process;
+value's occurrences runs (:func:`first_after`). The first goal needs neither in the kernels: nothing precedes it, so
+its value's first occurrence is its reach (the group's first position). The kernels search ``order`` in a copy of its
+own, contiguous over rows (:meth:`ExactIndexDraw.order_column`): a value's occurrences then share a cache line or two,
+where the index's rows spread them one row apart (0.945x of ``sample(256)`` at k = 3 paired, 0.90x in one process;
 ``benchmarks/results/bench_compare_order.txt``).
 """
 
@@ -184,21 +185,23 @@ def reach_indexed(meta, order, achieved, steps, start, envs, length, cfg):  # ty
     ``order``: the index's ``order`` column, :meth:`ExactIndexDraw.order_column`; ``achieved``: the achieved values,
     flat over rows and sub-envs, which the lookups bring into cache for ``_admit_round``).
 
-    ``steps`` (B, k) are the drawn goal steps (-1: the episode's own goal j). A goal from step u is first reached at
-    u unless its value occurred after the previous goal's reach; only then, and for own goals, a binary search over
-    the value's occurrences runs. Goal by goal, each pass makes one level of loads over the whole batch (lookups,
-    then each bisection step for every searching sample), so the scattered loads overlap in the memory system.
+    ``steps`` (B, k) are the drawn goal steps (-1: the episode's own goal j). Goal 0 is reached at its value's first
+    occurrence (:func:`_reach_first`). A later goal from step u is first reached at u unless its value occurred after
+    the previous goal's reach; only then, and for own goals, a binary search over the value's occurrences runs. Goal
+    by goal, each pass makes one level of loads over the whole batch (lookups, then each bisection step for every
+    searching sample), so the scattered loads overlap in the memory system.
     """
     batch, k = steps.shape
     reach = np.full((batch, k), -1, np.int64)
-    previous = np.zeros(batch, np.int64)  # -1 once a goal is never reached: the later ones are not either
+    previous = np.empty(batch, np.int64)  # -1 once a goal is never reached: the later ones are not either
     lo = np.empty(batch, np.int64)
     hi = np.empty(batch, np.int64)
     end = np.empty(batch, np.int64)
     search = np.empty(batch, np.int64)
     work = np.empty(batch, np.int64)
     warm = np.empty(batch, achieved.dtype)
-    for j in range(k):
+    _reach_first(meta, order, achieved, warm, steps, start, envs, length, cfg, reach, previous)
+    for j in range(1, k):
         count = _reach_lookups(meta, achieved, warm, steps, start, envs, length, cfg, j, previous, reach, lo, hi, end,
                                search)
         work[:count] = search[:count]
@@ -208,6 +211,39 @@ def reach_indexed(meta, order, achieved, steps, start, envs, length, cfg):  # ty
             if previous[b] >= 0:
                 previous[b] = reach[b, j]
     return reach
+
+
+@compiled.kernel
+def _reach_first(meta: np.ndarray, order: np.ndarray, achieved: np.ndarray, warm: np.ndarray, steps: np.ndarray,
+                 start: np.ndarray, envs: np.ndarray, length: np.ndarray, cfg: np.ndarray, reach: np.ndarray,
+                 previous: np.ndarray) -> None:
+    """Goal 0's reach, which needs no search: nothing precedes it, so it is reached at its value's first occurrence,
+    the first position of its group (``glo`` of a drawn goal's step; ``olo`` of the episode's own goal, never reached
+    if its group is empty). One load of ``order`` per sample, and no branch on a loaded value; ``previous`` becomes
+    goal 0's reach. Every sample searched goal 0 from its group's start before, where the search always ended (0.96x
+    of ``sample(256)`` at k = 3 in one process)."""
+    c = cfg[0]
+    size, n_envs = c.size, c.n_envs
+    for b in range(len(previous)):
+        step, first_row = steps[b, 0], start[b]
+        found = -1
+        if step > 0:
+            at = first_row + step - 1
+            at -= size * (at >= size)
+            at = at * n_envs + envs[b]
+            warm[b] = achieved[at, 0]
+            row = first_row + np.int64(meta[at, c.f_glo])
+            row -= size * (row >= size)
+            found = np.int64(order[row * n_envs + envs[b]])
+        elif length[b] > 0:
+            slot = first_row * n_envs + envs[b]
+            lo, hi = np.int64(meta[slot, c.f_olo]), np.int64(meta[slot, c.f_ohi])
+            row = first_row + lo
+            row -= size * (row >= size)
+            value = np.int64(order[row * n_envs + envs[b]])
+            found = value if lo < hi else -1
+        reach[b, 0] = found
+        previous[b] = found
 
 
 @compiled.kernel
