@@ -92,7 +92,7 @@ def test_compiled_and_numpy_draws_agree_on_other_fills(name: str, steps: int, si
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_compiled_and_numpy_draws_agree_when_sampling_while_adding(name: str) -> None:
     """Sampling from the start, as training does: episodes indexed after a kernel's first draw are drawn as the
-    numpy code draws them (what a kernel keeps of the index between draws, such as ``ExactIndexDraw.order_column``,
+    numpy code draws them (what a kernel keeps of the index between draws, such as ``ExactIndexDraw.search_columns``,
     follows it), also once the buffer wraps."""
     batches: list[list[np.ndarray]] = []
     for jit in (True, False):

@@ -5,11 +5,16 @@ a value), with each step's position in that order (``rank``), the start of its v
 previous occurrence of its value (``prev``); the own goals' value ranges go in the episode's first rows (``olo``,
 ``ohi``). Reach steps then cost O(k) per sample: a drawn goal taken from step ``u`` is first reached at ``u`` unless its
 value occurred since the previous goal's reach, which one lookup of ``prev`` tells; only then a binary search over that
-value's occurrences runs (:func:`first_after`). The first goal needs neither in the kernels: nothing precedes it, so
-its value's first occurrence is its reach (the group's first position). The kernels search ``order`` in a copy of its
-own, contiguous over rows (:meth:`ExactIndexDraw.order_column`): a value's occurrences then share a cache line or two,
-where the index's rows spread them one row apart (0.945x of ``sample(256)`` at k = 3 paired, 0.90x in one process;
-``benchmarks/results/bench_compare_order.txt``).
+value's occurrences runs (:func:`first_after`).
+
+The kernels read two columns of their own beside the index (:meth:`ExactIndexDraw.search_columns`):
+
+* ``order``, contiguous over rows: a value's occurrences then share a cache line or two, where the index's rows spread
+  them one row apart (0.945x of ``sample(256)`` at k = 3 paired; ``benchmarks/results/bench_compare_order.txt``);
+* ``first``, each step's value's first occurrence in its episode. Goal 0 is reached there, with nothing before it to
+  search past, and a later goal too when that occurrence comes after the previous goal's reach: the usual case, for
+  a goal drawn from a value the agent had not met before the previous goal. One load, where the search took a
+  bisection (``benchmarks/results/bench_compare_first.txt``).
 """
 
 from __future__ import annotations
@@ -46,20 +51,26 @@ class ExactIndexDraw(GoalStepsDraw):
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state.pop("_order", None)  # a copy of the index's column: made again from the index where it is loaded
+        state.pop("_columns", None)  # derived from the index: made again from it where the buffer is loaded
         return state
 
-    def order_column(self, view: DrawView) -> np.ndarray:
-        """The index's ``order`` column, ``(rows * envs,)`` contiguous, as the kernels search it: copied from the
+    def search_columns(self, view: DrawView) -> tuple[np.ndarray, np.ndarray]:
+        """``(order, first)``, each ``(rows * envs,)`` contiguous, as the kernels read them (module docstring): the
+        index's ``order`` column, and the step of each step's value's first occurrence in its episode. Made from the
         index once per index array (a loaded buffer's too), and kept equal to it as episodes are indexed
         (:meth:`index_episode`). Rows of no finished episode may differ (a reset index); no draw reads them."""
         assert view.index is not None, "the episode index is built with the buffer, before any draw"
         meta = view.index.meta
-        held = self.__dict__.get("_order")
+        held = self.__dict__.get("_columns")
         if held is None or held[0] is not meta:
-            column = np.ascontiguousarray(meta[..., view.index.field["order"]]).reshape(-1)
-            held = self._order = (meta, column)
-        return held[1]
+            field = view.index.field
+            order = np.ascontiguousarray(meta[..., field["order"]])
+            # A row's episode starts t rows before it (circularly); its value's group starts glo positions after that.
+            rows = np.arange(view.buffer_size)[:, None]
+            at = (rows - meta[..., field["t"]] + meta[..., field["glo"]]) % view.buffer_size
+            first = np.where(meta[..., field["len"]] > 0, np.take_along_axis(order, at, axis=0), 0)
+            held = self._columns = (meta, order.reshape(-1), first.astype(order.dtype).reshape(-1))
+        return held[1], held[2]
 
     def setup(self, view: DrawView) -> None:
         if not view.goal_spec.ordered:
@@ -92,9 +103,10 @@ class ExactIndexDraw(GoalStepsDraw):
         meta[:, field["rank"]] = rank
         meta[:, field["glo"]] = group_lo
         meta[:, field["order"]] = order + 1  # steps are 1-based
-        held = self.__dict__.get("_order")
+        held = self.__dict__.get("_columns")
         if held is not None and view.index is not None and held[0] is view.index.meta:
             held[1].reshape(view.buffer_size, view.n_envs)[episode.rows, episode.env] = order + 1
+            held[2].reshape(view.buffer_size, view.n_envs)[episode.rows, episode.env] = order[group_lo] + 1
         slots = min(view.num_goals, length)
         meta[:slots, field["olo"]] = np.searchsorted(sorted_ids, own_ids, side="left")[:slots]
         meta[:slots, field["ohi"]] = np.searchsorted(sorted_ids, own_ids, side="right")[:slots]
@@ -135,11 +147,11 @@ class ExactIndexDraw(GoalStepsDraw):
                        step_rows: np.ndarray, goals: np.ndarray) -> np.ndarray:
         assert view.index is not None, "the episode index is built with the buffer, before any draw"
         (meta_flat, achieved, _, _), _ = self._kernel_arrays(view)
-        return compiled.call(self.warm, reach_indexed, meta_flat, self.order_column(view), achieved, steps,
+        return compiled.call(self.warm, reach_indexed, meta_flat, *self.search_columns(view), achieved, steps,
                              rows.start, rows.env, rows.length, self._cfg(view))
 
     def _draw_compiled(self, view: DrawView, count: int, upper: int) -> Relabeled | None:
-        return self._run_kernel(view, draw_exact, count, upper, self._cfg(view), self.order_column(view))
+        return self._run_kernel(view, draw_exact, count, upper, self._cfg(view), *self.search_columns(view))
 
     def _cfg(self, view: DrawView) -> np.ndarray:
         if self.cfg is None:
@@ -180,16 +192,17 @@ def first_after(
 
 
 @compiled.kernel
-def reach_indexed(meta, order, achieved, steps, start, envs, length, cfg):  # type: ignore[no-untyped-def]
+def reach_indexed(meta, order, first, achieved, steps, start, envs, length, cfg):  # type: ignore[no-untyped-def]
     """``ExactIndexDraw._reach_indexed``: reach steps of ``k`` drawn goals (``cfg``: sizes and index columns;
-    ``order``: the index's ``order`` column, :meth:`ExactIndexDraw.order_column`; ``achieved``: the achieved values,
-    flat over rows and sub-envs, which the lookups bring into cache for ``_admit_round``).
+    ``order``, ``first``: :meth:`ExactIndexDraw.search_columns`; ``achieved``: the achieved values, flat over rows and
+    sub-envs, which the lookups bring into cache for ``_admit_round``).
 
-    ``steps`` (B, k) are the drawn goal steps (-1: the episode's own goal j). Goal 0 is reached at its value's first
-    occurrence (:func:`_reach_first`). A later goal from step u is first reached at u unless its value occurred after
-    the previous goal's reach; only then, and for own goals, a binary search over the value's occurrences runs. Goal
-    by goal, each pass makes one level of loads over the whole batch (lookups, then each bisection step for every
-    searching sample), so the scattered loads overlap in the memory system.
+    ``steps`` (B, k) are the drawn goal steps (-1: the episode's own goal j). A goal from step u is first reached at
+    its value's first occurrence if that comes after the previous goal's reach (always, for goal 0:
+    :func:`_reach_first`), else at u unless its value occurred after the previous reach; only then, and for own
+    goals, a binary search over the value's occurrences runs. Goal by goal, each pass makes one level of loads over
+    the whole batch (lookups, then each bisection step for every searching sample), so the scattered loads overlap in
+    the memory system.
     """
     batch, k = steps.shape
     reach = np.full((batch, k), -1, np.int64)
@@ -200,10 +213,10 @@ def reach_indexed(meta, order, achieved, steps, start, envs, length, cfg):  # ty
     search = np.empty(batch, np.int64)
     work = np.empty(batch, np.int64)
     warm = np.empty(batch, achieved.dtype)
-    _reach_first(meta, order, achieved, warm, steps, start, envs, length, cfg, reach, previous)
+    _reach_first(meta, order, first, achieved, warm, steps, start, envs, length, cfg, reach, previous)
     for j in range(1, k):
-        count = _reach_lookups(meta, achieved, warm, steps, start, envs, length, cfg, j, previous, reach, lo, hi, end,
-                               search)
+        count = _reach_lookups(meta, first, achieved, warm, steps, start, envs, length, cfg, j, previous, reach, lo, hi,
+                               end, search)
         work[:count] = search[:count]
         _bisect_after(order, start, envs, cfg, previous, lo, hi, work, count)
         _reach_found(order, start, envs, cfg, j, reach, lo, end, search, count)
@@ -214,14 +227,12 @@ def reach_indexed(meta, order, achieved, steps, start, envs, length, cfg):  # ty
 
 
 @compiled.kernel
-def _reach_first(meta: np.ndarray, order: np.ndarray, achieved: np.ndarray, warm: np.ndarray, steps: np.ndarray,
-                 start: np.ndarray, envs: np.ndarray, length: np.ndarray, cfg: np.ndarray, reach: np.ndarray,
-                 previous: np.ndarray) -> None:
-    """Goal 0's reach, which needs no search: nothing precedes it, so it is reached at its value's first occurrence,
-    the first position of its group (``glo`` of a drawn goal's step; ``olo`` of the episode's own goal, never reached
-    if its group is empty). One load of ``order`` per sample, and no branch on a loaded value; ``previous`` becomes
-    goal 0's reach. Every sample searched goal 0 from its group's start before, where the search always ended (0.96x
-    of ``sample(256)`` at k = 3 in one process)."""
+def _reach_first(meta: np.ndarray, order: np.ndarray, first: np.ndarray, achieved: np.ndarray, warm: np.ndarray,
+                 steps: np.ndarray, start: np.ndarray, envs: np.ndarray, length: np.ndarray, cfg: np.ndarray,
+                 reach: np.ndarray, previous: np.ndarray) -> None:
+    """Goal 0's reach, which needs no search: nothing precedes it, so it is reached at its value's first occurrence
+    (``first`` of a drawn goal's step; the first position of the own goal's group, ``olo``, never reached if the group
+    is empty). One load per sample and no branch on a loaded value; ``previous`` becomes goal 0's reach."""
     c = cfg[0]
     size, n_envs = c.size, c.n_envs
     for b in range(len(previous)):
@@ -232,9 +243,7 @@ def _reach_first(meta: np.ndarray, order: np.ndarray, achieved: np.ndarray, warm
             at -= size * (at >= size)
             at = at * n_envs + envs[b]
             warm[b] = achieved[at, 0]
-            row = first_row + np.int64(meta[at, c.f_glo])
-            row -= size * (row >= size)
-            found = np.int64(order[row * n_envs + envs[b]])
+            found = np.int64(first[at])
         elif length[b] > 0:
             slot = first_row * n_envs + envs[b]
             lo, hi = np.int64(meta[slot, c.f_olo]), np.int64(meta[slot, c.f_ohi])
@@ -247,11 +256,13 @@ def _reach_first(meta: np.ndarray, order: np.ndarray, achieved: np.ndarray, warm
 
 
 @compiled.kernel
-def _reach_lookups(meta: np.ndarray, achieved: np.ndarray, warm: np.ndarray, steps: np.ndarray, start: np.ndarray,
-                   envs: np.ndarray, length: np.ndarray, cfg: np.ndarray, j: int, previous: np.ndarray,
-                   reach: np.ndarray, lo: np.ndarray, hi: np.ndarray, end: np.ndarray, search: np.ndarray) -> int:
-    """Goal ``j``'s reach where one lookup tells it (a drawn goal's value not seen since the previous reach), and
-    for the rest the range of positions to search (``lo``, ``hi``, ``end``): returns how many, listed in ``search``.
+def _reach_lookups(meta: np.ndarray, first: np.ndarray, achieved: np.ndarray, warm: np.ndarray, steps: np.ndarray,
+                   start: np.ndarray, envs: np.ndarray, length: np.ndarray, cfg: np.ndarray, j: int,
+                   previous: np.ndarray, reach: np.ndarray, lo: np.ndarray, hi: np.ndarray, end: np.ndarray,
+                   search: np.ndarray) -> int:
+    """Goal ``j``'s reach where a lookup tells it (a drawn goal's value first met after the previous reach, or not
+    seen since it), and for the rest the range of positions to search (``lo``, ``hi``, ``end``): returns how many,
+    listed in ``search``.
 
     Samples whose previous goal is never reached are skipped, and so are own goal slots past the episode's end.
 
@@ -272,10 +283,14 @@ def _reach_lookups(meta: np.ndarray, achieved: np.ndarray, warm: np.ndarray, ste
                 at -= size
             at = at * n_envs + envs[b]
             warm[b] = achieved[at, 0]
+            met = np.int64(first[at])
+            if met > previous[b]:
+                reach[b, j] = met
+                continue
             if np.int64(meta[at, c.f_prev]) <= previous[b]:
                 reach[b, j] = step
                 continue
-            lo[b], hi[b] = meta[at, c.f_glo], meta[at, c.f_rank]
+            lo[b], hi[b] = meta[at, c.f_glo] + 1, meta[at, c.f_rank]  # the group's first step is not past previous
         elif j < length[b]:
             slot = start[b] + j
             if slot >= size:
@@ -359,13 +374,13 @@ def _exact_round(rng, meta, envs, flat, t, length, keep, start, batch, cfg, para
             own[b, j] = meta[at * c.n_envs + envs[i], c.f_own]
         other_end[b] = meta[flat[i], c.f_end] > 0
     steps = draw_goal_steps(rng, own, b_len, b_t, c.draw_mode, c.future != 0)
-    reach = reach_indexed(meta, params[0], params[1], steps, start[:batch], b_env, b_len, cfg)
+    reach = reach_indexed(meta, params[0], params[1], params[2], steps, start[:batch], b_env, b_len, cfg)
     return steps, reach, np.ones(batch, np.bool_), other_end
 
 
 @compiled.kernel
-def draw_exact(box, meta, achieved, own_goals, nothing, admitted, upper, missing, cfg, order):  # type: ignore[no-untyped-def]
+def draw_exact(box, meta, achieved, own_goals, nothing, admitted, upper, missing, cfg, order, first):  # type: ignore[no-untyped-def]
     """:class:`ExactIndexDraw`'s draw in one call (``cfg``: ``draw_mode``, ``future`` and the index columns;
-    ``order``: :meth:`ExactIndexDraw.order_column`)."""
+    ``order``, ``first``: :meth:`ExactIndexDraw.search_columns`)."""
     return draw_rounds(box.rng, meta, achieved, own_goals, nothing, admitted, upper, missing, cfg,
-                       _here._exact_round, (order, achieved))
+                       _here._exact_round, (order, first, achieved))
