@@ -14,7 +14,8 @@ The kernels read two columns of their own beside the index (:meth:`ExactIndexDra
 * ``first``, each step's value's first occurrence in its episode. Goal 0 is reached there, with nothing before it to
   search past, and a later goal too when that occurrence comes after the previous goal's reach: the usual case, for
   a goal drawn from a value the agent had not met before the previous goal. One load, where the search took a
-  bisection (``benchmarks/results/bench_compare_first.txt``).
+  bisection (``benchmarks/results/bench_compare_first.txt`` for goal 0 alone, ``bench_compare_first_column.txt``
+  for every goal).
 """
 
 from __future__ import annotations
