@@ -12,10 +12,10 @@ The kernels read two columns of their own beside the index (:meth:`ExactIndexDra
 * ``order``, contiguous over rows: a value's occurrences then share a cache line or two, where the index's rows spread
   them one row apart (0.945x of ``sample(256)`` at k = 3 paired; ``benchmarks/results/bench_compare_order.txt``);
 * ``first``, each step's value's first occurrence in its episode. Goal 0 is reached there, with nothing before it to
-  search past, and a later goal too when that occurrence comes after the previous goal's reach: the usual case, for
-  a goal drawn from a value the agent had not met before the previous goal. One load, where the search took a
-  bisection (``benchmarks/results/bench_compare_first.txt`` for goal 0 alone, ``bench_compare_first_column.txt``
-  for every goal).
+  search past, and a later goal too when that occurrence comes after the previous goal's reach (a value the agent
+  had not met before the previous goal: about half the searches of goals 1 and 2 in ``bench_buffer.py``'s walks).
+  One load, where the search took a bisection (``benchmarks/results/bench_compare_first.txt`` for goal 0 alone,
+  ``bench_compare_first_column.txt`` for every goal).
 """
 
 from __future__ import annotations
