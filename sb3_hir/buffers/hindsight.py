@@ -618,9 +618,9 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
 
     @property
     def jit(self) -> bool:
-        """Whether the draw (and the 1-step serving's rewrite) runs compiled (``buffers.compiled``; identical rows,
-        fewer array calls). Set it to switch the backend; a loaded buffer takes ``SB3_HIR_JIT`` and numba's presence
-        where it is loaded."""
+        """Whether the draw (and the 1-step serving's rewrite, and the recorded rows' draw) runs compiled
+        (``buffers.compiled``; identical rows, fewer array calls). Set it to switch the backend; a loaded buffer takes
+        ``SB3_HIR_JIT`` and numba's presence where it is loaded."""
         return self._draws.compiled
 
     @jit.setter
@@ -629,6 +629,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             raise ValueError(f"jit must be a bool; got {on!r}")
         self._draws.use_compiled(on)
         self._serving.use_compiled(on)
+        self._mixture.use_compiled(on)
         if self.demonstrations.source is not None:
             self.demonstrations.source.draws.use_compiled(on)
 

@@ -6,15 +6,22 @@ its buffers: ``demo_ratio`` of it from the demonstrations (:meth:`Demonstrations
 online rows first. Within each source, ``Binomial(n, relabel_ratio)`` rows are drawn under a hindsight instruction by
 the source's draw strategy, and the rest are drawn exactly as ``DictReplayBuffer`` draws them (``np.random``, which
 SB3 seeds). One serving serves both sources, so a demonstration is rewarded and terminated as an online episode is.
+
+With the compiled kernels, the recorded rows are the same draws from ``np.random``'s bit generator in one kernel call
+(:func:`~sb3_hir.buffers.rng_box.legacy_rows`): ``np.random.randint``'s argument checks cost more than the few
+dozen draws themselves.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_hir._validate import check_int, check_number
+from sb3_hir.buffers import compiled
 from sb3_hir.buffers.demonstrations import Demonstrations, concat_samples
 from sb3_hir.buffers.draws import Relabeled
 from sb3_hir.buffers.serving import Served, Serving
@@ -45,6 +52,31 @@ class Mixture:
         #: what the last ``sample()`` served from each source (None: nothing).
         self.last_online: Served | None = None
         self.last_demonstrations: Served | None = None
+        self.use_compiled(compiled.enabled())
+
+    def use_compiled(self, on: bool) -> None:
+        """Draw the recorded rows in one kernel call (module docstring; the buffer's ``jit`` switches it with the
+        draws), where numba has the raw draws it needs."""
+        #: ``rng_box`` where the kernel draws (numba comes with it: imported only then), else None.
+        self._kernels: Any = None
+        if on and compiled.AVAILABLE:
+            from sb3_hir.buffers import rng_box
+
+            self._kernels = rng_box if rng_box.RAW_DRAWS else None
+        self.jit = self._kernels is not None
+        #: kernels called (``compiled.call``), and ``np.random``'s bit generator boxed (``rng_box.np_random_box``).
+        self.warm: set[str] = set()
+        self._np_random: tuple[Any, Any] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for name in ("jit", "warm", "_kernels", "_np_random"):  # decided where the buffer is loaded
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.use_compiled(compiled.enabled())
 
     @property
     def relabel_ratio(self) -> float:
@@ -91,9 +123,18 @@ class Mixture:
         num_relabel = int(rng.binomial(batch_size, ratio)) if ratio > 0 else 0
         relabeled = source.draw(num_relabel) if num_relabel else None
         num_recorded = batch_size - (0 if relabeled is None else len(relabeled.flat))
-        # The recorded part draws exactly as DictReplayBuffer does (np.random, seeded by SB3).
-        rows = np.random.randint(0, source.upper, size=num_recorded)
-        return self._serve(source, _with_envs(rows, source.storage.n_envs), relabeled, env, online)
+        return self._serve(source, self._recorded_rows(source.upper, num_recorded, source.storage.n_envs), relabeled,
+                           env, online)
+
+    def _recorded_rows(self, upper: int, count: int, n_envs: int) -> np.ndarray:
+        """``count`` flat rows drawn exactly as ``DictReplayBuffer`` draws them: ``np.random`` (which SB3 seeds),
+        rows then sub-envs; in one kernel call where compiled (module docstring)."""
+        kernels = self._kernels
+        if kernels is not None and upper <= kernels.LEGACY_ROWS_MAX and n_envs <= kernels.LEGACY_ROWS_MAX:
+            self._np_random = held = kernels.np_random_box(self._np_random)
+            with held[0].lock:  # as np.random's own draws hold it
+                return compiled.call(self.warm, kernels.legacy_rows, held[1], upper, count, n_envs)
+        return _with_envs(np.random.randint(0, upper, size=count), n_envs)
 
     def _serve(self, source: Source, recorded_flat: np.ndarray, relabeled: Relabeled | None,
                env: VecNormalize | None, online: bool = True) -> DictReplayBufferSamples:

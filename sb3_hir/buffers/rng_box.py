@@ -9,6 +9,11 @@ per call (~60 ns, against ~6 ns for the draw itself), and a round draws two inte
 NumPy's bounded draws on the generator directly (Lemire's rejection, on buffered 32-bit draws below 2**32), so it
 consumes the generator exactly as NumPy's ``integers`` does (``tests/buffers/test_rng_box.py``); above 2**32 it also
 corrects numba's, which leaves NumPy's stream there.
+
+:func:`legacy_rows` is ``np.random.randint`` for the rows a batch serves as recorded, which ``DictReplayBuffer`` draws
+from ``np.random`` (SB3 seeds it): NumPy's legacy masked draw on the bit generator behind ``np.random``
+(:func:`np_random_box`), so the stream is the one ``randint`` consumes (``tests/buffers/test_rng_box.py``).
+``randint``'s argument checks take ~5 us a call, more than the few dozen draws of a batch.
 """
 
 from __future__ import annotations
@@ -24,11 +29,11 @@ try:  # the generator's raw draws and NumPy's 32-bit bounded draw, as numba's Ge
     from numba.np.random.generator_core import next_uint32, next_uint64
     from numba.np.random.random_methods import buffered_bounded_lemire_uint32
 
-    _RAW_DRAWS = True
+    RAW_DRAWS = True
 except ImportError:  # pragma: no cover - a numba that moved them: integers() itself, the same stream below 2**32
-    _RAW_DRAWS = False
+    RAW_DRAWS = False
 
-__all__ = ["GeneratorBox", "below", "box"]
+__all__ = ["LEGACY_ROWS_MAX", "RAW_DRAWS", "GeneratorBox", "below", "box", "legacy_rows", "np_random_box"]
 
 
 @structref.register
@@ -56,7 +61,7 @@ def box(rng: np.random.Generator) -> GeneratorBox:
     return _new(rng)
 
 
-if _RAW_DRAWS:
+if RAW_DRAWS:
 
     @numba.njit(cache=True, nogil=True)
     def _lemire64(bitgen, span):  # type: ignore[no-untyped-def]
@@ -89,9 +94,59 @@ if _RAW_DRAWS:
             return np.int64(next_uint32(rng.bit_generator))
         return np.int64(_lemire64(rng.bit_generator, span))
 
+    @numba.njit(cache=True, nogil=True)
+    def _legacy_below(bitgen, span, mask):  # type: ignore[no-untyped-def]
+        """One ``np.random.randint(0, span + 1)`` (NumPy's legacy bounded draw, below 2**32): a 32-bit draw masked
+        to ``span``'s bit length (``mask``), redrawn while above ``span``; nothing drawn for ``span == 0``."""
+        if span == 0:
+            return np.int64(0)
+        value = next_uint32(bitgen) & mask
+        while value > span:
+            value = next_uint32(bitgen) & mask
+        return np.int64(value)
+
+    @numba.njit(cache=True, nogil=True)
+    def _mask(span):  # type: ignore[no-untyped-def]
+        mask = np.uint32(span)
+        for shift in (1, 2, 4, 8, 16):
+            mask |= mask >> np.uint32(shift)
+        return mask
+
+    @numba.njit(cache=True, nogil=True)
+    def legacy_rows(box, upper, count, n_envs):  # type: ignore[no-untyped-def]
+        """``rows * n_envs + envs`` for ``rows = np.random.randint(0, upper, size=count)`` and then, with more than
+        one sub-env, ``envs = np.random.randint(0, n_envs, size=count)``: the same draws from the same bit generator
+        (``box.rng`` wraps ``np.random``'s: :func:`np_random_box`), for ``upper`` and ``n_envs`` up to 2**32."""
+        bitgen = box.rng.bit_generator
+        rows = np.empty(count, np.int64)
+        span = np.uint32(upper - 1)
+        mask = _mask(span)
+        for i in range(count):
+            rows[i] = _legacy_below(bitgen, span, mask)
+        if n_envs > 1:
+            span = np.uint32(n_envs - 1)
+            mask = _mask(span)
+            for i in range(count):
+                rows[i] = rows[i] * n_envs + _legacy_below(bitgen, span, mask)
+        return rows
+
 else:  # pragma: no cover
 
     @numba.njit(cache=True, nogil=True)
     def below(rng, upper):  # type: ignore[no-untyped-def]
         """``rng.integers(0, upper)``."""
         return rng.integers(0, upper)
+
+
+#: the largest ``upper`` (and sub-env count) :func:`legacy_rows` draws: NumPy's legacy draw is 64-bit above it.
+LEGACY_ROWS_MAX = 2**32
+
+
+def np_random_box(held: tuple[Any, GeneratorBox] | None) -> tuple[Any, GeneratorBox]:
+    """``(bit_generator, box)`` of the bit generator behind ``np.random`` (the one SB3 seeds), as
+    :func:`legacy_rows` takes it: ``held`` while it is still NumPy's (reseeding keeps it), a new box once
+    ``np.random.set_bit_generator`` replaced it."""
+    bit_generator = np.random.get_bit_generator()  # type: ignore[attr-defined]  # public since NumPy 1.25
+    if held is not None and held[0] is bit_generator:
+        return held
+    return bit_generator, box(np.random.Generator(bit_generator))

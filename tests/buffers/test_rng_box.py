@@ -77,3 +77,50 @@ def test_kernels_draw_through_below() -> None:
     compiled.draw_goal_steps(np.random.default_rng(0), np.full((1, 1), -1, np.int64), np.array([3]), np.array([0]),
                              2, True)
     assert compiled.below is rng_box.below
+
+
+def _legacy_pair(seed: int) -> tuple[np.random.RandomState, np.random.MT19937]:
+    """``np.random``'s kind of generator seeded with ``seed`` (SB3's ``np.random.seed``), and a bit generator in the
+    same state for the kernel."""
+    theirs = np.random.RandomState(np.random.MT19937())
+    theirs.seed(seed)
+    ours = np.random.MT19937()
+    np.random.RandomState(ours).seed(seed)
+    return theirs, ours
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1),
+       upper=st.one_of(st.sampled_from([1, 2, 3, 7, 100_001, 2**20 + 1, 10**6, 3 * 2**24 + 1, 2**31, 2**32 - 1,
+                                        2**32]), st.integers(1, 2**32)),
+       count=st.integers(0, 40), n_envs=st.sampled_from([1, 2, 3, 5, 64]))
+def test_legacy_rows_draw_np_random_randint(seed: int, upper: int, count: int, n_envs: int) -> None:
+    """The recorded rows as ``DictReplayBuffer`` draws them: ``randint`` rows, then ``randint`` sub-envs (none for one
+    sub-env), each value and the bit generator's state after them. The bounds cover NumPy's legacy masked draw:
+    nothing drawn (``upper == 1``), masks of every width (buffer sizes whose largest row has few bits set), and a full
+    32-bit draw (``upper == 2**32``)."""
+    from sb3_hir.buffers import rng_box
+
+    theirs, ours = _legacy_pair(seed)
+    rows = rng_box.legacy_rows(rng_box.box(np.random.Generator(ours)), upper, count, n_envs)
+    expected = theirs.randint(0, upper, size=count)
+    if n_envs > 1:
+        expected = expected * n_envs + theirs.randint(0, high=n_envs, size=(count,))
+    np.testing.assert_array_equal(rows, expected)
+    after = theirs.get_state(legacy=False)["state"]
+    np.testing.assert_array_equal(ours.state["state"]["key"], after["key"])
+    assert ours.state["state"]["pos"] == after["pos"]
+
+
+def test_recorded_rows_past_32_bits_are_numpys() -> None:
+    """Above 2**32 rows NumPy's legacy draw is 64-bit, which the kernel does not draw: the buffer asks NumPy."""
+    from sb3_hir.buffers.mixture import Mixture
+
+    mixture = Mixture.__new__(Mixture)
+    mixture.use_compiled(True)
+    assert mixture.jit
+    upper = 2**32 + 3
+    np.random.seed(11)
+    expected = np.random.randint(0, upper, size=20)
+    np.random.seed(11)
+    np.testing.assert_array_equal(mixture._recorded_rows(upper, 20, 1), expected)

@@ -115,3 +115,28 @@ def test_compiled_and_numpy_draws_agree_when_sampling_while_adding(name: str) ->
     assert len(batches[0]) == len(batches[1]) > 0
     for compiled_value, numpy_value in zip(*batches, strict=True):
         np.testing.assert_array_equal(compiled_value, numpy_value, err_msg=name)
+
+
+@needs_numba
+def test_compiled_recorded_rows_follow_np_random_when_its_bit_generator_is_replaced() -> None:
+    """The compiled recorded rows draw from the bit generator ``np.random`` has at the time, as ``np.random.randint``
+    does: also once ``np.random.set_bit_generator`` replaced the one a first ``sample()`` drew from."""
+    original = np.random.get_bit_generator()
+    served_rows = []
+    try:
+        for jit in (True, False):
+            buffer = filled_buffer("maze_k3_some_future")
+            buffer.jit = jit
+            rows = []
+            for bit_generator in (np.random.MT19937(1), np.random.PCG64(2)):
+                np.random.set_bit_generator(bit_generator)
+                buffer.sample(64)
+                info = buffer.last_sample_info
+                assert info is not None
+                rows.append(info.rows[~info.relabeled])
+            served_rows.append(rows)
+    finally:
+        np.random.set_bit_generator(original)
+    for compiled_rows, numpy_rows in zip(*served_rows, strict=True):
+        assert len(numpy_rows) > 0
+        np.testing.assert_array_equal(compiled_rows, numpy_rows)
