@@ -27,7 +27,11 @@ from sb3_hir.buffers.draws import Relabeled
 from sb3_hir.buffers.serving import Served, Serving
 from sb3_hir.buffers.source import Source
 
-__all__ = ["Mixture"]
+__all__ = ["LEGACY_ROWS_MAX", "Mixture"]
+
+#: the most rows (and sub-envs) whose ``randint`` draws ``rng_box.legacy_rows`` makes: NumPy's legacy draw is
+#: 64-bit above 2**32, where NumPy draws them.
+LEGACY_ROWS_MAX = 2**32
 
 
 class Mixture:
@@ -56,15 +60,12 @@ class Mixture:
 
     def use_compiled(self, on: bool) -> None:
         """Draw the recorded rows in one kernel call (module docstring; the buffer's ``jit`` switches it with the
-        draws), where numba has the raw draws it needs."""
-        #: ``rng_box`` where the kernel draws (numba comes with it: imported only then), else None.
+        draws), where numba is importable."""
+        self.jit = bool(on) and compiled.AVAILABLE
+        #: ``rng_box``'s ``(np_random_box, legacy_rows)``, imported at the first batch (numba comes with it), or
+        #: False where numba lacks the raw draws; kernels called (``compiled.call``); ``np.random``'s bit generator
+        #: boxed.
         self._kernels: Any = None
-        if on and compiled.AVAILABLE:
-            from sb3_hir.buffers import rng_box
-
-            self._kernels = rng_box if rng_box.RAW_DRAWS else None
-        self.jit = self._kernels is not None
-        #: kernels called (``compiled.call``), and ``np.random``'s bit generator boxed (``rng_box.np_random_box``).
         self.warm: set[str] = set()
         self._np_random: tuple[Any, Any] | None = None
 
@@ -130,10 +131,15 @@ class Mixture:
         """``count`` flat rows drawn exactly as ``DictReplayBuffer`` draws them: ``np.random`` (which SB3 seeds),
         rows then sub-envs; in one kernel call where compiled (module docstring)."""
         kernels = self._kernels
-        if kernels is not None and upper <= kernels.LEGACY_ROWS_MAX and n_envs <= kernels.LEGACY_ROWS_MAX:
-            self._np_random = held = kernels.np_random_box(self._np_random)
+        if kernels is None and self.jit:
+            from sb3_hir.buffers import rng_box
+
+            kernels = self._kernels = (rng_box.np_random_box, rng_box.legacy_rows) if rng_box.RAW_DRAWS else False
+        if kernels and upper <= LEGACY_ROWS_MAX and n_envs <= LEGACY_ROWS_MAX:
+            box_of, legacy_rows = kernels
+            self._np_random = held = box_of(self._np_random)
             with held[0].lock:  # as np.random's own draws hold it
-                return compiled.call(self.warm, kernels.legacy_rows, held[1], upper, count, n_envs)
+                return compiled.call(self.warm, legacy_rows, held[1], upper, count, n_envs)
         return _with_envs(np.random.randint(0, upper, size=count), n_envs)
 
     def _serve(self, source: Source, recorded_flat: np.ndarray, relabeled: Relabeled | None,

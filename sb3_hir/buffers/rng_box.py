@@ -33,7 +33,7 @@ try:  # the generator's raw draws and NumPy's 32-bit bounded draw, as numba's Ge
 except ImportError:  # pragma: no cover - a numba that moved them: integers() itself, the same stream below 2**32
     RAW_DRAWS = False
 
-__all__ = ["LEGACY_ROWS_MAX", "RAW_DRAWS", "GeneratorBox", "below", "box", "legacy_rows", "np_random_box"]
+__all__ = ["RAW_DRAWS", "GeneratorBox", "below", "box", "legacy_rows", "np_random_box"]
 
 
 @structref.register
@@ -136,10 +136,6 @@ else:  # pragma: no cover
     def below(rng, upper):  # type: ignore[no-untyped-def]
         """``rng.integers(0, upper)``."""
         return rng.integers(0, upper)
-
-
-#: the largest ``upper`` (and sub-env count) :func:`legacy_rows` draws: NumPy's legacy draw is 64-bit above it.
-LEGACY_ROWS_MAX = 2**32
 
 
 def np_random_box(held: tuple[Any, GeneratorBox] | None) -> tuple[Any, GeneratorBox]:
