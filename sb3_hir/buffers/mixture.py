@@ -137,7 +137,7 @@ class Mixture:
             kernels = self._kernels = (rng_box.np_random_box, rng_box.legacy_rows) if rng_box.RAW_DRAWS else False
         if kernels and upper <= LEGACY_ROWS_MAX and n_envs <= LEGACY_ROWS_MAX:
             box_of, legacy_rows = kernels
-            self._np_random = held = box_of(self._np_random)
+            self._np_random = held = compiled.call(self.warm, box_of, self._np_random)  # its first call compiles
             with held[0].lock:  # as np.random's own draws hold it
                 return compiled.call(self.warm, legacy_rows, held[1], upper, count, n_envs)
         return _with_envs(np.random.randint(0, upper, size=count), n_envs)
