@@ -15,9 +15,11 @@ Buffers (one sub-env):
   same work as HER, so the fair row for the ``vs HER`` column. It is compared with ``Dict k=1`` / ``Dict gather
   k=1``, which hold the same k=1 layout (smaller goal arrays than the k=3 baselines).
 * ``Dict``: SB3's DictReplayBuffer, stock.
-* ``Dict gather``: a DictReplayBuffer subclass that gathers rows with the flat ``np.take`` our buffer uses, hands
-  them out as tensors sharing the gathered arrays as ours does (no copy), and otherwise serves exactly what
-  DictReplayBuffer serves (checked). Against it, our time is what relabeling costs.
+* ``Dict gather``: a DictReplayBuffer subclass that draws its rows as our buffer draws its recorded rows (the same
+  ``np.random`` draws, through ``sb3_hir.buffers.recorded_rows.RecordedRows``: one kernel call where compiled, and no
+  sub-env draw for one sub-env), gathers them with the flat ``np.take`` our buffer uses, hands them out as tensors
+  sharing the gathered arrays as ours does (no copy), and otherwise serves exactly what DictReplayBuffer serves
+  (checked). Against it, our time is what relabeling costs.
 * ``HER``: SB3's HerReplayBuffer (future, ``n_sampled_goal=4``) holding the k=1 view of the same data
   ("observation", "achieved_goal", "desired_goal" = the episode's first goal, reward 1 when the next achieved cell
   is it), with a tiny GoalEnv-like env in a DummyVecEnv for ``compute_reward``. For timing; its reward share is not
@@ -62,7 +64,8 @@ from stable_baselines3.common.buffers import DictReplayBuffer
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-from sb3_hir.buffers import HindsightInstructionReplayBuffer
+from sb3_hir.buffers import HindsightInstructionReplayBuffer, compiled
+from sb3_hir.buffers.recorded_rows import RecordedRows, with_envs
 from sb3_hir.experiment import markdown_table
 from sb3_hir.relabel import HindsightInstructionRelabeler
 
@@ -117,18 +120,28 @@ def _take(array: np.ndarray, flat: np.ndarray) -> np.ndarray:
 
 
 class SameGatherDictReplayBuffer(DictReplayBuffer):
-    """DictReplayBuffer serving exactly what it serves, gathered with the flat ``np.take`` our buffer uses, and
-    handed out as ours hands it out: tensors sharing the freshly gathered arrays (``th.from_numpy``), not SB3's copy.
-    Against it, our extra time is the relabeling alone."""
+    """DictReplayBuffer serving exactly what it serves, its rows drawn as our buffer draws its recorded rows (the same
+    ``np.random`` draws, ``RecordedRows``), gathered with the flat ``np.take`` our buffer uses, and handed out as ours
+    hands it out: tensors sharing the freshly gathered arrays (``th.from_numpy``), not SB3's copy. Against it, our
+    extra time is the relabeling alone."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.recorded_rows = RecordedRows(compiled.enabled())
 
     def to_torch(self, array: np.ndarray, copy: bool = True) -> th.Tensor:
         return th.from_numpy(array)
 
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples:  # type: ignore[override]
+        upper = self.buffer_size if self.full else self.pos
+        return self._gather(self.recorded_rows(upper, batch_size, self.n_envs), env)
+
     def _get_samples(  # type: ignore[override]
         self, batch_inds: np.ndarray, env: VecNormalize | None = None
     ) -> DictReplayBufferSamples:
-        env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
-        flat = batch_inds * self.n_envs + env_indices
+        return self._gather(with_envs(batch_inds, self.n_envs), env)
+
+    def _gather(self, flat: np.ndarray, env: VecNormalize | None) -> DictReplayBufferSamples:
         obs_ = self._normalize_obs({key: _take(obs, flat) for key, obs in self.observations.items()}, env)
         next_obs_ = self._normalize_obs({key: _take(obs, flat) for key, obs in self.next_observations.items()}, env)
         assert isinstance(obs_, dict) and isinstance(next_obs_, dict)

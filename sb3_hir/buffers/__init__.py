@@ -16,6 +16,7 @@ Module map, from the top down (each module imports only modules below it):
   one); ``base``: the rejection rounds they share.
 * ``episode_index``: the per-row layout, built when an episode ends; ``goal_env``: what GoalEnv mode derives from
   HER's arguments and the env; ``compiled``: how kernels compile and take named configurations.
+* ``recorded_rows``: the rows a batch serves as recorded, drawn as ``DictReplayBuffer`` draws them.
 * ``storage``: the buffer as its parts read it; ``rng_box``: the generator as kernels take it; ``reward_checks``: the
   checks of the env's ``compute_reward`` at its first use.
 """

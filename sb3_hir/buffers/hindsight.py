@@ -629,7 +629,7 @@ class HindsightInstructionReplayBuffer(DictReplayBuffer):
             raise ValueError(f"jit must be a bool; got {on!r}")
         self._draws.use_compiled(on)
         self._serving.use_compiled(on)
-        self._mixture.use_compiled(on)
+        self._mixture.recorded_rows.use_compiled(on)
         if self.demonstrations.source is not None:
             self.demonstrations.source.draws.use_compiled(on)
 

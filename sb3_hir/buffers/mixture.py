@@ -6,10 +6,7 @@ its buffers: ``demo_ratio`` of it from the demonstrations (:meth:`Demonstrations
 online rows first. Within each source, ``Binomial(n, relabel_ratio)`` rows are drawn under a hindsight instruction by
 the source's draw strategy, and the rest are drawn exactly as ``DictReplayBuffer`` draws them (``np.random``, which
 SB3 seeds). One serving serves both sources, so a demonstration is rewarded and terminated as an online episode is.
-
-With the compiled kernels, the recorded rows are the same draws from ``np.random``'s bit generator in one kernel call
-(:func:`~sb3_hir.buffers.rng_box.legacy_rows`): ``np.random.randint``'s argument checks cost more than the few
-dozen draws themselves.
+(:class:`~sb3_hir.buffers.recorded_rows.RecordedRows`: with the compiled kernels, the same draws in one kernel call).
 """
 
 from __future__ import annotations
@@ -24,14 +21,11 @@ from sb3_hir._validate import check_int, check_number
 from sb3_hir.buffers import compiled
 from sb3_hir.buffers.demonstrations import Demonstrations, concat_samples
 from sb3_hir.buffers.draws import Relabeled
+from sb3_hir.buffers.recorded_rows import RecordedRows, with_envs
 from sb3_hir.buffers.serving import Served, Serving
 from sb3_hir.buffers.source import Source
 
-__all__ = ["LEGACY_ROWS_MAX", "Mixture"]
-
-#: the most rows (and sub-envs) whose ``randint`` draws ``rng_box.legacy_rows`` makes: NumPy's legacy draw is
-#: 64-bit above 2**32, where NumPy draws them.
-LEGACY_ROWS_MAX = 2**32
+__all__ = ["Mixture"]
 
 
 class Mixture:
@@ -56,28 +50,17 @@ class Mixture:
         #: what the last ``sample()`` served from each source (None: nothing).
         self.last_online: Served | None = None
         self.last_demonstrations: Served | None = None
-        self.use_compiled(compiled.enabled())
-
-    def use_compiled(self, on: bool) -> None:
-        """Draw the recorded rows in one kernel call (module docstring; the buffer's ``jit`` switches it with the
-        draws), where numba is importable."""
-        self.jit = bool(on) and compiled.AVAILABLE
-        #: ``rng_box``'s ``(np_random_box, legacy_rows)``, imported at the first batch (numba comes with it), or
-        #: False where numba lacks the raw draws; kernels called (``compiled.call``); ``np.random``'s bit generator
-        #: boxed.
-        self._kernels: Any = None
-        self.warm: set[str] = set()
-        self._np_random: tuple[Any, Any] | None = None
+        #: how the recorded rows are drawn (the buffer's ``jit`` switches it with the draws).
+        self.recorded_rows = RecordedRows(compiled.enabled())
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for name in ("jit", "warm", "_kernels", "_np_random"):  # decided where the buffer is loaded
-            state.pop(name, None)
+        state.pop("recorded_rows", None)  # decided where the buffer is loaded
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self.use_compiled(compiled.enabled())
+        self.recorded_rows = RecordedRows(compiled.enabled())
 
     @property
     def relabel_ratio(self) -> float:
@@ -110,7 +93,7 @@ class Mixture:
         """Online rows ``batch_inds`` served as recorded (with random sub-envs), as ``DictReplayBuffer`` serves
         them (SB3's ``_get_samples``)."""
         # A copy: the served rows are kept (last_sample_info), and the caller's array is the caller's.
-        return self._serve(self.online, _with_envs(np.array(batch_inds), self.online.storage.n_envs), None, env)
+        return self._serve(self.online, with_envs(np.array(batch_inds), self.online.storage.n_envs), None, env)
 
     def reset_counts(self) -> None:
         """Forget what was served (the buffer's ``reset``)."""
@@ -124,23 +107,8 @@ class Mixture:
         num_relabel = int(rng.binomial(batch_size, ratio)) if ratio > 0 else 0
         relabeled = source.draw(num_relabel) if num_relabel else None
         num_recorded = batch_size - (0 if relabeled is None else len(relabeled.flat))
-        return self._serve(source, self._recorded_rows(source.upper, num_recorded, source.storage.n_envs), relabeled,
+        return self._serve(source, self.recorded_rows(source.upper, num_recorded, source.storage.n_envs), relabeled,
                            env, online)
-
-    def _recorded_rows(self, upper: int, count: int, n_envs: int) -> np.ndarray:
-        """``count`` flat rows drawn exactly as ``DictReplayBuffer`` draws them: ``np.random`` (which SB3 seeds),
-        rows then sub-envs; in one kernel call where compiled (module docstring)."""
-        kernels = self._kernels
-        if kernels is None and self.jit:
-            from sb3_hir.buffers import rng_box
-
-            kernels = self._kernels = (rng_box.np_random_box, rng_box.legacy_rows) if rng_box.RAW_DRAWS else False
-        if kernels and upper <= LEGACY_ROWS_MAX and n_envs <= LEGACY_ROWS_MAX:
-            box_of, legacy_rows = kernels
-            self._np_random = held = compiled.call(self.warm, box_of, self._np_random)  # its first call compiles
-            with held[0].lock:  # as np.random's own draws hold it
-                return compiled.call(self.warm, legacy_rows, held[1], upper, count, n_envs)
-        return _with_envs(np.random.randint(0, upper, size=count), n_envs)
 
     def _serve(self, source: Source, recorded_flat: np.ndarray, relabeled: Relabeled | None,
                env: VecNormalize | None, online: bool = True) -> DictReplayBufferSamples:
@@ -154,12 +122,3 @@ class Mixture:
         self.num_served_relabeled += len(served.flat) - served.num_recorded
         return samples
 
-
-def _with_envs(rows: np.ndarray, n_envs: int) -> np.ndarray:
-    """Flat indices of ``rows`` with sub-envs drawn as ``DictReplayBuffer._get_samples`` draws them (``np.random``).
-
-    One sub-env draws nothing: NumPy's ``randint(0, 1)`` returns zeros without touching the stream, so the rows
-    themselves are the flat indices and the stream is the same, without the call (``bench_kernel_costs.py``)."""
-    if n_envs == 1:
-        return rows
-    return rows * n_envs + np.random.randint(0, high=n_envs, size=(len(rows),))

@@ -114,13 +114,12 @@ def test_legacy_rows_draw_np_random_randint(seed: int, upper: int, count: int, n
 
 def test_recorded_rows_past_32_bits_are_numpys() -> None:
     """Above 2**32 rows NumPy's legacy draw is 64-bit, which the kernel does not draw: the buffer asks NumPy."""
-    from sb3_hir.buffers.mixture import Mixture
+    from sb3_hir.buffers.recorded_rows import RecordedRows
 
-    mixture = Mixture.__new__(Mixture)
-    mixture.use_compiled(True)
-    assert mixture.jit
+    recorded_rows = RecordedRows(jit=True)
+    assert recorded_rows.jit
     upper = 2**32 + 3
     np.random.seed(11)
     expected = np.random.randint(0, upper, size=20)
     np.random.seed(11)
-    np.testing.assert_array_equal(mixture._recorded_rows(upper, 20, 1), expected)
+    np.testing.assert_array_equal(recorded_rows(upper, 20, 1), expected)
