@@ -8,7 +8,10 @@ Each line times both forms on the same inputs, interleaved over ``--rounds`` rou
 * a kernel returning eight arrays (``draw_rounds`` before) against one returning four (``draw_rounds`` now), with
   nothing drawn: the cost of numba boxing the returned arrays;
 * ``np.random.randint(0, 1, size=51)`` (the recorded rows' sub-env draw with one sub-env, which draws nothing)
-  against skipping it: the rows themselves are the flat indices (``Mixture``'s recorded rows).
+  against skipping it: the rows themselves are the flat indices (``Mixture``'s recorded rows);
+* the recorded rows themselves, ``np.random.randint(0, 100_000, size=51)``, against the same draws in one kernel call
+  (``RecordedRows`` compiled: ``rng_box.legacy_rows``); the script checks that both draw the same rows and leave
+  ``np.random`` in the same state.
 
 Usage: ``python benchmarks/bench_kernel_costs.py [--rounds 7] [--calls 5000]``
 """
@@ -22,6 +25,7 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
+from sb3_hir.buffers.recorded_rows import RecordedRows
 from sb3_hir.buffers.serving import rewrite_one_step
 from sb3_hir.experiment import markdown_table
 
@@ -105,7 +109,14 @@ def main() -> None:
     rewrite_one_step(*inputs, *new_out)
     for old, new in zip(old_out, new_out, strict=True):
         np.testing.assert_array_equal(old, new)
-    print("self-check: both serving kernels write the same dones, rewards, goals and next goals: OK")
+    recorded = RecordedRows(jit=True)
+    np.random.seed(1)
+    expected, state = np.random.randint(0, 100_000, size=51), np.random.get_state(legacy=False)["state"]["key"].copy()
+    np.random.seed(1)
+    np.testing.assert_array_equal(recorded(100_000, 51, 1), expected)
+    np.testing.assert_array_equal(np.random.get_state(legacy=False)["state"]["key"], state)
+    print("self-check: both serving kernels write the same dones, rewards, goals and next goals, and both recorded "
+          "row draws the same rows from the same np.random state: OK")
     rows = np.arange(51)
     pairs = {
         "serving kernel, 205 rows (k = 1)": (lambda: rewrite_select(*inputs, *old_out),
@@ -113,6 +124,8 @@ def main() -> None:
         "kernel returning arrays, nothing drawn": (lambda: return_eight(0), lambda: return_four(0)),
         "one sub-env's recorded-row envs (51 rows)": (
             lambda: rows + np.random.randint(0, high=1, size=(len(rows),)), lambda: rows),
+        "the recorded rows (51 of 100k)": (lambda: np.random.randint(0, 100_000, size=51),
+                                           lambda: recorded(100_000, 51, 1)),
     }
     for before, after in pairs.values():  # compile and warm up
         before(), after()

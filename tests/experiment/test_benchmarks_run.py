@@ -33,7 +33,7 @@ RUNS: dict[str, list[str]] = {
     "bench_babyai_bot.py": ["--tiny"],
     "bench_babyai_speed.py": ["--chunk", "64", "--rounds", "1", "--warmup", "64", "--learners", "today", "ppo"],
     "bench_buffer.py": ["--sizes", "1000", "--episode-lengths", "50", "--add-steps", "300", "--rounds", "1",
-                        "--calls", "2"],
+                        "--calls", "2", "--parts"],
     "bench_her_served_distribution.py": ["--steps", "300", "--batches", "4", "--seeds", "0", "--strategies", "future"],
     "bench_kernel_costs.py": ["--rounds", "1", "--calls", "5"],
     "bench_compare.py": ["--before", "{ROOT}", "--after", "{ROOT}", "--pairs", "1", "--keys", "size", "T", "buffer",
