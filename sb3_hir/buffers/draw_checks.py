@@ -10,7 +10,8 @@ admitted pairs, on both backends, where a source hands them to serving:
   ``served_relabeled_share`` reads 0 without a word.
 
 Both cost a few microseconds per ``sample()`` in the usual case (two reductions over the drawn goals, or one pass of
-:func:`goals_within` with the compiled draw, and a counter).
+:func:`goals_within` with the compiled draw, and a counter); a built-in compiled draw on integer goals checks the
+bounds in the kernel that writes the goals and says so (``GoalsInside``), which leaves the counter.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from gymnasium import spaces
 
 from sb3_hir.buffers import compiled
 from sb3_hir.buffers.draws import DrawStrategy, DrawView, Relabeled
+from sb3_hir.buffers.draws.base import GoalsInside
 from sb3_hir.buffers.storage import Storage
 
 __all__ = ["DRY_DRAWS", "DrawWatch", "check_draw", "check_goals_in_space", "goals_within", "uniform_bounds"]
@@ -138,9 +140,10 @@ class DrawWatch:
 
 def check_draw(relabeled: Relabeled | None, view: DrawView, storage: Storage, draws: DrawStrategy,
                watch: DrawWatch) -> None:
-    """Both checks on one draw of a source (module docstring)."""
+    """Both checks on one draw of a source (module docstring); a compiled draw's kernel has made the bounds check
+    when it returns :class:`~sb3_hir.buffers.draws.base.GoalsInside`."""
     watch.see(relabeled, view, draws)
-    if relabeled is None:
+    if relabeled is None or isinstance(relabeled, GoalsInside):
         return
     space = storage.observation_space[view.goal_spec.goals_key]
     cached = watch.__dict__.get("bounds")

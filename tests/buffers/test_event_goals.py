@@ -105,15 +105,17 @@ def test_no_served_goal_is_a_nothing_step_and_every_row_is_a_replay(jit, k, goal
     assert relabeled > 100
 
 
+@pytest.mark.parametrize("k", [1, 3], ids=["first-reach", "exact-index"])
 @pytest.mark.parametrize("jit", JIT, ids=["compiled", "numpy"])
-def test_without_the_declaration_nothing_steps_are_refused_as_goals(jit):
+def test_without_the_declaration_nothing_steps_are_refused_as_goals(jit, k):
     """The counterfactual: the same episodes, the spec not told which value is nothing; the nothing value, outside
     the goals space, would be served as a goal the env's own instructions never hold, so the buffer refuses it by
-    name (the key, the value, the bounds and ``nothing_value``)."""
+    name (the key, the value, the bounds and ``nothing_value``), whichever kernel drew it (the kernels check the
+    bounds of what they write: ``GoalsInside``)."""
     spec = ExactGoalSpec()
-    buffer = make_buffer(1, size=60, n_envs=2, goal_spec=spec, hindsight_goals="all", seed=1)
+    buffer = make_buffer(k, size=60, n_envs=2, goal_spec=spec, hindsight_goals="all", seed=1)
     buffer.jit = jit
-    stream, falls = stream_events(buffer, spec, np.random.default_rng(4), 90, 1)
+    stream, falls = stream_events(buffer, spec, np.random.default_rng(4), 90, k)
     with pytest.raises(ValueError, match=r"\[-3, -3\].*outside observation_space\['goals'\].*nothing_value=-3"):
         for _ in range(15):
             check_sample(stream, 32, spec, falls)

@@ -32,8 +32,8 @@ from sb3_hir.buffers.episode_index import EndedEpisode
 from sb3_hir.reach import instruction_end
 
 __all__ = [
-    "Candidates", "DrawContractError", "DrawStrategy", "Instructions", "Relabeled", "admissible", "draw_rounds",
-    "oversample",
+    "Candidates", "DrawContractError", "DrawStrategy", "GoalsInside", "Instructions", "Relabeled", "admissible",
+    "draw_rounds", "goal_bounds", "oversample",
 ]
 
 
@@ -48,6 +48,14 @@ class Relabeled(NamedTuple):
     goals: np.ndarray  # (B, k, *goal_shape)
     reach: np.ndarray  # (B, k) reach steps under goals, -1 never
     other_end: np.ndarray  # the recorded episode ended in a termination its goals did not cause
+
+
+class GoalsInside(Relabeled):
+    """A compiled draw whose kernel found every goal inside the goals' Box (``draw_rounds``, for integer goals with one
+    low and one high): the buffer's bounds check (``draw_checks.check_draw``) has nothing left to refuse. Any other
+    draw is a plain :class:`Relabeled`, which the check reads itself."""
+
+    __slots__ = ()
 
 
 class Instructions(NamedTuple):
@@ -177,6 +185,8 @@ class DrawStrategy:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if state.get("cfg") is not None:
+            state["cfg"] = None  # a kernel configuration of its day: made again at the first draw, with today's fields
         self.__dict__.update(state)
         self.use_compiled(compiled.enabled())  # where the buffer is loaded, not where it was saved
 
@@ -325,7 +335,7 @@ class DrawStrategy:
         assert view.index is not None, "the episode index is built with the buffer, before any draw"
         columns = {f"f_{name}": column for name, column in view.index.field.items()}
         return compiled.config(size=view.buffer_size, n_envs=view.n_envs, rounds=view.max_redraws,
-                               k=view.num_goals, **columns, **settings)
+                               k=view.num_goals, **columns, **goal_bounds(view.goals_space), **settings)
 
     def _generator(self, view: DrawView) -> Any:
         """The buffer's generator as the entry kernels take it (``compiled.box_generator``), boxed once."""
@@ -359,13 +369,25 @@ class DrawStrategy:
                     cfg: np.ndarray, *extra: Any) -> Relabeled | None:
         """Call a strategy's :func:`draw_rounds` kernel on the buffer's arrays, flat over rows and sub-envs."""
         arrays, instruction_shape = self._kernel_arrays(view)
-        rows, goals, reach, other_end, self.admitted = compiled.call(
+        rows, goals, reach, other_end, self.admitted, inside = compiled.call(
             self.warm, kernel, self._generator(view), *arrays, float(self.admitted), upper, count, cfg, *extra,
         )
         if not rows.shape[1]:
             return None
         flat, start, envs, t, length = rows
-        return Relabeled(flat, start, envs, t, length, goals.reshape(-1, *instruction_shape), reach, other_end)
+        made = GoalsInside if inside else Relabeled
+        return made(flat, start, envs, t, length, goals.reshape(-1, *instruction_shape), reach, other_end)
+
+
+def goal_bounds(space: Any) -> dict[str, int]:
+    """The goals' bounds as :func:`draw_rounds` checks what it drew (``goals_bounded``, ``goals_lo``, ``goals_hi``):
+    integer goals in a Box with one low and one high for every component; otherwise none (``goals_bounded`` 0), and
+    the buffer's own check decides (``draw_checks``)."""
+    low, high = getattr(space, "low", None), getattr(space, "high", None)
+    if (low is None or high is None or not np.issubdtype(space.dtype, np.integer) or low.min() != low.max()
+            or high.min() != high.max()):
+        return {"goals_bounded": 0, "goals_lo": 0, "goals_hi": 0}
+    return {"goals_bounded": 1, "goals_lo": int(low.min()), "goals_hi": int(high.max())}
 
 
 @compiled.kernel
@@ -439,8 +461,10 @@ def draw_rounds(rng, meta, achieved, own_goals, nothing, admitted, upper, missin
     admissible). ``instruct(rng, meta, envs, flat, t, length, keep, start, batch, cfg, params)`` returns the round's
     ``(steps (B, k), reach (B, k), ok (B,), other_end (B,))``: goal j is the value achieved at step ``steps[b, j]``,
     or the episode's own goal j where that is -1. ``cfg[0]`` names ``size``, ``n_envs``, ``rounds``, ``k`` and the
-    index columns ``f_id``, ``f_t``, ``f_len`` (:func:`~sb3_hir.buffers.compiled.config`). Returns ``(rows (5, B):
-    flat, start, env, t, length; goals (B, k * D), reach (B, k), other_end, admitted)`` of the admitted draws.
+    index columns ``f_id``, ``f_t``, ``f_len``, and the goals' bounds (:func:`goal_bounds`;
+    :func:`~sb3_hir.buffers.compiled.config`). Returns ``(rows (5, B): flat, start, env, t, length; goals (B, k * D),
+    reach (B, k), other_end, admitted, inside)`` of the admitted draws, ``inside`` whether every goal lies inside the
+    bounds (:class:`GoalsInside`).
     """
     c = cfg[0]
     total = missing
@@ -462,7 +486,24 @@ def draw_rounds(rng, meta, achieved, own_goals, nothing, admitted, upper, missin
         filled += got
         missing -= got
     # Four arrays, not eight: numba boxes each returned array (benchmarks/bench_kernel_costs.py).
-    return o_rows[:, :filled], o_goals[:filled], o_reach[:filled], o_end[:filled], admitted
+    return (o_rows[:, :filled], o_goals[:filled], o_reach[:filled], o_end[:filled], admitted,
+            _goals_inside(o_goals, filled, cfg))
+
+
+@compiled.kernel
+def _goals_inside(goals: np.ndarray, filled: int, cfg: np.ndarray) -> bool:
+    """Whether the first ``filled`` rows of ``goals`` lie inside the goals' bounds (``goal_bounds``; False where there
+    are none): the buffer's bounds check in the pass that has just written them, where it was a second kernel call
+    over them (``draw_checks.goals_within``)."""
+    c = cfg[0]
+    if not c.goals_bounded:
+        return False
+    low, high = c.goals_lo, c.goals_hi
+    for i in range(filled):
+        for d in range(goals.shape[1]):
+            if goals[i, d] < low or goals[i, d] > high:
+                return False
+    return True
 
 
 @compiled.kernel

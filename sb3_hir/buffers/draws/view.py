@@ -131,6 +131,11 @@ class DrawView:
         return self._storage.instructions
 
     @property
+    def goals_space(self) -> Any:
+        """The goals' observation space: every drawn goal must lie in it (``draw_checks``)."""
+        return self._storage.observation_space[self.goal_spec.goals_key]
+
+    @property
     def goals_dtype(self) -> np.dtype:
         """The dtype drawn goals are served in."""
         return self.instructions.dtype
