@@ -194,11 +194,17 @@ def _first_reach_round(rng, meta, envs, flat, t, length, keep, start, batch, cfg
             at -= size * (at >= size)
             first = np.int64(meta[at * n_envs + envs[i], f_first])
         else:
-            pick = np.int64(rng.random() * max(np.int64(meta[flat[i], f_fcount]), 1))
+            count = np.int64(meta[flat[i], f_fcount])
+            pick = np.int64(rng.random() * max(count, 1))
             at = start[b] + pick
             at -= size * (at >= size)
-            step = np.int64(meta[at * n_envs + envs[i], f_forder])
-            first = np.int64(meta[at * n_envs + envs[i], f_ffirst])  # same row: no second lookup
+            # The picked row only where its goal is read: a drawn goal (or any, for event goals' admission) with
+            # one first reached after t. Elsewhere the transition's own row, in cache, and no goal (first 0, which
+            # is what admission makes of a pick with none after t).
+            read = ((draw[b] | (c.events != 0) & (mode != 0)) & (count > 0))
+            row = at * n_envs + envs[i] if read else flat[i]
+            step = np.int64(meta[row, f_forder])
+            first = np.int64(meta[row, f_ffirst]) if read else np.int64(0)  # same row: no second lookup
         drawn = draw[b]
         if c.events and mode != 0:  # event goals: admitted where a drawn goal would be, coin or not
             ok[b] = (own_step[b] > 0) | (first > t[i])
