@@ -50,6 +50,9 @@ class RecordedRows:
         self.use_compiled(state["jit"])
 
     def __call__(self, upper: int, count: int, n_envs: int) -> np.ndarray:
+        if upper < 1 or count < 0 or n_envs < 1:
+            raise ValueError(f"recorded rows: upper (the rows filled) and n_envs must be >= 1 and count >= 0; got "
+                             f"upper={upper}, count={count}, n_envs={n_envs}")
         kernels = self._kernels
         if kernels is None and self.jit:
             from sb3_hir.buffers import rng_box

@@ -117,6 +117,9 @@ if RAW_DRAWS:
         """``rows * n_envs + envs`` for ``rows = np.random.randint(0, upper, size=count)`` and then, with more than
         one sub-env, ``envs = np.random.randint(0, n_envs, size=count)``: the same draws from the same bit generator
         (``box.rng`` wraps ``np.random``'s: :func:`np_random_box`), for ``upper`` and ``n_envs`` up to 2**32."""
+        if upper < 1 or upper > 2**32 or n_envs < 1 or n_envs > 2**32 or count < 0:
+            raise ValueError("legacy_rows: upper and n_envs must be in [1, 2**32] (NumPy's legacy draw is 64-bit "
+                             "above) and count >= 0")
         bitgen = box.rng.bit_generator
         rows = np.empty(count, np.int64)
         span = np.uint32(upper - 1)

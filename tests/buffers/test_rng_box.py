@@ -123,3 +123,26 @@ def test_recorded_rows_past_32_bits_are_numpys() -> None:
     expected = np.random.randint(0, upper, size=20)
     np.random.seed(11)
     np.testing.assert_array_equal(recorded_rows(upper, 20, 1), expected)
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled", "numpy"])
+@pytest.mark.parametrize(("upper", "count", "n_envs"), [(0, 4, 1), (10, -1, 1), (10, 4, 0)])
+def test_recorded_rows_refuse_an_empty_range_naming_the_arguments_and_draw_nothing(jit: bool, upper: int, count: int,
+                                                                                  n_envs: int) -> None:
+    from sb3_hir.buffers.recorded_rows import RecordedRows
+
+    np.random.seed(3)
+    before = np.random.get_state(legacy=False)["state"]["key"].copy()
+    with pytest.raises(ValueError, match=r"upper \(the rows filled\) and n_envs must be >= 1 and count >= 0; got "
+                                         rf"upper={upper}, count={count}, n_envs={n_envs}"):
+        RecordedRows(jit=jit)(upper, count, n_envs)
+    np.testing.assert_array_equal(np.random.get_state(legacy=False)["state"]["key"], before)
+
+
+@pytest.mark.parametrize(("upper", "n_envs"), [(0, 1), (2**32 + 1, 1), (5, 0), (5, 2**32 + 1)])
+def test_legacy_rows_refuse_what_they_cannot_draw(upper: int, n_envs: int) -> None:
+    """Above 2**32 NumPy draws 64 bits: the kernel refuses rather than truncate its 32-bit mask."""
+    from sb3_hir.buffers import rng_box
+
+    with pytest.raises(ValueError, match=r"upper and n_envs must be in \[1, 2\*\*32\]"):
+        rng_box.legacy_rows(rng_box.box(np.random.Generator(np.random.MT19937(0))), upper, 3, n_envs)
