@@ -4,8 +4,9 @@ SB3's buffers draw from ``np.random`` (which SB3 seeds): ``randint(0, upper, siz
 n_envs, size=n)`` sub-envs. One sub-env draws nothing there (NumPy's ``randint(0, 1)`` returns zeros without touching
 the stream), so that call is skipped (:func:`with_envs`). With the compiled kernels, the rows and sub-envs are the
 same draws from ``np.random``'s bit generator in one kernel call (:func:`~sb3_hir.buffers.rng_box.legacy_rows`):
-``randint``'s argument checks take about 5 µs a call, more than the few dozen draws of a batch
-(``benchmarks/results/bench_compare_legacy_rows.txt``). ``benchmarks/bench_buffer.py``'s same-gather anchor draws its
+``randint`` takes about 4.8 µs a call, mostly argument checks, for a few dozen draws; the kernel's call 2.6 µs
+(``benchmarks/results/bench_kernel_costs.txt``; inside ``sample()``, 0.90x of its ratio at 100k rows,
+``bench_compare_legacy_rows.txt``). ``benchmarks/bench_buffer.py``'s same-gather anchor draws its
 rows with this class too, so that what the buffer costs above it is the relabeling alone.
 """
 
