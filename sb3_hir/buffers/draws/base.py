@@ -468,11 +468,10 @@ def draw_rounds(rng, meta, achieved, own_goals, nothing, admitted, upper, missin
     """
     c = cfg[0]
     total = missing
-    # One row more than the draws fill: ``_admit_round`` writes every draw, and one it drops lands there.
-    o_rows = np.empty((5, total + 1), np.int64)  # flat, start, env, t, length
-    o_goals = np.empty((total + 1, c.k * achieved.shape[1]), nothing.dtype)
-    o_reach = np.empty((total + 1, c.k), np.int64)
-    o_end = np.empty(total + 1, np.bool_)
+    o_rows = np.empty((5, total), np.int64)  # flat, start, env, t, length
+    o_goals = np.empty((total, c.k * achieved.shape[1]), nothing.dtype)
+    o_reach = np.empty((total, c.k), np.int64)
+    o_end = np.empty(total, np.bool_)
     filled = 0
     for _ in range(c.rounds + 1):
         if missing == 0:
@@ -512,17 +511,18 @@ def _admit_round(achieved: np.ndarray, own_goals: np.ndarray, nothing: np.ndarra
                  reach: np.ndarray, ok: np.ndarray, other_end: np.ndarray, cfg: np.ndarray, filled: int,
                  o_rows: np.ndarray, o_goals: np.ndarray, o_reach: np.ndarray, o_end: np.ndarray) -> tuple[int, int]:
     """One round of :func:`draw_rounds`: its admissible draws, in order, written to the outputs from row ``filled``
-    on until they are full, each with its goals (achieved values of the goal steps, or the own goals). Returns
-    ``(admissible, written)``: extra admissible draws count as admissible but are dropped, which keeps the kept ones
-    uniform.
+    on until they are full. Returns ``(admissible, written)``: extra admissible draws count as admissible but are
+    dropped, which keeps the kept ones uniform.
 
-    Without a branch on admission, which about a third of the draws fail at random (a mispredicted branch each):
-    every draw is written at the next free row (the outputs' last row once they are full) and the count moves on the
-    admissible ones, so a dropped draw is overwritten (``benchmarks/results/bench_compare_branchless.txt``)."""
+    Admission first, then the copy: the admitted draws are listed without a branch (about a third fail at random, a
+    mispredicted branch each: every draw is listed at the next free place and the count moves on the admissible
+    ones, ``benchmarks/results/bench_compare_branchless.txt``), and only the listed ones are copied, so a draw that
+    is not admitted or not needed costs no scattered load of its goals
+    (``benchmarks/results/bench_compare_copy_admitted.txt``)."""
     c = cfg[0]
-    k, dim, total = c.k, achieved.shape[1], len(o_end) - 1  # the last row takes what is dropped
-    size, n_envs = c.size, c.n_envs
+    k, dim, room = c.k, achieved.shape[1], len(o_end) - filled
     has_nothing = nothing.shape[0] > 0
+    listed = np.empty(batch + 1, np.int64)  # one place more than the draws fill: a draw not listed lands there
     admissible = 0
     got = 0
     for b in range(batch):
@@ -530,11 +530,30 @@ def _admit_round(achieved: np.ndarray, own_goals: np.ndarray, nothing: np.ndarra
         last = reach[b, k - 1]
         # Not admissible where the relabeled episode would have ended before t.
         admit = np.int64(ok[b]) & np.int64(not ((last > 0) & (last <= t[i])))
-        if has_nothing and admit and _takes_nothing(achieved, nothing, steps, b, start[b], envs[i], k, dim, size,
-                                                    n_envs):
+        if has_nothing and admit and _takes_nothing(achieved, nothing, steps, b, start[b], envs[i], k, dim, c.size,
+                                                    c.n_envs):
             admit = 0  # not admissible: a goal would be a step that achieved nothing
         admissible += admit
-        out = min(filled + got, total)
+        listed[got] = b
+        got += admit & np.int64(got < room)  # more than needed: dropped, which keeps the kept ones uniform
+    _copy_admitted(achieved, own_goals, envs, flat, t, length, keep, start, steps, reach, other_end, cfg, filled,
+                   listed, got, o_rows, o_goals, o_reach, o_end)
+    return admissible, got
+
+
+@compiled.kernel
+def _copy_admitted(achieved: np.ndarray, own_goals: np.ndarray, envs: np.ndarray, flat: np.ndarray, t: np.ndarray,
+                   length: np.ndarray, keep: np.ndarray, start: np.ndarray, steps: np.ndarray, reach: np.ndarray,
+                   other_end: np.ndarray, cfg: np.ndarray, filled: int, listed: np.ndarray, got: int,
+                   o_rows: np.ndarray, o_goals: np.ndarray, o_reach: np.ndarray, o_end: np.ndarray) -> None:
+    """Write the ``got`` draws ``listed`` by :func:`_admit_round` to the outputs from row ``filled`` on, each with its
+    goals: the achieved values of its goal steps, or its episode's own goals."""
+    c = cfg[0]
+    k, dim, size, n_envs = c.k, achieved.shape[1], c.size, c.n_envs
+    for w in range(got):
+        b = listed[w]
+        i = keep[b]
+        out = filled + w
         o_rows[0, out], o_rows[1, out], o_rows[2, out], o_rows[3, out] = flat[i], start[b], envs[i], t[i]
         o_rows[4, out] = length[i]
         o_end[out] = other_end[b]
@@ -552,5 +571,3 @@ def _admit_round(achieved: np.ndarray, own_goals: np.ndarray, nothing: np.ndarra
                 at = start[b] * n_envs + envs[i]
                 for d in range(dim):
                     o_goals[out, j * dim + d] = own_goals[at, j * dim + d]
-        got += admit & np.int64(filled + got < total)  # more than needed: dropped, which keeps the kept ones uniform
-    return admissible, got
