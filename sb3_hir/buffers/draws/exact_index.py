@@ -196,7 +196,7 @@ def first_after(
 def reach_indexed(meta, order, first, achieved, steps, start, envs, length, cfg):  # type: ignore[no-untyped-def]
     """``ExactIndexDraw._reach_indexed``: reach steps of ``k`` drawn goals (``cfg``: sizes and index columns;
     ``order``, ``first``: :meth:`ExactIndexDraw.search_columns`; ``achieved``: the achieved values, flat over rows and
-    sub-envs, which the lookups bring into cache for ``_admit_round``).
+    sub-envs, which the lookups bring into cache for ``_copy_admitted``).
 
     ``steps`` (B, k) are the drawn goal steps (-1: the episode's own goal j). A goal from step u is first reached at
     its value's first occurrence if that comes after the previous goal's reach (always, for goal 0:
@@ -268,7 +268,7 @@ def _reach_lookups(meta: np.ndarray, first: np.ndarray, achieved: np.ndarray, wa
     Samples whose previous goal is never reached are skipped, and so are own goal slots past the episode's end.
 
     A drawn goal's achieved value is read here too, into ``warm``, which nothing reads: its row, as scattered as the
-    index row read beside it, is then in flight with it, and ``_admit_round``'s copy of the goal finds it in cache
+    index row read beside it, is then in flight with it, and ``_copy_admitted``'s copy of the goal finds it in cache
     (numba has no prefetch; a load stored to an array is one LLVM keeps). 0.94x of ``sample(256)`` at k = 3
     (``benchmarks/results/bench_compare_warm.txt``)."""
     c = cfg[0]
