@@ -52,15 +52,14 @@ class FullLayout:
     def next_rows(self, storage: Storage, key: str, flat: np.ndarray) -> np.ndarray:
         return storage.take(storage.next_observations[key], flat)
 
-    def obs_batch(self, storage: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
-        """Every key's observation at rows ``flat`` (what ``sample()`` serves)."""
-        take = storage.take
-        return {key: take(value, flat) for key, value in storage.observations.items()}
+    def obs_batch(self, storage: Storage, flat: np.ndarray, rewritten: int | None = None) -> dict[str, np.ndarray]:
+        """Every key's observation at rows ``flat`` (what ``sample()`` serves); ``rewritten``: see
+        ``Storage.obs_batch``."""
+        return _gathered(storage, storage.observations, flat, rewritten)
 
-    def next_batch(self, storage: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
+    def next_batch(self, storage: Storage, flat: np.ndarray, rewritten: int | None = None) -> dict[str, np.ndarray]:
         """Every key's next observation at rows ``flat``."""
-        take = storage.take
-        return {key: take(value, flat) for key, value in storage.next_observations.items()}
+        return _gathered(storage, storage.next_observations, flat, rewritten)
 
     def last_next(self, storage: Storage, key: str) -> np.ndarray:
         """Every sub-env's newest stored next observation of ``key``, ``(n_envs, *shape)``."""
@@ -82,6 +81,18 @@ class FullLayout:
 
     def nbytes(self) -> int:
         return 0
+
+
+def _gathered(storage: Storage, arrays: dict[str, np.ndarray], flat: np.ndarray, rewritten: int | None
+              ) -> dict[str, np.ndarray]:
+    """Every key of ``arrays`` at rows ``flat``; with ``rewritten``, the goals key's only at the first ``rewritten``
+    rows (``Storage.take_head``)."""
+    take = storage.take
+    if rewritten is None:
+        return {key: take(value, flat) for key, value in arrays.items()}
+    head = storage.goals_key
+    return {key: storage.take_head(value, flat, rewritten) if key == head else take(value, flat)
+            for key, value in arrays.items()}
 
 
 class SparseRows:
@@ -177,10 +188,16 @@ class CompactLayout(FullLayout):
     def next_rows(self, storage: Storage, key: str, flat: np.ndarray) -> np.ndarray:
         return self._next(storage, [key], flat)[key]
 
-    def obs_batch(self, storage: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
-        return {key: self.obs_rows(storage, key, flat) for key in self.order}
+    def obs_batch(self, storage: Storage, flat: np.ndarray, rewritten: int | None = None) -> dict[str, np.ndarray]:
+        head = storage.goals_key
+        if rewritten is None or head == self.achieved:
+            return {key: self.obs_rows(storage, key, flat) for key in self.order}
+        return {key: storage.take_head(storage.observations[key], flat, rewritten) if key == head
+                else self.obs_rows(storage, key, flat) for key in self.order}
 
-    def next_batch(self, storage: Storage, flat: np.ndarray) -> dict[str, np.ndarray]:
+    def next_batch(self, storage: Storage, flat: np.ndarray, rewritten: int | None = None) -> dict[str, np.ndarray]:
+        """Every key's next observation at rows ``flat``, ``rewritten`` ones too: they are found from the rows'
+        successors, episode ends and pending observations, for every key at once."""
         return self._next(storage, self.order, flat)
 
     def _next(self, storage: Storage, keys: list[str], flat: np.ndarray

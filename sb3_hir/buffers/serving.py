@@ -296,7 +296,8 @@ class Serving:
             relabeled = None
         num_rec = len(recorded_flat)
         flat = recorded_flat if relabeled is None else np.concatenate((recorded_flat, relabeled.flat))
-        obs = storage.obs_batch(flat)
+        # The relabeled rows' instructions are rewritten below, before and after the transition: not read.
+        obs = storage.obs_batch(flat, None if relabeled is None else num_rec)
         actions = storage.take(storage.actions, flat)
         goals = obs[self.goal_spec.goals_key]
         one_call = self._serve_compiled(storage, flat, num_rec, relabeled, goals, env) if self.jit else None
@@ -325,7 +326,7 @@ class Serving:
         dones_dtype = storage.dones.dtype
         if constants is None or storage.timeouts.dtype != dones_dtype:
             return None
-        next_obs = storage.next_batch(flat)
+        next_obs = storage.next_batch(flat, num_rec)
         key = self.goal_spec.goals_key
         next_goals = next_obs[key] = np.ascontiguousarray(next_obs[key])  # a copy only where a layout gave a view
         batch, fill, table = len(flat), *constants
@@ -352,7 +353,7 @@ class Serving:
         end = np.where(completed, last, r.length)  # last step of the relabeled episode
         m, t_end = self.windows.relabeled(storage, r, end, window, last_flat, num_rec)
         dones[num_rec:] = (t_end == end) & (completed | r.other_end)
-        next_obs = storage.next_batch(last_flat)
+        next_obs = storage.next_batch(last_flat, num_rec)
         key = self.goal_spec.goals_key
         in_window = self._relabeled_goals(r, t_end, goals[num_rec:], next_obs[key][num_rec:])
         rel_rewards = rewards[num_rec:]

@@ -30,9 +30,9 @@ class Layout(Protocol):
 
     def next_rows(self, storage: Any, key: str, flat: np.ndarray) -> np.ndarray: ...
 
-    def obs_batch(self, storage: Any, flat: np.ndarray) -> dict[str, np.ndarray]: ...
+    def obs_batch(self, storage: Any, flat: np.ndarray, rewritten: int | None = None) -> dict[str, np.ndarray]: ...
 
-    def next_batch(self, storage: Any, flat: np.ndarray) -> dict[str, np.ndarray]: ...
+    def next_batch(self, storage: Any, flat: np.ndarray, rewritten: int | None = None) -> dict[str, np.ndarray]: ...
 
     def last_next(self, storage: Any, key: str) -> np.ndarray: ...
 
@@ -124,6 +124,14 @@ class Storage:
         through its flat view (:meth:`flat_rows`)."""
         return self.flat_rows(array).take(flat, axis=0)
 
+    def take_head(self, array: np.ndarray, flat: np.ndarray, count: int) -> np.ndarray:
+        """:meth:`take` of rows ``flat`` that reads only the first ``count``: the caller writes the others (the
+        relabeled rows' instructions, which serving rewrites), so their scattered reads are not made."""
+        rows = self.flat_rows(array)
+        out = np.empty((len(flat), *rows.shape[1:]), dtype=rows.dtype)
+        rows.take(flat[:count], axis=0, out=out[:count])
+        return out
+
     def flat_rows(self, array: np.ndarray) -> np.ndarray:
         """``array``, one of this storage's ``(buffer_size, n_envs, ...)`` arrays, with rows and sub-envs as one axis:
         a view made once per array, since a reshape on every read costs about as much as the gather of a batch's
@@ -168,13 +176,14 @@ class Storage:
     def next_rows(self, key: str, flat: np.ndarray) -> np.ndarray:
         return self.layout.next_rows(self, key, flat)
 
-    def obs_batch(self, flat: np.ndarray) -> dict[str, np.ndarray]:
-        """Every key's observation at rows ``flat`` (what ``sample()`` serves)."""
-        return self.layout.obs_batch(self, flat)
+    def obs_batch(self, flat: np.ndarray, rewritten: int | None = None) -> dict[str, np.ndarray]:
+        """Every key's observation at rows ``flat`` (what ``sample()`` serves); with ``rewritten``, the goals key's
+        only at the first ``rewritten`` rows, the others left for the caller to write (:meth:`take_head`)."""
+        return self.layout.obs_batch(self, flat, rewritten)
 
-    def next_batch(self, flat: np.ndarray) -> dict[str, np.ndarray]:
-        """Every key's next observation at rows ``flat``."""
-        return self.layout.next_batch(self, flat)
+    def next_batch(self, flat: np.ndarray, rewritten: int | None = None) -> dict[str, np.ndarray]:
+        """Every key's next observation at rows ``flat``; ``rewritten`` as in :meth:`obs_batch`."""
+        return self.layout.next_batch(self, flat, rewritten)
 
     def last_next(self, key: str) -> np.ndarray:
         """Every sub-env's newest stored next observation of ``key``, ``(n_envs, *shape)``."""

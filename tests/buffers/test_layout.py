@@ -164,3 +164,31 @@ def test_dqn_with_the_her_drop_in_and_optimize_memory_usage_learns_and_saves(tmp
 def test_optimize_memory_usage_must_be_a_bool() -> None:
     with pytest.raises(ValueError, match="optimize_memory_usage must be a bool"):
         make_buffer(1, optimize_memory_usage="yes")
+
+
+@pytest.mark.parametrize("optimize", [False, True])
+def test_a_batch_reads_the_instruction_only_of_rows_served_as_recorded(optimize: bool) -> None:
+    """Serving rewrites the relabeled rows' instructions, so ``obs_batch(flat, rewritten)`` reads the goals key only
+    at the first ``rewritten`` rows (a row it does not read may even be out of range) and every other key, and every
+    row it reads, as a full gather does."""
+    venv = make_vec_env(lambda: BitFlippingEnv(n_bits=6, continuous=False, max_steps=6), n_envs=2, seed=1,
+                        vec_env_cls=DummyVecEnv)
+    buffer = HerReplayBuffer(64, venv.observation_space, venv.action_space, env=venv, n_envs=2, seed=3,
+                             optimize_memory_usage=optimize)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fill_goal_env([buffer], venv, 40, seed=1)
+    storage = buffer._mixture.online.storage
+    flat = np.array([7, 30, 3, 61, 12])
+    full, full_next = storage.obs_batch(flat), storage.next_batch(flat)
+    head, head_next = storage.obs_batch(flat, 2), storage.next_batch(flat, 2)
+    for key in full:
+        rows = 2 if key == storage.goals_key else len(flat)
+        assert np.array_equal(head[key][:rows], full[key][:rows]), key
+        assert head[key].shape == full[key].shape and head[key].dtype == full[key].dtype, key
+        assert np.array_equal(head_next[key][:rows], full_next[key][:rows]), key
+    out_of_range = np.array([7, 30, 10**9])
+    taken = storage.take_head(storage.observations[storage.goals_key], out_of_range, 2)
+    assert np.array_equal(taken[:2], full[storage.goals_key][:2]) and len(taken) == 3
+    with pytest.raises(IndexError):
+        storage.take_head(storage.observations[storage.goals_key], out_of_range, 3)

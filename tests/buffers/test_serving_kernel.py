@@ -44,8 +44,13 @@ class _Rows:
     def take(self, array: np.ndarray, flat: np.ndarray) -> np.ndarray:
         return self.flat_rows(array).take(flat, axis=0)
 
-    def next_batch(self, flat: np.ndarray) -> dict[str, np.ndarray]:
-        return {key: value.copy() for key, value in self.next_obs.items()}
+    def next_batch(self, flat: np.ndarray, rewritten: int | None = None) -> dict[str, np.ndarray]:
+        """As ``Storage.next_batch``: with ``rewritten``, the goals after the first ``rewritten`` rows are not read
+        (here: a value no draw holds, which serving must overwrite)."""
+        batch = {key: value.copy() for key, value in self.next_obs.items()}
+        if rewritten is not None:
+            batch["goals"][rewritten:] = 99
+        return batch
 
 
 def _rewrite(serving: Serving, jit: bool, r: Relabeled, num_rec: int, batch: dict[str, np.ndarray],
