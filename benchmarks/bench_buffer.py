@@ -605,7 +605,8 @@ def main() -> None:
     if parts:
         print()
         print(f"sample({BATCH}) by part at {args.sizes[0]} rows, T={args.episode_lengths[0]} (sample_parts): the draw "
-              "replayed returns a draw made before for the same count, so the rest of sample() runs as it does")
+              f"replayed returns one of {REPLAYED_DRAWS} draws made before, in turn, so the rest of sample() runs as "
+              "it does, on rows as scattered as a real draw's")
         print(markdown_table(["buffer", "sample()", "us", "same-gather us", "ratio"], parts, "llrrr"))
     print()
     print("targets:")
