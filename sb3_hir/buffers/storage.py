@@ -127,6 +127,7 @@ class Storage:
     def take_head(self, array: np.ndarray, flat: np.ndarray, count: int) -> np.ndarray:
         """:meth:`take` of rows ``flat`` that reads only the first ``count``: the caller writes the others (the
         relabeled rows' instructions, which serving rewrites), so their scattered reads are not made."""
+        _check_head(count, flat, "count")
         rows = self.flat_rows(array)
         out = np.empty((len(flat), *rows.shape[1:]), dtype=rows.dtype)
         rows.take(flat[:count], axis=0, out=out[:count])
@@ -179,10 +180,14 @@ class Storage:
     def obs_batch(self, flat: np.ndarray, rewritten: int | None = None) -> dict[str, np.ndarray]:
         """Every key's observation at rows ``flat`` (what ``sample()`` serves); with ``rewritten``, the goals key's
         only at the first ``rewritten`` rows, the others left for the caller to write (:meth:`take_head`)."""
+        if rewritten is not None:
+            _check_head(rewritten, flat, "rewritten")
         return self.layout.obs_batch(self, flat, rewritten)
 
     def next_batch(self, flat: np.ndarray, rewritten: int | None = None) -> dict[str, np.ndarray]:
         """Every key's next observation at rows ``flat``; ``rewritten`` as in :meth:`obs_batch`."""
+        if rewritten is not None:
+            _check_head(rewritten, flat, "rewritten")
         return self.layout.next_batch(self, flat, rewritten)
 
     def last_next(self, key: str) -> np.ndarray:
@@ -264,3 +269,9 @@ def value_ids(achieved: np.ndarray, own_goals: np.ndarray, goal_ndim: int) -> tu
     if packed.dtype.itemsize < 8:
         packed = packed.astype(np.int64)
     return packed[: len(achieved)], packed[len(achieved) :]
+
+
+def _check_head(count: int, flat: np.ndarray, name: str) -> None:
+    """A count of leading rows to read must lie in ``[0, len(flat)]``: a negative one would slice from the end."""
+    if not 0 <= count <= len(flat):
+        raise ValueError(f"{name} must be a count of leading rows in [0, len(flat)] = [0, {len(flat)}]; got {count!r}")

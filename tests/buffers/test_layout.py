@@ -192,3 +192,20 @@ def test_a_batch_reads_the_instruction_only_of_rows_served_as_recorded(optimize:
     assert np.array_equal(taken[:2], full[storage.goals_key][:2]) and len(taken) == 3
     with pytest.raises(IndexError):
         storage.take_head(storage.observations[storage.goals_key], out_of_range, 3)
+
+
+@pytest.mark.parametrize("bad", [-1, 4])
+def test_a_count_of_rows_read_outside_the_batch_is_refused_by_name(bad: int) -> None:
+    venv = make_vec_env(lambda: BitFlippingEnv(n_bits=6, continuous=False, max_steps=6), n_envs=2, seed=0,
+                        vec_env_cls=DummyVecEnv)
+    buffer = HerReplayBuffer(16, venv.observation_space, venv.action_space, env=venv, n_envs=2, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fill_goal_env([buffer], venv, 8, seed=0)
+    storage = buffer._mixture.online.storage
+    flat = np.array([0, 1, 2])
+    with pytest.raises(ValueError, match=r"count must be a count of leading rows in \[0, len\(flat\)\] = \[0, 3\]"):
+        storage.take_head(storage.observations[storage.goals_key], flat, bad)
+    for gather in (storage.obs_batch, storage.next_batch):
+        with pytest.raises(ValueError, match="rewritten must be"):
+            gather(flat, bad)
