@@ -14,7 +14,10 @@ mean success is at most 0.03 below HER's, or above it, over 5 seeds.
 
 Below the table, what 5 seeds can decide: the misses expected if both sides were one algorithm (each pair's chance of
 a gap below -0.03 under a normal difference with the pair's own standard error), and the mean gap over cells (each
-cell's gaps averaged over its budgets, which share runs) with its 95 % interval across the independent cells.
+cell's gaps averaged over its budgets, which share runs) with its 95 % interval across the independent cells. With
+at least two groups of ``--group-size`` seeds (5, the target's), each side against itself: the target's test between
+every ordered pair of disjoint groups of one side's seeds, so what "no pair misses" asks of one algorithm is counted
+from runs, not assumed; ``--sides HER`` runs SB3's side alone for it.
 
 Each finished run is kept as a JSON file in ``--runs`` (one per cell, side and seed, written atomically), so a grid
 cut short resumes where it stopped; ``--ray`` runs the missing ones as Ray Tune trials, one core each.
@@ -23,7 +26,7 @@ cut short resumes where it stopped; ``--ray`` runs the missing ones as Ray Tune 
 swap: e.g. ``terminate_on_success=False``, HER's recorded ``dones``); its runs are kept under their own names.
 
 Usage: ``python benchmarks/bench_her_dqn_grid.py [--seeds 0 1 2 3 4] [--bits 8 11 14] [--cells NAME ...] [--ray]
-[--ours-kwargs KEY=VALUE ...] [--table-only]``
+[--sides HER ours] [--group-size 5] [--ours-kwargs KEY=VALUE ...] [--table-only]``
 """
 
 from __future__ import annotations
@@ -153,6 +156,53 @@ def table(grid: list[dict[str, Any]], args: argparse.Namespace) -> tuple[list[li
     return rows, held, compared, calibration(expected_misses, compared, cell_gaps)
 
 
+def side_scores(grid: list[dict[str, Any]], args: argparse.Namespace, side: str) -> list[np.ndarray]:
+    """Per cell with every seed of ``side`` on file: its ``(seeds, budgets)`` scores."""
+    out = []
+    for cell in grid:
+        paths = [run_path(args.runs, dict(cell=cell, side=side, seed=s, budgets=args.budgets,
+                                          eval_episodes=args.eval_episodes, ours_kwargs=args.ours_kwargs))
+                 for s in args.seeds]
+        if all(p.is_file() for p in paths):
+            runs = [json.loads(p.read_text())["scores"] for p in paths]
+            out.append(np.asarray([[run[str(b)] for b in args.budgets] for run in runs]))
+    return out
+
+
+def group_misses(first: list[np.ndarray], second: list[np.ndarray], size: int, same: bool) -> list[int]:
+    """The target's test between disjoint groups of ``size`` seeds (in ``--seeds`` order): for each ordered pair of
+    groups (``a``'s of ``first``, ``b``'s of ``second``; ``a == b`` only where ``same`` is False, i.e. two sides on
+    the same seeds), how many (cell, budget) pairs have ``b``'s mean more than the tolerance below ``a``'s."""
+    groups = len(first[0]) // size
+    out = []
+    for a, b in itertools.product(range(groups), repeat=2):
+        if same and a == b:
+            continue
+        out.append(sum(int((y[b * size:(b + 1) * size].mean(axis=0) < x[a * size:(a + 1) * size].mean(axis=0)
+                                - TOLERANCE).sum()) for x, y in zip(first, second, strict=True)))
+    return out
+
+
+def self_calibration(grid: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
+    """The target's test with one algorithm on both sides, from the runs on file: each side against itself on other
+    seeds, so what "0 misses" asks of ``--group-size`` seeds is measured, not assumed normal (``miss_chance``)."""
+    size = args.group_size
+    if len(args.seeds) < 2 * size:
+        return []
+    scores = {side: side_scores(grid, args, side) for side in args.sides}
+    lines = []
+    for side, per_cell in scores.items():
+        if per_cell:
+            misses = group_misses(per_cell, per_cell, size, same=True)
+            lines.append(f"{side} against itself ({len(per_cell)} cells, groups of {size} of the {len(args.seeds)} "
+                         f"seeds): misses of {len(per_cell) * len(args.budgets)} pairs per ordered pair of groups "
+                         f"{misses}, mean {np.mean(misses):.2f}")
+    if all(scores.get(side) for side in SIDES) and len(scores["HER"]) == len(scores["ours"]):
+        misses = group_misses(scores["HER"], scores["ours"], size, same=False)
+        lines.append(f"ours against HER, every pairing of those groups: misses {misses}, mean {np.mean(misses):.2f}")
+    return lines
+
+
 def miss_chance(her: np.ndarray, ours: np.ndarray) -> float:
     """The chance that the pair misses the tolerance if both sides were one algorithm (normal difference)."""
     if len(her) < 2 or len(ours) < 2:
@@ -185,6 +235,10 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, default=RUNS, help="where each finished run is kept (and resumed from)")
     parser.add_argument("--ray", action="store_true", help="run the missing runs as Ray Tune trials")
     parser.add_argument("--table-only", action="store_true", help="print the table of the kept runs; run nothing")
+    parser.add_argument("--sides", nargs="+", choices=list(SIDES), default=list(SIDES),
+                        help="run only these sides (e.g. HER alone, for its calibration against itself)")
+    parser.add_argument("--group-size", type=int, default=5,
+                        help="seeds a side in the target's test, for the calibration of each side against itself")
     parser.add_argument("--ours-kwargs", nargs="+", default=[], metavar="KEY=VALUE",
                         help="replay-buffer arguments for ours alone, e.g. terminate_on_success=False (a diagnosis)")
     args = parser.parse_args()
@@ -196,6 +250,8 @@ def main() -> None:
         parser.error(f"--bits must be >= 2; got {args.bits}")
     if args.eval_episodes < 1:
         parser.error(f"--eval-episodes must be >= 1; got {args.eval_episodes}")
+    if args.group_size < 1:
+        parser.error(f"--group-size must be >= 1; got {args.group_size}")
     if min(args.budgets) < 1:
         parser.error(f"--budgets must be >= 1; got {args.budgets}")
     args.budgets = sorted(set(args.budgets))
@@ -207,14 +263,14 @@ def main() -> None:
                          f"{cell_name(grid[0])}")
         grid = [cell for cell in grid if cell_name(cell) in args.cells]
     todo = []
-    for cell, seed, side in itertools.product(grid, args.seeds, SIDES):
+    for cell, seed, side in itertools.product(grid, args.seeds, args.sides):
         config = dict(cell=cell, side=side, seed=seed, eval_episodes=args.eval_episodes, budgets=args.budgets)
         if side == "ours" and args.ours_kwargs:
             config["ours_kwargs"] = args.ours_kwargs
         path = run_path(args.runs, config)
         if not path.is_file():
             todo.append({**config, "path": str(path)})
-    print(f"{len(grid)} cells x {len(SIDES)} sides x {len(args.seeds)} seeds; {len(todo)} runs to do", flush=True)
+    print(f"{len(grid)} cells x {len(args.sides)} sides x {len(args.seeds)} seeds; {len(todo)} runs to do", flush=True)
     if not args.table_only:
         for config, out in zip(todo, run_all(run, todo, use_ray=args.ray, name="her_dqn_grid"), strict=True):
             print(f"{cell_name(config['cell'])} {config['side']} seed {config['seed']}: {out['scores']} "
@@ -226,7 +282,7 @@ def main() -> None:
     print(markdown_table(["cell", "budget", "HER", "ours", "ours - HER", "held"], rows, "lrrrrl"))
     print(f"{'PASS' if rows and held == compared else 'MISS'}  {held} of {compared} (cell, budget) pairs held; "
           f"{len(rows) // len(args.budgets)} of {len(grid)} cells complete")
-    for note in notes:
+    for note in [*notes, *self_calibration(grid, args)]:
         print(note)
 
 

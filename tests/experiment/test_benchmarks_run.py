@@ -90,6 +90,10 @@ RUNS: dict[str, list[str]] = {
 MORE_RUNS: dict[str, list[list[str]]] = {
     "babyai_goto.py": [["--cpu-minutes", "0.02", "--eval-minutes", "0.01", "--eval-episodes", "2", "--steps", "200",
                         "--n-envs", "2", "--seeds", "0", "--variants", "ppo-mlp", "--out", "{TMP}/babyai"]],
+    # each side against itself: two groups of one seed, on one cell
+    "bench_her_dqn_grid.py": [["--seeds", "0", "1", "--group-size", "1", "--bits", "4", "--cells",
+                               "bits4-lr0.0001-target10000-explore-sb3", "--budgets", "150", "--eval-episodes", "2",
+                               "--runs", "{TMP}/runs"]],
 }
 #: scripts that start Ray: the ``ray`` mark (the dagger profile of `make test`).
 RAY = {"bench_sweep.py"}
