@@ -128,16 +128,20 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def seed_paths(cell: dict[str, Any], side: str, args: argparse.Namespace) -> list[Path]:
+    """Where each seed's run of ``side`` on ``cell`` is kept."""
+    return [run_path(args.runs, dict(cell=cell, side=side, seed=s, budgets=args.budgets,
+                                     eval_episodes=args.eval_episodes, ours_kwargs=args.ours_kwargs))
+            for s in args.seeds]
+
+
 def table(grid: list[dict[str, Any]], args: argparse.Namespace) -> tuple[list[list[str]], int, int, list[str]]:
     """One row per (cell, budget) with every seed of both sides on file; the rows held and those compared, and the
     calibration lines (module docstring)."""
     rows, held, compared = [], 0, 0
     expected_misses, cell_gaps = 0.0, []
     for cell in grid:
-        found = {side: [run_path(args.runs, dict(cell=cell, side=side, seed=s, budgets=args.budgets,
-                                                 eval_episodes=args.eval_episodes, ours_kwargs=args.ours_kwargs))
-                        for s in args.seeds]
-                 for side in SIDES}
+        found = {side: seed_paths(cell, side, args) for side in SIDES}
         if not all(p.is_file() for paths in found.values() for p in paths):
             continue
         scores = {side: [json.loads(p.read_text())["scores"] for p in paths] for side, paths in found.items()}
@@ -160,9 +164,7 @@ def side_scores(grid: list[dict[str, Any]], args: argparse.Namespace, side: str)
     """Per cell with every seed of ``side`` on file: its ``(seeds, budgets)`` scores."""
     out = []
     for cell in grid:
-        paths = [run_path(args.runs, dict(cell=cell, side=side, seed=s, budgets=args.budgets,
-                                          eval_episodes=args.eval_episodes, ours_kwargs=args.ours_kwargs))
-                 for s in args.seeds]
+        paths = seed_paths(cell, side, args)
         if all(p.is_file() for p in paths):
             runs = [json.loads(p.read_text())["scores"] for p in paths]
             out.append(np.asarray([[run[str(b)] for b in args.budgets] for run in runs]))
