@@ -160,14 +160,14 @@ def table(grid: list[dict[str, Any]], args: argparse.Namespace) -> tuple[list[li
     return rows, held, compared, calibration(expected_misses, compared, cell_gaps)
 
 
-def side_scores(grid: list[dict[str, Any]], args: argparse.Namespace, side: str) -> list[np.ndarray]:
-    """Per cell with every seed of ``side`` on file: its ``(seeds, budgets)`` scores."""
-    out = []
+def side_scores(grid: list[dict[str, Any]], args: argparse.Namespace, side: str) -> dict[str, np.ndarray]:
+    """Per cell (by name) with every seed of ``side`` on file: its ``(seeds, budgets)`` scores."""
+    out = {}
     for cell in grid:
         paths = seed_paths(cell, side, args)
         if all(p.is_file() for p in paths):
             runs = [json.loads(p.read_text())["scores"] for p in paths]
-            out.append(np.asarray([[run[str(b)] for b in args.budgets] for run in runs]))
+            out[cell_name(cell)] = np.asarray([[run[str(b)] for b in args.budgets] for run in runs])
     return out
 
 
@@ -195,13 +195,16 @@ def self_calibration(grid: list[dict[str, Any]], args: argparse.Namespace) -> li
     lines = []
     for side, per_cell in scores.items():
         if per_cell:
-            misses = group_misses(per_cell, per_cell, size, same=True)
-            lines.append(f"{side} against itself ({len(per_cell)} cells, groups of {size} of the {len(args.seeds)} "
-                         f"seeds): misses of {len(per_cell) * len(args.budgets)} pairs per ordered pair of groups "
+            cells_ = list(per_cell.values())
+            misses = group_misses(cells_, cells_, size, same=True)
+            lines.append(f"{side} against itself ({len(cells_)} cells, groups of {size} of the {len(args.seeds)} "
+                         f"seeds): misses of {len(cells_) * len(args.budgets)} pairs per ordered pair of groups "
                          f"{misses}, mean {np.mean(misses):.2f}")
-    if all(scores.get(side) for side in SIDES) and len(scores["HER"]) == len(scores["ours"]):
-        misses = group_misses(scores["HER"], scores["ours"], size, same=False)
-        lines.append(f"ours against HER, every pairing of those groups: misses {misses}, mean {np.mean(misses):.2f}")
+    both = [name for name in scores.get("HER", {}) if name in scores.get("ours", {})]
+    if both:  # the cells both sides have complete, paired by name
+        misses = group_misses([scores["HER"][n] for n in both], [scores["ours"][n] for n in both], size, same=False)
+        lines.append(f"ours against HER ({len(both)} cells), every pairing of those groups: misses {misses}, "
+                     f"mean {np.mean(misses):.2f}")
     return lines
 
 

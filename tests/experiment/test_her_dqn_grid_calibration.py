@@ -30,3 +30,23 @@ def test_misses_add_over_cells_and_a_partial_group_is_left_out(grid):
     # Seeds 0-1 against 2-3 (seed 4 is in no group of 2): only the cell whose second group is lower misses.
     falling = np.asarray([[1.0], [1.0], [0.0], [0.0], [1.0]])
     assert grid.group_misses([low, high, falling], [low, high, falling], 2, same=True) == [1, 0]
+
+
+def test_the_two_sides_are_paired_by_cell_not_by_position(grid, tmp_path):
+    import argparse
+    import json
+
+    args = argparse.Namespace(runs=tmp_path, seeds=[0, 1], budgets=[100], eval_episodes=1, ours_kwargs={},
+                              group_size=1, sides=["HER", "ours"])
+    cells = grid.cells([4])[:2]
+
+    def keep(cell, side, scores):
+        for seed, score in enumerate(scores):
+            path = grid.run_path(tmp_path, dict(cell=cell, side=side, seed=seed, budgets=[100], eval_episodes=1))
+            path.write_text(json.dumps({"scores": {"100": score}}))
+
+    keep(cells[0], "HER", [1.0, 1.0])  # ours has no runs here: a positional pairing would set it against this cell
+    keep(cells[1], "HER", [0.0, 0.0])
+    keep(cells[1], "ours", [0.0, 0.0])
+    lines = grid.self_calibration(cells, args)
+    assert lines[-1] == "ours against HER (1 cells), every pairing of those groups: misses [0, 0, 0, 0], mean 0.00"
